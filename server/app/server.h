@@ -1,0 +1,65 @@
+// The Impulse server: one Asio io_context drives the UDP endpoint and a fixed-timestep tick loop
+// (read datagrams -> apply requests -> step x n, capped -> write snapshots -> send).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace impulse::server {
+
+/// Server configuration. Every field has a CLI flag and an IMPULSE_<FLAG> environment variable.
+struct ServerConfig {
+  std::string bind = "0.0.0.0";  ///< --bind: local address to listen on
+  uint16_t port = 7777;          ///< --port: UDP port; 0 picks an ephemeral port
+  int tick_hz = 60;              ///< --tick-hz: physics steps per second, 1..1000
+  int snapshot_hz = 30;          ///< --snapshot-hz: snapshots per second, 1..tick_hz
+  std::string scene = "demo";    ///< --scene: "demo" or a JSON scene file path
+  int max_clients = 64;          ///< --max-clients: sessions at most, 1..4096
+  double client_timeout_s = 10;  ///< --client-timeout: silence [s] before a session is dropped
+  int max_steps_per_frame = 4;   ///< steps at most per wake-up; the accumulator drops the rest
+  double stats_interval_s = 5;   ///< seconds between stats log lines
+  std::string log_level = "info";  ///< --log-level: trace, debug, info, warn, error, off
+};
+
+/// Monotonic counters, readable from any thread while the server runs.
+struct ServerStats {
+  std::atomic<uint64_t> tick{0};
+  std::atomic<uint32_t> objects{0};
+  std::atomic<uint32_t> awake{0};
+  std::atomic<uint32_t> clients{0};
+  std::atomic<uint64_t> datagrams_in{0};
+  std::atomic<uint64_t> datagrams_out{0};
+  std::atomic<uint64_t> bytes_in{0};
+  std::atomic<uint64_t> bytes_out{0};
+  std::atomic<uint64_t> datagrams_dropped{0};  ///< failed verification (any DropReason)
+  std::atomic<uint64_t> requests_applied{0};   ///< requests answered with Ok
+  std::atomic<uint64_t> requests_rejected{0};  ///< requests answered with an error code
+  std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() after the last step
+};
+
+class Server {
+ public:
+  explicit Server(ServerConfig config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Loads the scene and binds the socket. On failure returns false and sets *error to a message
+  /// that says what to do (e.g. "port 7777 in use: pick another with --port").
+  bool start(std::string* error);
+  /// The bound UDP port (useful with port 0). Valid after start().
+  uint16_t local_port() const;
+  /// Runs the tick loop on the calling thread until stop() is called.
+  void run();
+  /// Thread-safe and signal-safe to request: sends Disconnect to every client, then run() returns.
+  void stop();
+  const ServerStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace impulse::server
