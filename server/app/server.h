@@ -37,6 +37,7 @@ struct ServerStats {
   std::atomic<uint64_t> requests_applied{0};   ///< requests answered with Ok
   std::atomic<uint64_t> requests_rejected{0};  ///< requests answered with an error code
   std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() after the last step
+  std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
 };
 
 class Server {
@@ -48,10 +49,12 @@ class Server {
 
   /// Loads the scene and binds the socket. On failure returns false and sets *error to a message
   /// that says what to do (e.g. "port 7777 in use: pick another with --port").
+  /// Also sets the spdlog default logger's level to config.log_level and logs the configuration.
   bool start(std::string* error);
   /// The bound UDP port (useful with port 0). Valid after start().
   uint16_t local_port() const;
-  /// Runs the tick loop on the calling thread until stop() is called.
+  /// Runs the tick loop on the calling thread until stop() is called. Returns at once when start()
+  /// did not succeed. Call at most once.
   void run();
   /// Thread-safe and signal-safe to request: sends Disconnect to every client, then run() returns.
   void stop();

@@ -22,6 +22,20 @@ inline constexpr uint16_t kProtocolVersion = 1;
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Longest client name or message string accepted [bytes].
 inline constexpr size_t kMaxStringBytes = 256;
+/// Longest Connect.client_name accepted [bytes]; check_request(Connect) rejects longer ones.
+inline constexpr size_t kMaxClientNameBytes = 64;
+/// Receive buffers must be aligned to this [bytes]: the widest scalar in the schema (u64) is read
+/// in place, so an unaligned buffer would make those reads undefined behaviour.
+inline constexpr size_t kDatagramAlignment = 8;
+
+// Range limits of check_request. They equal the physics WorldSettings defaults, so a request
+// that passes here is not rejected by the World for range reasons.
+inline constexpr float kMaxExtent = 1000.0f;      ///< sphere radius / box half extent [m]
+inline constexpr float kMaxCoordinate = 1.0e5f;   ///< |position component| [m]
+inline constexpr float kMaxSpeed = 1.0e4f;        ///< |velocity component| [m/s]
+inline constexpr float kMaxMass = 1.0e6f;         ///< dynamic body mass [kg]
+inline constexpr float kMaxForce = 1.0e9f;        ///< |force component| [N]
+inline constexpr float kMaxImpulse = 1.0e7f;      ///< |impulse component| [N·s]
 
 /// Why a datagram was dropped before any use. Each is counted by the receiver.
 enum class DropReason : uint8_t {
@@ -39,6 +53,11 @@ const char* to_string(DropReason reason);
 
 enum class Direction : uint8_t { ClientToServer, ServerToClient };
 
+/// The direction a message type travels in. Disconnect travels both ways; NONE and unknown
+/// types travel in neither (verify_datagram reports them as NoMessage first).
+bool is_sent_by_client(Message type);
+bool is_sent_by_server(Message type);
+
 /// A datagram that passed verification; `envelope` points into the caller's buffer and lives as
 /// long as that buffer. When reason != None, envelope is null except for VersionMismatch, where
 /// it is kept so a server can answer a Connect with ConnectRejected.
@@ -48,28 +67,137 @@ struct Verified {
 };
 
 /// Verifies size, identifier, FlatBuffers structure (Verifier with depth and table limits),
-/// protocol version and message direction. O(size).
+/// protocol version and message direction. O(size). Reads nothing before the Verifier passed.
+/// `bytes.data()` must be aligned to kDatagramAlignment (a caller bug otherwise; reported as
+/// VerifyFailed, never read). Vectors of 8-byte-aligned structs (Snapshot.objects,
+/// CollisionEvents.events) must be 8-byte aligned within the buffer; the stock Verifier does not
+/// check this, so verify_datagram does (VerifyFailed).
 Verified verify_datagram(std::span<const uint8_t> bytes, Direction expected);
 
 /// Result of a semantic range check on a verified request.
 struct Check {
   ResultCode code = ResultCode::Ok;
   std::string_view message;  ///< static string naming the field, e.g. "mass must be > 0 and finite"
+
+  bool ok() const { return code == ResultCode::Ok; }
 };
 
-/// Range checks that Verifier cannot do: finite numbers, documented bounds, mass > 0, extents.
+/// Range checks that Verifier cannot do: finite numbers, documented bounds, mass > 0, extents,
+/// known enum values, required fields. Each failure returns InvalidArgument (VersionMismatch for
+/// a Connect of another protocol version) and a static message naming the field.
+///  - CreateObject: kind and shape known; dims present and finite, each used component in
+///    (0, kMaxExtent] (sphere: dims.x, the radius; box: all three); |position| <= kMaxCoordinate;
+///    |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass] for a dynamic body; restitution
+///    in [0, 1]. Absent position/velocity mean zero.
+///  - ApplyForce: force present, |component| <= kMaxForce; point (optional) finite.
+///  - ApplyImpulse: impulse present, |component| <= kMaxImpulse; point (optional) finite.
+///  - SetVelocity: velocity present, |component| <= kMaxSpeed.
+///  - Connect: protocol_version == kProtocolVersion; client_name <= kMaxClientNameBytes.
 Check check_request(const CreateObject& m);
 Check check_request(const ApplyForce& m);
 Check check_request(const ApplyImpulse& m);
 Check check_request(const SetVelocity& m);
+Check check_request(const Connect& m);
 
-/// Converts between wire and maths vectors.
-inline Vec3 to_vec3(const wire::Vec3& v) { return {v.x(), v.y(), v.z()}; }
+/// Converts between wire and maths vectors. (Inside this namespace an unqualified `Vec3` is the
+/// wire struct, hence the qualified return types.)
+inline impulse::Vec3 to_vec3(const wire::Vec3& v) { return {v.x(), v.y(), v.z()}; }
 inline wire::Vec3 to_wire(const impulse::Vec3& v) { return wire::Vec3(v.x, v.y, v.z); }
+/// Converts an optional wire vector (absent = nullptr) to an optional maths vector.
+inline std::optional<impulse::Vec3> to_optional_vec3(const wire::Vec3* v) {
+  return v ? std::optional<impulse::Vec3>(to_vec3(*v)) : std::nullopt;
+}
 
 /// Builders: each resets `fbb`, writes one finished Envelope (with identifier and version) and
-/// returns its bytes, valid until `fbb` is next used.
+/// returns its bytes, valid until `fbb` is next used. Every builder's output is at most
+/// kMaxDatagramBytes (asserted in debug builds); strings are truncated to kMaxStringBytes (at a
+/// byte boundary) so that holds for any argument.
 std::span<const uint8_t> finish(flatbuffers::FlatBufferBuilder& fbb, Message type,
                                 flatbuffers::Offset<void> message);
+
+// --- Client -> server ----------------------------------------------------------------------------
+
+/// Everything a CreateObject carries besides its request id. Units as in impulse.fbs.
+struct CreateObjectArgs {
+  BodyKind kind = BodyKind::Dynamic;
+  ShapeKind shape = ShapeKind::Sphere;
+  impulse::Vec3 dims{0.5f, 0.5f, 0.5f};  ///< sphere: x = radius; box: half extents [m]
+  impulse::Vec3 position;                 ///< world frame [m]
+  impulse::Vec3 velocity;                 ///< world frame [m/s]
+  float mass = 1.0f;                      ///< [kg], dynamic only
+  float restitution = 0.0f;               ///< [0, 1]
+};
+
+/// Connect with `client_name` (for logs; truncated to kMaxStringBytes here, and the server
+/// rejects names longer than kMaxClientNameBytes). `protocol_version` is overridable for tests.
+std::span<const uint8_t> build_connect(flatbuffers::FlatBufferBuilder& fbb, std::string_view client_name,
+                                       uint16_t protocol_version = kProtocolVersion);
+/// CreateObject with every field of `args` written as given (the server range-checks them).
+std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                             const CreateObjectArgs& args);
+/// DestroyObject of `id` (sent in its u64 wire form).
+std::span<const uint8_t> build_destroy_object(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ObjectID id);
+/// force [N], point [m] (world frame; nullopt = centre of mass).
+std::span<const uint8_t> build_apply_force(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                           impulse::Vec3 force,
+                                           std::optional<impulse::Vec3> point = std::nullopt);
+/// impulse [N·s], point [m] (world frame; nullopt = centre of mass).
+std::span<const uint8_t> build_apply_impulse(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                             ObjectID id, impulse::Vec3 impulse,
+                                             std::optional<impulse::Vec3> point = std::nullopt);
+/// velocity [m/s], world frame.
+std::span<const uint8_t> build_set_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                            ObjectID id, impulse::Vec3 velocity);
+/// Ping carrying `nonce`, echoed by the Pong.
+std::span<const uint8_t> build_ping(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce);
+
+// --- Either direction ---------------------------------------------------------------------------
+
+/// Disconnect with a human-readable reason (truncated to kMaxStringBytes).
+std::span<const uint8_t> build_disconnect(flatbuffers::FlatBufferBuilder& fbb, std::string_view reason);
+
+// --- Server -> client ----------------------------------------------------------------------------
+
+/// ConnectAccepted: the session's client id, the server's rates [Hz] and its current tick.
+std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& fbb, uint32_t client_id,
+                                                uint16_t tick_hz, uint16_t snapshot_hz, uint64_t tick);
+/// ConnectRejected with `reason` (VersionMismatch, ServerFull, ShuttingDown, InvalidArgument) and
+/// a human-readable message (may be empty; truncated to kMaxStringBytes).
+std::span<const uint8_t> build_connect_rejected(flatbuffers::FlatBufferBuilder& fbb, ResultCode reason,
+                                                std::string_view message);
+/// `id` is the created or addressed object (null ObjectID{} when none); `message` is empty on Ok.
+std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ResultCode code, ObjectID id, std::string_view message);
+/// Pong echoing `nonce`, stamped with the server's current tick.
+std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick);
+
+/// How a snapshot of `object_count` objects is split into datagrams.
+struct SnapshotPlan {
+  uint32_t objects_per_part = 0;  ///< capacity of one part (kSnapshotObjectsPerPart)
+  uint16_t part_count = 1;        ///< >= 1; an empty world still sends one (empty) part
+  uint32_t object_count = 0;      ///< objects carried in total (clamped, see plan_snapshot)
+};
+
+/// Objects that fit in one Snapshot datagram. Computed once from the measured size of a built
+/// Snapshot with worst-case header values (see codec.cpp), so a schema change cannot silently
+/// break the kMaxDatagramBytes bound. Proven by a unit test for 0..2000 objects.
+uint32_t snapshot_objects_per_part();
+/// Plans the split of `object_count` objects. More objects than 65535 parts can carry (about
+/// 1.5 M) are clamped: the plan's object_count says how many are sent.
+SnapshotPlan plan_snapshot(size_t object_count);
+/// Builds part `part` (< plan.part_count) of the snapshot at `tick`: the slice
+/// objects[part * objects_per_part, ...) of at most objects_per_part objects.
+/// `objects.size()` must be >= plan.object_count (the same array the plan was made from).
+std::span<const uint8_t> build_snapshot_part(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
+                                             std::span<const ObjectState> objects, const SnapshotPlan& plan,
+                                             uint16_t part);
+
+/// Collision events that fit in one CollisionEvents datagram (measured like the snapshot's).
+uint32_t collision_events_per_datagram();
+/// Builds one CollisionEvents datagram of `events` (size <= collision_events_per_datagram();
+/// larger spans are truncated to that capacity — callers split them).
+std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& fbb,
+                                                std::span<const CollisionEvent> events);
 
 }  // namespace impulse::wire

@@ -1,0 +1,202 @@
+// impulse::Client: the thin game-side client of an Impulse server. It owns one non-blocking UDP
+// socket, sends requests and assembles what the server sends back; it runs no physics and no
+// thread of its own. The game loop calls poll() once per frame (netcode.io's client model:
+// https://github.com/networkprotocol/netcode, "client_update" driven by the caller).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "impulse/schemas/impulse_generated.h"
+#include "shared/math.h"
+#include "shared/object_id.h"
+#include "shared/wire/codec.h"
+
+namespace impulse {
+
+/// What create_object() asks the server to create. Every value is sent as given: the server is
+/// authoritative and answers an out-of-range value with ResultCode::InvalidArgument (the ranges
+/// are documented in schemas/impulse.fbs and repeated here).
+struct ObjectDesc {
+  wire::BodyKind kind = wire::BodyKind::Dynamic;
+  wire::ShapeKind shape = wire::ShapeKind::Sphere;
+  /// Sphere: x = radius [m] (y, z ignored); box: half extents [m], axis-aligned. Each in (0, 1000].
+  Vec3 dims{0.5f, 0.5f, 0.5f};
+  Vec3 position;             ///< centre, world frame [m]; |component| <= 1e5
+  Vec3 velocity;             ///< world frame [m/s]; |component| <= 1e4
+  float mass = 1.0f;         ///< [kg], dynamic bodies only, in (0, 1e6]
+  float restitution = 0.0f;  ///< coefficient of restitution, [0, 1]
+};
+
+/// One object as the server last reported it (a copy of wire::ObjectState in maths types).
+struct ObjectState {
+  ObjectID id;
+  Vec3 position;  ///< centre, world frame [m]
+  Vec3 velocity;  ///< world frame [m/s]
+  Vec3 dims;      ///< as ObjectDesc::dims [m]
+  wire::BodyKind kind = wire::BodyKind::Dynamic;
+  wire::ShapeKind shape = wire::ShapeKind::Sphere;
+  bool sleeping = false;
+};
+
+/// The server's answer to one request (create, destroy, force, impulse, velocity).
+struct RequestResult {
+  uint32_t request_id = 0;                  ///< as returned by the call that sent the request
+  wire::ResultCode code = wire::ResultCode::Ok;
+  ObjectID id;                              ///< the created (or addressed) object; null when none
+  std::string message;                      ///< human-readable reason; empty on Ok
+
+  bool ok() const { return code == wire::ResultCode::Ok; }
+};
+
+/// Two objects started (Begin) or stopped (End) touching during a server tick. a < b.
+struct CollisionEvent {
+  uint64_t tick = 0;  ///< server tick of the step that produced the event
+  wire::ContactEventType type = wire::ContactEventType::Begin;
+  ObjectID a;
+  ObjectID b;
+  Vec3 point;   ///< world contact point [m]; for End, the last known point
+  Vec3 normal;  ///< world frame, unit, from a towards b
+};
+
+/// A Pong that answered one of this client's ping() calls.
+struct PongInfo {
+  uint64_t nonce = 0;                     ///< as returned by ping()
+  uint64_t server_tick = 0;               ///< the server's tick when it answered
+  std::chrono::microseconds rtt{0};       ///< round-trip time measured on this client's clock
+};
+
+/// One snapshot that completed (every part of its tick arrived) during a poll().
+/// Its objects are PollResult::snapshot_objects[first, first + count), sorted by ObjectID.
+struct SnapshotRange {
+  uint64_t tick = 0;
+  uint32_t first = 0;
+  uint32_t count = 0;
+};
+
+/// Everything that arrived during one poll(). Owned by the Client and reused (vectors are
+/// cleared, not freed): the reference returned by poll() and every span/pointer into it stay
+/// valid until the next call to poll() or connect(), or the Client's destruction.
+struct PollResult {
+  /// Completed snapshots, oldest first. Usually zero or one per frame; objects() holds the latest.
+  std::vector<SnapshotRange> snapshots;
+  std::vector<ObjectState> snapshot_objects;  ///< backing store of `snapshots`
+  std::vector<RequestResult> results;         ///< in arrival order
+  std::vector<CollisionEvent> collisions;     ///< in arrival order (server order within a tick)
+  std::vector<PongInfo> pongs;                ///< answers to ping(); keepalive pings are not listed
+  bool server_disconnected = false;           ///< the server closed the session (see reason)
+  std::string disconnect_reason;
+
+  /// The objects of one completed snapshot of this result, sorted by ObjectID.
+  std::span<const ObjectState> objects_of(const SnapshotRange& s) const {
+    return std::span<const ObjectState>(snapshot_objects).subspan(s.first, s.count);
+  }
+  bool empty() const {
+    return snapshots.empty() && results.empty() && collisions.empty() && pongs.empty() &&
+           !server_disconnected;
+  }
+};
+
+/// Monotonic counters of one Client (never reset by connect()).
+struct ClientStats {
+  uint64_t datagrams_in = 0;   ///< every datagram received, good or bad
+  uint64_t datagrams_out = 0;
+  uint64_t bytes_in = 0;
+  uint64_t bytes_out = 0;
+  uint64_t datagrams_dropped = 0;  ///< failed verification, came from a stranger, or made no sense
+  /// Drops by wire::DropReason (index = the enum value); None counts datagrams that verified but
+  /// were dropped later (unexpected sender, message the client never asked for, bad snapshot part).
+  std::array<uint64_t, static_cast<size_t>(wire::DropReason::Count)> drops_by_reason{};
+  uint64_t send_errors = 0;           ///< send_to failed (the datagram is lost)
+  uint64_t snapshots_completed = 0;
+  uint64_t snapshots_superseded = 0;  ///< incomplete snapshots abandoned for a newer tick
+  uint64_t snapshot_parts_stale = 0;  ///< parts of a tick older than the latest complete one
+};
+
+/// Splits "HOST:PORT" ("127.0.0.1:7777", "localhost:7777", "[::1]:7777") into its parts.
+/// Returns false and sets *error to a message naming the problem on a bad value.
+bool parse_host_port(std::string_view text, std::string* host, uint16_t* port, std::string* error);
+
+/// Thin client of an Impulse server. Not thread-safe: one thread owns it (the game loop).
+/// Request methods return a request id (>= 1) that the matching RequestResult echoes, or 0 when
+/// nothing was sent because the client is not connected. Nothing blocks except connect() and a
+/// poll() given a non-zero max_wait.
+class Client {
+ public:
+  Client();
+  ~Client();  ///< disconnects if still connected
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  /// Opens a session: resolves host, sends Connect (protocol version, client name) and resends it
+  /// every 250 ms until ConnectAccepted or ConnectRejected arrives or `timeout` passes. Blocks
+  /// for at most `timeout` (plus name resolution). Replaces any previous session.
+  /// @param name  client name for the server's logs, truncated to 64 bytes
+  /// @return true when accepted; otherwise false with *error saying what to do (may be null).
+  bool connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout,
+               std::string* error, std::string_view name = "impulse-client");
+
+  /// Closes the session: sends Disconnect three times (UDP may lose any one) and forgets the
+  /// server's state. Safe to call when not connected.
+  void disconnect(std::string_view reason = "client closed");
+
+  bool connected() const;
+
+  /// Asks the server to create an object; the new ObjectID arrives in a RequestResult.
+  uint32_t create_object(const ObjectDesc& desc);
+  /// Asks the server to destroy an object. A stale id is answered with ResultCode::StaleId.
+  uint32_t destroy(ObjectID id);
+  /// Adds a force [N] (world frame) for the server's next step only, at `point` (world frame
+  /// [m]) or at the centre of mass when absent. Dynamic bodies only (else NotDynamic).
+  uint32_t apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
+  /// Adds an instantaneous impulse [N·s] (world frame): Δv = impulse / mass.
+  /// `point` as apply_force. Dynamic bodies only.
+  uint32_t apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point = std::nullopt);
+  /// Sets the linear velocity [m/s] (world frame) of a dynamic or kinematic body.
+  uint32_t set_velocity(ObjectID id, Vec3 velocity);
+  /// Sends a Ping; the PongInfo with the returned nonce (>= 1) arrives via poll(). 0 = not sent.
+  uint64_t ping();
+
+  /// Receives and processes every queued datagram: verifies each (bad ones are dropped and
+  /// counted, never thrown), assembles multi-part snapshots, records results, events and pongs.
+  /// Also sends a keepalive Ping when the client has sent nothing for a second, so an idle
+  /// session is not timed out by the server.
+  /// @param max_wait  when nothing is queued, wait up to this long for the first datagram
+  ///                  (0 = never block; a game loop passes 0, tools and tests a few ms)
+  /// @return what arrived since the last poll(); valid until the next poll()/connect().
+  const PollResult& poll(std::chrono::milliseconds max_wait = std::chrono::milliseconds{0});
+
+  /// Latest state of every object, from the newest complete snapshot, sorted by ObjectID.
+  /// Valid until the next poll()/connect()/disconnect().
+  std::span<const ObjectState> objects() const;
+  /// The object's latest state, or null if the newest complete snapshot did not contain it.
+  /// O(log n). The pointer is valid until the next poll()/connect()/disconnect().
+  const ObjectState* find(ObjectID id) const;
+
+  uint32_t client_id() const;    ///< assigned by the server; 0 when not connected
+  /// The newest server tick this client has heard of (ConnectAccepted, snapshot, pong, event).
+  uint64_t server_tick() const;
+  /// Tick of the newest complete snapshot (the one objects() reflects); 0 before the first.
+  uint64_t snapshot_tick() const;
+  uint16_t tick_hz() const;      ///< server physics steps per second; 0 when not connected
+  uint16_t snapshot_hz() const;  ///< server snapshots per second; 0 when not connected
+  /// The last measured ping round trip (user or keepalive pings); nullopt before any.
+  std::optional<std::chrono::microseconds> last_rtt() const;
+  const ClientStats& stats() const;
+  /// The local UDP port (0 when no socket is open), for logs and tests.
+  uint16_t local_port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace impulse

@@ -1,0 +1,126 @@
+// Flag parsing with CLI11 (each option also reads IMPULSE_<FLAG> via ->envname()), then explicit
+// range checks with messages that name the flag, its range and what was given.
+#include "server/app/config.h"
+
+#include <cmath>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace impulse::server {
+namespace {
+
+constexpr int kMaxTickHz = 1000;
+constexpr int kMaxClientsLimit = 4096;
+constexpr int kMaxStepsPerFrameLimit = 100;
+constexpr double kMaxClientTimeoutS = 3600.0;
+constexpr double kMaxStatsIntervalS = 3600.0;
+
+bool is_log_level(std::string_view level) {
+  for (std::string_view known : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+    if (level == known) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string validate_config(const ServerConfig& c) {
+  if (c.bind.empty()) return "--bind must be an IP address, e.g. 0.0.0.0 or ::1 (got an empty string)";
+  if (c.tick_hz < 1 || c.tick_hz > kMaxTickHz) return fmt::format("--tick-hz must be in 1..{} (got {})", kMaxTickHz, c.tick_hz);
+  if (c.snapshot_hz < 1 || c.snapshot_hz > c.tick_hz) {
+    return fmt::format("--snapshot-hz must be in 1..{} (1..--tick-hz; got {})", c.tick_hz, c.snapshot_hz);
+  }
+  if (c.scene.empty()) return "--scene must be \"demo\" or the path of a JSON scene file (got an empty string)";
+  if (c.max_clients < 1 || c.max_clients > kMaxClientsLimit) {
+    return fmt::format("--max-clients must be in 1..{} (got {})", kMaxClientsLimit, c.max_clients);
+  }
+  if (!std::isfinite(c.client_timeout_s) || c.client_timeout_s <= 0.0 || c.client_timeout_s > kMaxClientTimeoutS) {
+    return fmt::format("--client-timeout must be in (0, {}] seconds (got {})", kMaxClientTimeoutS, c.client_timeout_s);
+  }
+  if (c.max_steps_per_frame < 1 || c.max_steps_per_frame > kMaxStepsPerFrameLimit) {
+    return fmt::format("--max-steps-per-frame must be in 1..{} (got {})", kMaxStepsPerFrameLimit, c.max_steps_per_frame);
+  }
+  if (!std::isfinite(c.stats_interval_s) || c.stats_interval_s <= 0.0 || c.stats_interval_s > kMaxStatsIntervalS) {
+    return fmt::format("--stats-interval must be in (0, {}] seconds (got {})", kMaxStatsIntervalS, c.stats_interval_s);
+  }
+  if (!is_log_level(c.log_level)) {
+    return fmt::format("--log-level must be one of trace, debug, info, warn, error, critical, off (got \"{}\")",
+                       c.log_level);
+  }
+  return {};
+}
+
+ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config, std::string* message) {
+  auto set_message = [&](std::string text) {
+    if (message) *message = std::move(text);
+  };
+
+  CLI::App app{"impulse-server: authoritative 3D rigid-body physics over UDP (FlatBuffers, protocol v1).\n"
+               "Every flag --foo-bar can also be set as the environment variable IMPULSE_FOO_BAR; the flag wins.",
+               "impulse-server"};
+  app.set_version_flag("--version", "impulse-server 0.1.0");
+  app.get_formatter()->column_width(34);
+
+  // Ports are parsed as int so that an out-of-range value gets our message, not a conversion error.
+  int port = config.port;
+  app.add_option("--bind", config.bind, "Local IP address to listen on (IPv4 or IPv6)")
+      ->envname("IMPULSE_BIND")->capture_default_str();
+  app.add_option("--port", port, "UDP port, 0..65535; 0 picks a free ephemeral port")
+      ->envname("IMPULSE_PORT")->capture_default_str();
+  app.add_option("--tick-hz", config.tick_hz, "Physics steps per second [Hz], 1..1000")
+      ->envname("IMPULSE_TICK_HZ")->capture_default_str();
+  app.add_option("--snapshot-hz", config.snapshot_hz, "Snapshots sent to each client per second [Hz], 1..tick-hz")
+      ->envname("IMPULSE_SNAPSHOT_HZ")->capture_default_str();
+  app.add_option("--scene", config.scene, "\"demo\" (built in) or the path of a JSON scene file (schemas/scene.fbs)")
+      ->envname("IMPULSE_SCENE")->capture_default_str();
+  app.add_option("--max-clients", config.max_clients, "Sessions at most, 1..4096; more get ServerFull")
+      ->envname("IMPULSE_MAX_CLIENTS")->capture_default_str();
+  app.add_option("--client-timeout", config.client_timeout_s, "Silence [s] before a session is dropped, (0, 3600]")
+      ->envname("IMPULSE_CLIENT_TIMEOUT")->capture_default_str();
+  app.add_option("--max-steps-per-frame", config.max_steps_per_frame,
+                 "Physics steps at most per wake-up, 1..100; time beyond is dropped and counted")
+      ->envname("IMPULSE_MAX_STEPS_PER_FRAME")->capture_default_str();
+  app.add_option("--stats-interval", config.stats_interval_s, "Seconds between stats log lines [s], (0, 3600]")
+      ->envname("IMPULSE_STATS_INTERVAL")->capture_default_str();
+  app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
+      ->envname("IMPULSE_LOG_LEVEL")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    set_message(app.help());
+    return ParseStatus::Exit;
+  } catch (const CLI::CallForAllHelp&) {
+    set_message(app.help("", CLI::AppFormatMode::All));
+    return ParseStatus::Exit;
+  } catch (const CLI::CallForVersion& e) {
+    set_message(e.what());
+    return ParseStatus::Exit;
+  } catch (const CLI::ParseError& e) {
+    set_message(fmt::format("{} (run impulse-server --help for every flag, its range and default)", e.what()));
+    return ParseStatus::Error;
+  }
+
+  if (port < 0 || port > 65535) {
+    set_message(fmt::format("--port must be in 0..65535 (got {})", port));
+    return ParseStatus::Error;
+  }
+  config.port = static_cast<uint16_t>(port);
+  if (std::string problem = validate_config(config); !problem.empty()) {
+    set_message(std::move(problem));
+    return ParseStatus::Error;
+  }
+  return ParseStatus::Run;
+}
+
+std::string describe_config(const ServerConfig& c) {
+  return fmt::format(
+      "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
+      "max_steps_per_frame={} stats_interval={}s log_level={}",
+      c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
+      c.stats_interval_s, c.log_level);
+}
+
+}  // namespace impulse::server

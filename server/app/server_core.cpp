@@ -1,0 +1,388 @@
+// Server tick logic: read datagrams -> apply requests -> step x n (fixed dt, capped accumulator,
+// Fiedler's "Fix Your Timestep!") -> write events and snapshots. Sessions follow netcode.io's
+// model (endpoint = identity, timeout on silence, explicit disconnect); time is passed in.
+#include "server/app/server_core.h"
+
+#include <spdlog/spdlog.h>
+
+#include "server/net/snapshot_writer.h"
+
+namespace impulse::server {
+namespace {
+
+using wire::Message;
+using wire::ResultCode;
+
+constexpr std::string_view kNotConnectedMessage = "no session for this address: send Connect first";
+
+physics::WorldSettings make_settings(Vec3 gravity) {
+  physics::WorldSettings settings;
+  settings.gravity = gravity;
+  return settings;
+}
+
+struct WorldOutcome {
+  ResultCode code;
+  std::string_view message;
+  RejectReason reason;
+};
+
+// Maps a World error to the wire result, with a message naming the field at fault.
+WorldOutcome describe(physics::Error error, Message type) {
+  switch (error) {
+    case physics::Error::Ok:
+      return {ResultCode::Ok, {}, RejectReason::Count};
+    case physics::Error::StaleId:
+      return {ResultCode::StaleId, "id: no live object has this id (null, unknown or destroyed)",
+              RejectReason::StaleId};
+    case physics::Error::NotDynamic:
+      return {ResultCode::NotDynamic,
+              type == Message::SetVelocity ? "id: a static body has no velocity to set"
+                                           : "id: forces and impulses act on dynamic bodies only",
+              RejectReason::NotDynamic};
+    case physics::Error::InvalidArgument:
+      return {ResultCode::InvalidArgument,
+              type == Message::ApplyImpulse ? "impulse: the resulting velocity would exceed 1e4 m/s"
+                                            : "a value is out of the world's accepted range",
+              RejectReason::InvalidArgument};
+    case physics::Error::WorldFull:
+      return {ResultCode::WorldFull, "the world's object limit is reached", RejectReason::WorldFull};
+  }
+  return {ResultCode::InvalidArgument, "unknown world error", RejectReason::InvalidArgument};
+}
+
+physics::BodyDesc to_body_desc(const wire::CreateObject& m) {
+  physics::BodyDesc desc;
+  desc.kind = static_cast<physics::BodyKind>(m.kind());
+  const Vec3 dims = wire::to_vec3(*m.dims());  // check_request guarantees presence
+  desc.shape = m.shape() == wire::ShapeKind::Sphere ? physics::make_sphere(dims.x) : physics::make_box(dims);
+  desc.position = m.position() ? wire::to_vec3(*m.position()) : Vec3{};
+  desc.velocity = m.velocity() ? wire::to_vec3(*m.velocity()) : Vec3{};
+  desc.mass = m.mass();
+  desc.restitution = m.restitution();
+  return desc;
+}
+
+std::string_view client_name_of(const wire::Connect& m) {
+  return m.client_name() ? m.client_name()->string_view() : std::string_view{};
+}
+
+}  // namespace
+
+ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& stats)
+    : config_(config),
+      stats_(stats),
+      world_(make_settings(gravity)),
+      sessions_(static_cast<uint32_t>(config.max_clients)),
+      clock_(make_step_clock(config.tick_hz, config.max_steps_per_frame, TimePoint{})),
+      dt_(1.0f / static_cast<float>(config.tick_hz)),
+      client_timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(config.client_timeout_s))) {
+  queue_.reserve(256);
+}
+
+bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error) {
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    const physics::CreateResult r = world_.create_object(bodies[i]);
+    if (r.error != physics::Error::Ok) {
+      if (error) *error = fmt::format("bodies[{}]: the world refused it: {}", i, describe(r.error, Message::CreateObject).message);
+      return false;
+    }
+  }
+  publish_stats();
+  return true;
+}
+
+void ServerCore::start(TimePoint now) { clock_ = make_step_clock(config_.tick_hz, config_.max_steps_per_frame, now); }
+
+bool ServerCore::push_bounded(const Endpoint& to, std::span<const uint8_t> bytes, size_t limit, Outbox& out) {
+  if (bytes.size() > limit) return false;
+  out.push(to, bytes);
+  return true;
+}
+
+// --- Receive ---------------------------------------------------------------------------------
+
+void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> bytes, TimePoint now, Outbox& out) {
+  stats_.datagrams_in.fetch_add(1, std::memory_order_relaxed);
+  stats_.bytes_in.fetch_add(bytes.size(), std::memory_order_relaxed);
+
+  const wire::Verified v = wire::verify_datagram(bytes, wire::Direction::ClientToServer);
+  if (v.reason != wire::DropReason::None) {
+    stats_.datagrams_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (v.reason == wire::DropReason::VersionMismatch) {
+      handle_version_mismatch(from, *v.envelope, bytes.size(), now, out);
+    } else {
+      rejects_.note(to_reject_reason(v.reason), from, {}, now);
+    }
+    return;
+  }
+
+  const wire::Envelope& envelope = *v.envelope;
+  Session* session = sessions_.find(from);
+  switch (envelope.message_type()) {
+    case Message::Connect:
+      handle_connect(from, *envelope.message_as_Connect(), bytes.size(), now, out);
+      return;
+    case Message::Ping: {
+      const uint64_t nonce = envelope.message_as_Ping()->nonce();
+      const auto pong = wire::build_pong(fbb_, nonce, world_.tick());
+      if (session) {
+        session->last_heard = now;
+        out.push(from, pong);
+      } else if (!push_bounded(from, pong, bytes.size(), out)) {
+        // A stranger's Ping is answered only when padded to the Pong's size (no amplification).
+        rejects_.note(RejectReason::NotConnected, from, "ping", now);
+      }
+      return;
+    }
+    case Message::Disconnect: {
+      if (!session) {
+        rejects_.note(RejectReason::StrayDisconnect, from, {}, now);
+        return;
+      }
+      const auto* reason = envelope.message_as_Disconnect()->reason();
+      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(from), session->name,
+                   session->client_id,
+                   sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes));
+      sessions_.remove(from);
+      stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
+      return;
+    }
+    default:
+      handle_request(from, envelope, bytes.size(), now, out);
+      return;
+  }
+}
+
+void ServerCore::handle_version_mismatch(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
+                                         TimePoint now, Outbox& out) {
+  rejects_.note(RejectReason::VersionMismatch, from, {}, now);
+  if (envelope.message_type() != Message::Connect) return;
+  // Answer a Connect so the client can tell the user; the message is dropped if it would make the
+  // reply larger than the request.
+  auto reply = wire::build_connect_rejected(fbb_, ResultCode::VersionMismatch, "server speaks protocol version 1");
+  if (reply.size() > request_bytes) reply = wire::build_connect_rejected(fbb_, ResultCode::VersionMismatch, {});
+  push_bounded(from, reply, request_bytes, out);
+}
+
+void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, size_t request_bytes, TimePoint now,
+                                Outbox& out) {
+  if (Session* existing = sessions_.find(from)) {
+    // Idempotent: the client resends Connect until an answer arrives; the first may be lost.
+    existing->last_heard = now;
+    out.push(from, wire::build_connect_accepted(fbb_, existing->client_id, static_cast<uint16_t>(config_.tick_hz),
+                                                static_cast<uint16_t>(config_.snapshot_hz), world_.tick()));
+    return;
+  }
+  auto reject = [&](ResultCode code, std::string_view message, RejectReason reason) {
+    rejects_.note(reason, from, message, now);
+    auto reply = wire::build_connect_rejected(fbb_, code, message);
+    if (reply.size() > request_bytes) reply = wire::build_connect_rejected(fbb_, code, {});
+    push_bounded(from, reply, request_bytes, out);
+  };
+  if (shutting_down_) return reject(ResultCode::ShuttingDown, "server is shutting down", RejectReason::ShuttingDown);
+  if (const wire::Check check = wire::check_request(m); !check.ok()) {
+    return reject(check.code, check.message, RejectReason::BadConnect);
+  }
+  if (sessions_.full()) return reject(ResultCode::ServerFull, "server is full", RejectReason::ServerFull);
+
+  const Session* s = sessions_.add(from, sanitize_for_log(client_name_of(m), wire::kMaxClientNameBytes), now);
+  stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
+  spdlog::info("client connected: {} name=\"{}\" id={} ({} of {} clients)", to_string(from), s->name, s->client_id,
+               sessions_.size(), config_.max_clients);
+  out.push(from, wire::build_connect_accepted(fbb_, s->client_id, static_cast<uint16_t>(config_.tick_hz),
+                                              static_cast<uint16_t>(config_.snapshot_hz), world_.tick()));
+}
+
+void ServerCore::reply_not_connected(const Endpoint& from, uint32_t request_id, size_t request_bytes, TimePoint now,
+                                     Outbox& out) {
+  rejects_.note(RejectReason::NotConnected, from, {}, now);
+  auto reply = wire::build_request_result(fbb_, request_id, ResultCode::NotConnected, ObjectID{}, kNotConnectedMessage);
+  if (reply.size() > request_bytes) {
+    reply = wire::build_request_result(fbb_, request_id, ResultCode::NotConnected, ObjectID{}, {});
+  }
+  if (push_bounded(from, reply, request_bytes, out)) stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ServerCore::reject_request(const Endpoint& from, uint32_t request_id, ObjectID id, const wire::Check& check,
+                                TimePoint now, Outbox& out) {
+  rejects_.note(RejectReason::InvalidArgument, from, check.message, now);
+  stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+  out.push(from, wire::build_request_result(fbb_, request_id, check.code, id, check.message));
+}
+
+void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
+                                TimePoint now, Outbox& out) {
+  // Decode into a PendingRequest; each case range-checks first (nothing invalid is queued).
+  PendingRequest r;
+  r.type = envelope.message_type();
+  r.from = from;
+  wire::Check check;
+  switch (r.type) {
+    case Message::CreateObject: {
+      const auto* m = envelope.message_as_CreateObject();
+      r.request_id = m->request_id();
+      check = wire::check_request(*m);
+      if (check.ok()) r.desc = to_body_desc(*m);
+      break;
+    }
+    case Message::DestroyObject: {
+      const auto* m = envelope.message_as_DestroyObject();
+      r.request_id = m->request_id();
+      r.id = from_wire(m->id());
+      break;
+    }
+    case Message::ApplyForce: {
+      const auto* m = envelope.message_as_ApplyForce();
+      r.request_id = m->request_id();
+      r.id = from_wire(m->id());
+      check = wire::check_request(*m);
+      if (check.ok()) {
+        r.vector = wire::to_vec3(*m->force());
+        r.point = wire::to_optional_vec3(m->point());
+      }
+      break;
+    }
+    case Message::ApplyImpulse: {
+      const auto* m = envelope.message_as_ApplyImpulse();
+      r.request_id = m->request_id();
+      r.id = from_wire(m->id());
+      check = wire::check_request(*m);
+      if (check.ok()) {
+        r.vector = wire::to_vec3(*m->impulse());
+        r.point = wire::to_optional_vec3(m->point());
+      }
+      break;
+    }
+    case Message::SetVelocity: {
+      const auto* m = envelope.message_as_SetVelocity();
+      r.request_id = m->request_id();
+      r.id = from_wire(m->id());
+      check = wire::check_request(*m);
+      if (check.ok()) r.vector = wire::to_vec3(*m->velocity());
+      break;
+    }
+    default:
+      // verify_datagram admits only client messages, and the others are handled by the caller.
+      rejects_.note(RejectReason::NoMessage, from, "unhandled message type", now);
+      return;
+  }
+
+  Session* session = sessions_.find(from);
+  if (!session) return reply_not_connected(from, r.request_id, request_bytes, now, out);
+  session->last_heard = now;
+  if (!check.ok()) return reject_request(from, r.request_id, r.id, check, now, out);
+  if (queue_.size() >= kMaxQueuedRequests) {
+    rejects_.note(RejectReason::QueueFull, from, {}, now);
+    return;
+  }
+  queue_.push_back(r);
+}
+
+// --- Tick ------------------------------------------------------------------------------------
+
+void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& out) {
+  physics::Error error = physics::Error::Ok;
+  ObjectID id = r.id;
+  switch (r.type) {
+    case Message::CreateObject: {
+      const physics::CreateResult created = world_.create_object(r.desc);
+      error = created.error;
+      id = created.id;
+      break;
+    }
+    case Message::DestroyObject: error = world_.destroy_object(r.id); break;
+    case Message::ApplyForce: error = world_.apply_force(r.id, r.vector, r.point); break;
+    case Message::ApplyImpulse: error = world_.apply_impulse(r.id, r.vector, r.point); break;
+    case Message::SetVelocity: error = world_.set_velocity(r.id, r.vector); break;
+    default: return;
+  }
+  const WorldOutcome outcome = describe(error, r.type);
+  if (outcome.code == ResultCode::Ok) {
+    stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+    rejects_.note(outcome.reason, r.from, outcome.message, now);
+  }
+  out.push(r.from, wire::build_request_result(fbb_, r.request_id, outcome.code, id, outcome.message));
+}
+
+void ServerCore::apply_requests(TimePoint now, Outbox& out) {
+  for (const PendingRequest& r : queue_) apply_request(r, now, out);
+  queue_.clear();
+}
+
+int ServerCore::update(TimePoint now, Outbox& out) {
+  const int steps = take_due_steps(clock_, now);
+  bool snapshot_due = false;
+  if (steps > 0) {
+    apply_requests(now, out);
+    events_.clear();
+    size_t events_dropped = 0;
+    for (int i = 0; i < steps; ++i) {
+      world_.step(dt_);
+      const auto step_events = world_.contact_events();
+      const size_t room = kMaxEventsPerUpdate - events_.size();
+      const size_t take = std::min(room, step_events.size());
+      append_collision_events(step_events.first(take), world_.tick(), &events_);
+      events_dropped += step_events.size() - take;
+      snapshot_due = snapshot_due || is_snapshot_tick(world_.tick(), config_.tick_hz, config_.snapshot_hz);
+    }
+    if (events_dropped > 0) {
+      rejects_.note(RejectReason::EventsDropped, fmt::format("{} events over the per-update cap", events_dropped), now);
+    }
+    // Events at the end of the wake-up in which they happened (each carries its own tick), before
+    // the snapshot that shows their outcome.
+    write_collision_events(events_, sessions_.sessions(), fbb_, out);
+    if (snapshot_due && sessions_.size() > 0) {
+      gather_object_states(world_, &object_states_);
+      write_snapshot(world_.tick(), object_states_, sessions_.sessions(), fbb_, out);
+    }
+    publish_stats();
+  }
+  expire_sessions(now, out);
+  rejects_.flush(now);
+  return steps;
+}
+
+void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
+  expired_.clear();
+  sessions_.take_expired(now - client_timeout_, &expired_);
+  if (expired_.empty()) return;
+  const auto bytes = wire::build_disconnect(fbb_, "timed out: no datagram within the client timeout");
+  const Payload payload = out.store(bytes);
+  for (const Session& s : expired_) {
+    out.push(s.endpoint, payload);
+    spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
+                 to_string(s.endpoint), s.name, s.client_id,
+                 std::chrono::duration<double>(now - s.last_heard).count());
+  }
+  stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
+}
+
+void ServerCore::shut_down(std::string_view reason, Outbox& out) {
+  shutting_down_ = true;
+  expired_.clear();
+  sessions_.take_all(&expired_);
+  if (!expired_.empty()) {
+    const Payload payload = out.store(wire::build_disconnect(fbb_, reason));
+    for (const Session& s : expired_) {
+      out.push(s.endpoint, payload);
+      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(s.endpoint), s.name,
+                   s.client_id, reason);
+    }
+  }
+  stats_.clients.store(0, std::memory_order_relaxed);
+}
+
+void ServerCore::publish_stats() {
+  stats_.tick.store(world_.tick(), std::memory_order_relaxed);
+  stats_.steps_dropped.store(clock_.dropped_steps, std::memory_order_relaxed);
+  stats_.objects.store(world_.object_count(), std::memory_order_relaxed);
+  stats_.awake.store(world_.awake_count(), std::memory_order_relaxed);
+  stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
+  stats_.world_hash.store(world_.world_hash(), std::memory_order_relaxed);
+}
+
+}  // namespace impulse::server

@@ -1,0 +1,104 @@
+// Rejected-input accounting with per-reason rate-limited summaries (one line per reason per second).
+#include "server/net/reject_log.h"
+
+#include <spdlog/spdlog.h>
+
+namespace impulse::server {
+namespace {
+
+constexpr std::chrono::seconds kSummaryInterval{1};
+
+// Malformed or hostile traffic is a warning; ordinary client mistakes and races are debug noise.
+spdlog::level::level_enum summary_level(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::StaleId:
+    case RejectReason::NotDynamic:
+    case RejectReason::StrayDisconnect:
+    case RejectReason::ReceiveError:
+      return spdlog::level::debug;
+    case RejectReason::ServerFull:
+    case RejectReason::ShuttingDown:
+    case RejectReason::WorldFull:
+      return spdlog::level::info;
+    default:
+      return spdlog::level::warn;
+  }
+}
+
+}  // namespace
+
+const char* to_string(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::Empty: return "empty or truncated datagram";
+    case RejectReason::Oversized: return "oversized datagram";
+    case RejectReason::BadIdentifier: return "bad file identifier";
+    case RejectReason::VerifyFailed: return "FlatBuffers verification failed";
+    case RejectReason::VersionMismatch: return "protocol version mismatch";
+    case RejectReason::NoMessage: return "empty or unknown message";
+    case RejectReason::WrongDirection: return "server-to-client message sent to the server";
+    case RejectReason::NotConnected: return "message from an address without a session";
+    case RejectReason::StrayDisconnect: return "disconnect from an address without a session";
+    case RejectReason::InvalidArgument: return "request with an invalid argument";
+    case RejectReason::StaleId: return "request with a stale id";
+    case RejectReason::NotDynamic: return "request on a non-dynamic body";
+    case RejectReason::WorldFull: return "create refused: world full";
+    case RejectReason::ServerFull: return "connect refused: server full";
+    case RejectReason::ShuttingDown: return "connect refused: shutting down";
+    case RejectReason::BadConnect: return "connect refused: bad name or protocol version";
+    case RejectReason::QueueFull: return "request dropped: queue full";
+    case RejectReason::EventsDropped: return "collision events dropped";
+    case RejectReason::ReceiveError: return "socket receive error";
+    case RejectReason::SendError: return "socket send error";
+    case RejectReason::Count: break;
+  }
+  return "unknown";
+}
+
+RejectReason to_reject_reason(wire::DropReason reason) {
+  switch (reason) {
+    case wire::DropReason::Empty: return RejectReason::Empty;
+    case wire::DropReason::Oversized: return RejectReason::Oversized;
+    case wire::DropReason::BadIdentifier: return RejectReason::BadIdentifier;
+    case wire::DropReason::VerifyFailed: return RejectReason::VerifyFailed;
+    case wire::DropReason::VersionMismatch: return RejectReason::VersionMismatch;
+    case wire::DropReason::NoMessage: return RejectReason::NoMessage;
+    case wire::DropReason::WrongDirection: return RejectReason::WrongDirection;
+    case wire::DropReason::None:
+    case wire::DropReason::Count: break;
+  }
+  return RejectReason::VerifyFailed;
+}
+
+void RejectLog::note(RejectReason reason, const Endpoint& from, std::string_view detail, TimePoint now) {
+  if (spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("rejected from {}: {}{}{}", to_string(from), to_string(reason), detail.empty() ? "" : ": ",
+                  detail);
+  }
+  note(reason, std::string_view{}, now);
+}
+
+void RejectLog::note(RejectReason reason, std::string_view detail, TimePoint now) {
+  const auto i = static_cast<size_t>(reason);
+  if (i >= kReasons) return;
+  if (!detail.empty() && spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("rejected: {}: {}", to_string(reason), detail);
+  }
+  ++totals_[i];
+  if (pending_[i]++ == 0) first_pending_[i] = now;
+}
+
+void RejectLog::flush(TimePoint now) {
+  for (size_t i = 0; i < kReasons; ++i) {
+    if (pending_[i] == 0) continue;
+    // The first occurrence after a quiet spell is reported at once; later ones are batched.
+    if (last_summary_[i] != TimePoint{} && now - last_summary_[i] < kSummaryInterval) continue;
+    const auto reason = static_cast<RejectReason>(i);
+    const double span_s = std::chrono::duration<double>(now - first_pending_[i]).count();
+    spdlog::log(summary_level(reason), "rejected {} x {} in the last {:.1f} s ({} in total)", pending_[i],
+                to_string(reason), span_s, totals_[i]);
+    pending_[i] = 0;
+    last_summary_[i] = now;
+  }
+}
+
+}  // namespace impulse::server

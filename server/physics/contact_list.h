@@ -1,0 +1,53 @@
+// Sorted contact lists: ordering, lookup by binary search, and Begin/End events plus warm-start
+// impulses from a sorted merge-diff of two steps' lists (a merge join, O(n + m); Knuth, TAOCP
+// vol. 3, §5.2.4).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "server/physics/types.h"
+
+namespace impulse::physics {
+
+/// A contact as the World keeps it between steps: the public Contact plus the solver state that
+/// the next step reuses for warm starting (Catto, GDC 2005).
+struct ContactRecord {
+  Contact contact;
+  float normal_impulse = 0;  ///< accumulated normal impulse of the last solve [N·s], >= 0
+};
+
+/// Strict (a, b) order of contacts and events; a pair key is unique within one list.
+inline bool pair_less(ObjectID a0, ObjectID b0, ObjectID a1, ObjectID b1) {
+  return a0 != a1 ? a0 < a1 : b0 < b1;
+}
+inline bool contact_less(const Contact& x, const Contact& y) { return pair_less(x.a, x.b, y.a, y.b); }
+inline bool record_less(const ContactRecord& x, const ContactRecord& y) {
+  return contact_less(x.contact, y.contact);
+}
+inline bool event_less(const ContactEvent& x, const ContactEvent& y) { return pair_less(x.a, x.b, y.a, y.b); }
+
+/// The record of pair (a, b), a < b, in a list sorted by (a, b), or null. O(log n).
+const ContactRecord* find_record(std::span<const ContactRecord> sorted, ObjectID a, ObjectID b);
+
+/// The contiguous run of contacts whose `a` equals id in a list sorted by (a, b). O(log n).
+std::span<const Contact> find_contacts_with_a(std::span<const Contact> sorted, ObjectID id);
+
+/// Merge join of the previous and current lists, both sorted by (a, b). O(n + m).
+///  - appends to `events` one End per pair only in `prev` (with its last point and normal) and
+///    one Begin per pair only in `cur`, in (a, b) order;
+///  - copies the previous normal impulse into each pair present in both (warm starting); pairs
+///    only in `cur` keep theirs (0 from the narrowphase).
+void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
+                   std::vector<ContactEvent>& events);
+
+/// Merges two sorted lists into `out` (cleared first). The lists must not share a pair.
+void merge_records(std::span<const ContactRecord> x, std::span<const ContactRecord> y,
+                   std::vector<ContactRecord>& out);
+
+/// Makes a ContactEvent from a contact.
+inline ContactEvent make_event(ContactEventType type, const Contact& c) {
+  return ContactEvent{type, c.a, c.b, c.point, c.normal};
+}
+
+}  // namespace impulse::physics

@@ -1,0 +1,422 @@
+// Wire codec: FlatBuffers verification (flatbuffers::Verifier, "FlatBuffers internals" in the
+// official documentation) followed by semantic range checks, and size-bounded message builders.
+#include "shared/wire/codec.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace impulse::wire {
+namespace {
+
+// The deepest legal nesting is Envelope -> message table -> vector -> struct; 8 leaves room for
+// additive schema changes while bounding the Verifier's recursion on hostile input.
+constexpr flatbuffers::uoffset_t kVerifierMaxDepth = 8;
+// An Envelope holds exactly two tables (itself and the message).
+constexpr flatbuffers::uoffset_t kVerifierMaxTables = 8;
+// Root offset + file identifier: anything shorter cannot be a finished buffer.
+constexpr size_t kMinDatagramBytes = sizeof(flatbuffers::uoffset_t) + flatbuffers::kFileIdentifierLength;
+
+bool is_finite(const wire::Vec3& v) {
+  return std::isfinite(v.x()) && std::isfinite(v.y()) && std::isfinite(v.z());
+}
+
+// True when every component is finite and |c| <= limit. NaN fails both comparisons.
+bool within(const wire::Vec3& v, float limit) {
+  return std::fabs(v.x()) <= limit && std::fabs(v.y()) <= limit && std::fabs(v.z()) <= limit;
+}
+
+bool in_open_closed(float x, float hi) { return x > 0.0f && x <= hi; }
+
+// A vector of 8-byte-aligned structs must start on an 8-byte boundary of the buffer, or reading
+// its u64 members is undefined behaviour. FlatBuffers 2.0.8's Verifier only checks 4 bytes (and
+// the builder does not align the data of an empty vector, which is never read).
+template <class T>
+bool is_struct_vector_aligned(const flatbuffers::Vector<const T*>* v, const uint8_t* base) {
+  if (v == nullptr || v->size() == 0) return true;  // nothing is read from an empty vector
+  const auto offset = static_cast<size_t>(reinterpret_cast<const uint8_t*>(v->Data()) - base);
+  return offset % alignof(T) == 0;
+}
+
+// Truncates to at most max_bytes without splitting a UTF-8 sequence.
+std::string_view truncate_utf8(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<uint8_t>(s[n]) & 0xC0u) == 0x80u) --n;
+  return s.substr(0, n);
+}
+
+flatbuffers::Offset<flatbuffers::String> create_string(flatbuffers::FlatBufferBuilder& fbb, std::string_view s) {
+  const std::string_view t = truncate_utf8(s, kMaxStringBytes);
+  return fbb.CreateString(t.data(), t.size());
+}
+
+// Largest n for which build(n) <= kMaxDatagramBytes, from the measured size of one element's
+// message: capacity = (limit - overhead) / element, then confirmed (and corrected) by building.
+template <class BuildFn>
+uint32_t measure_capacity(size_t element_bytes, BuildFn&& build) {
+  const size_t one = build(1);
+  const size_t overhead = one - element_bytes;
+  uint32_t n = static_cast<uint32_t>((kMaxDatagramBytes - overhead) / element_bytes);
+  while (n > 1 && build(n) > kMaxDatagramBytes) --n;
+  return n;
+}
+
+}  // namespace
+
+const char* to_string(DropReason reason) {
+  switch (reason) {
+    case DropReason::None: return "none";
+    case DropReason::Empty: return "empty";
+    case DropReason::Oversized: return "oversized";
+    case DropReason::BadIdentifier: return "bad identifier";
+    case DropReason::VerifyFailed: return "verify failed";
+    case DropReason::VersionMismatch: return "version mismatch";
+    case DropReason::NoMessage: return "no message";
+    case DropReason::WrongDirection: return "wrong direction";
+    case DropReason::Count: break;
+  }
+  return "unknown";
+}
+
+bool is_sent_by_client(Message type) {
+  switch (type) {
+    case Message::Connect:
+    case Message::CreateObject:
+    case Message::DestroyObject:
+    case Message::ApplyForce:
+    case Message::ApplyImpulse:
+    case Message::SetVelocity:
+    case Message::Ping:
+    case Message::Disconnect:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_sent_by_server(Message type) {
+  switch (type) {
+    case Message::Disconnect:
+    case Message::ConnectAccepted:
+    case Message::ConnectRejected:
+    case Message::RequestResult:
+    case Message::Snapshot:
+    case Message::CollisionEvents:
+    case Message::Pong:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Verified verify_datagram(std::span<const uint8_t> bytes, Direction expected) {
+  if (bytes.size() < kMinDatagramBytes) return {nullptr, DropReason::Empty};
+  if (bytes.size() > kMaxDatagramBytes) return {nullptr, DropReason::Oversized};
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % kDatagramAlignment != 0) {
+    return {nullptr, DropReason::VerifyFailed};
+  }
+  if (!flatbuffers::BufferHasIdentifier(bytes.data(), EnvelopeIdentifier())) {
+    return {nullptr, DropReason::BadIdentifier};
+  }
+
+  flatbuffers::Verifier::Options options;
+  options.max_depth = kVerifierMaxDepth;
+  options.max_tables = kVerifierMaxTables;
+  options.check_alignment = true;
+  options.check_nested_flatbuffers = false;  // the schema has none
+  // The size bound is the buffer length itself (<= kMaxDatagramBytes, checked above).
+  flatbuffers::Verifier verifier(bytes.data(), bytes.size(), options);
+  if (!VerifyEnvelopeBuffer(verifier)) return {nullptr, DropReason::VerifyFailed};
+
+  // Verified: reading is safe from here on.
+  const Envelope* envelope = GetEnvelope(bytes.data());
+  if (envelope->protocol_version() != kProtocolVersion) return {envelope, DropReason::VersionMismatch};
+
+  const Message type = envelope->message_type();
+  if (type == Message::NONE || type > Message::MAX || envelope->message() == nullptr) {
+    return {nullptr, DropReason::NoMessage};
+  }
+  const bool direction_ok = expected == Direction::ClientToServer ? is_sent_by_client(type) : is_sent_by_server(type);
+  if (!direction_ok) return {nullptr, DropReason::WrongDirection};
+
+  if (const Snapshot* s = envelope->message_as_Snapshot()) {
+    if (!is_struct_vector_aligned(s->objects(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
+  } else if (const CollisionEvents* e = envelope->message_as_CollisionEvents()) {
+    if (!is_struct_vector_aligned(e->events(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
+  }
+  return {envelope, DropReason::None};
+}
+
+// --- Range checks ----------------------------------------------------------------------------
+
+Check check_request(const CreateObject& m) {
+  constexpr auto kInvalid = ResultCode::InvalidArgument;
+  if (m.kind() < BodyKind::MIN || m.kind() > BodyKind::MAX) return {kInvalid, "kind: unknown body kind"};
+  if (m.shape() < ShapeKind::MIN || m.shape() > ShapeKind::MAX) return {kInvalid, "shape: unknown shape kind"};
+
+  const wire::Vec3* dims = m.dims();
+  if (dims == nullptr) return {kInvalid, "dims: required"};
+  if (!is_finite(*dims)) return {kInvalid, "dims: must be finite"};
+  if (m.shape() == ShapeKind::Sphere) {
+    if (!in_open_closed(dims->x(), kMaxExtent)) return {kInvalid, "dims.x (radius): must be in (0, 1000] m"};
+  } else if (!in_open_closed(dims->x(), kMaxExtent) || !in_open_closed(dims->y(), kMaxExtent) ||
+             !in_open_closed(dims->z(), kMaxExtent)) {
+    return {kInvalid, "dims (half extents): each must be in (0, 1000] m"};
+  }
+
+  if (m.position() != nullptr && !within(*m.position(), kMaxCoordinate)) {
+    return {kInvalid, "position: each component must be finite and |x| <= 1e5 m"};
+  }
+  if (m.velocity() != nullptr && !within(*m.velocity(), kMaxSpeed)) {
+    return {kInvalid, "velocity: each component must be finite and |v| <= 1e4 m/s"};
+  }
+  if (!std::isfinite(m.mass())) return {kInvalid, "mass: must be finite"};
+  if (m.kind() == BodyKind::Dynamic && !in_open_closed(m.mass(), kMaxMass)) {
+    return {kInvalid, "mass: must be in (0, 1e6] kg for a dynamic body"};
+  }
+  if (!(m.restitution() >= 0.0f && m.restitution() <= 1.0f)) {
+    return {kInvalid, "restitution: must be in [0, 1]"};
+  }
+  return {};
+}
+
+Check check_request(const ApplyForce& m) {
+  if (m.force() == nullptr) return {ResultCode::InvalidArgument, "force: required"};
+  if (!within(*m.force(), kMaxForce)) {
+    return {ResultCode::InvalidArgument, "force: each component must be finite and |F| <= 1e9 N"};
+  }
+  if (m.point() != nullptr && !is_finite(*m.point())) return {ResultCode::InvalidArgument, "point: must be finite"};
+  return {};
+}
+
+Check check_request(const ApplyImpulse& m) {
+  if (m.impulse() == nullptr) return {ResultCode::InvalidArgument, "impulse: required"};
+  if (!within(*m.impulse(), kMaxImpulse)) {
+    return {ResultCode::InvalidArgument, "impulse: each component must be finite and |J| <= 1e7 N*s"};
+  }
+  if (m.point() != nullptr && !is_finite(*m.point())) return {ResultCode::InvalidArgument, "point: must be finite"};
+  return {};
+}
+
+Check check_request(const SetVelocity& m) {
+  if (m.velocity() == nullptr) return {ResultCode::InvalidArgument, "velocity: required"};
+  if (!within(*m.velocity(), kMaxSpeed)) {
+    return {ResultCode::InvalidArgument, "velocity: each component must be finite and |v| <= 1e4 m/s"};
+  }
+  return {};
+}
+
+Check check_request(const Connect& m) {
+  if (m.protocol_version() != kProtocolVersion) {
+    return {ResultCode::VersionMismatch, "protocol_version: not supported by this server"};
+  }
+  if (m.client_name() != nullptr && m.client_name()->size() > kMaxClientNameBytes) {
+    return {ResultCode::InvalidArgument, "client_name: must be at most 64 bytes"};
+  }
+  return {};
+}
+
+// --- Builders --------------------------------------------------------------------------------
+
+namespace {
+
+// finish() without the size assertion, for the capacity probes that measure oversized buffers.
+std::span<const uint8_t> finish_unchecked(flatbuffers::FlatBufferBuilder& fbb, Message type,
+                                          flatbuffers::Offset<void> message) {
+  const auto envelope = CreateEnvelope(fbb, kProtocolVersion, type, message);
+  FinishEnvelopeBuffer(fbb, envelope);
+  return {fbb.GetBufferPointer(), fbb.GetSize()};
+}
+
+}  // namespace
+
+std::span<const uint8_t> finish(flatbuffers::FlatBufferBuilder& fbb, Message type,
+                                flatbuffers::Offset<void> message) {
+  const std::span<const uint8_t> bytes = finish_unchecked(fbb, type, message);
+  assert(bytes.size() <= kMaxDatagramBytes && "a builder produced an oversized datagram");
+  return bytes;
+}
+
+std::span<const uint8_t> build_connect(flatbuffers::FlatBufferBuilder& fbb, std::string_view client_name,
+                                       uint16_t protocol_version) {
+  fbb.Clear();
+  const auto name = create_string(fbb, client_name);
+  const auto message = CreateConnect(fbb, protocol_version, name);
+  return finish(fbb, Message::Connect, message.Union());
+}
+
+std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                             const CreateObjectArgs& args) {
+  fbb.Clear();
+  const wire::Vec3 dims = to_wire(args.dims);
+  const wire::Vec3 position = to_wire(args.position);
+  const wire::Vec3 velocity = to_wire(args.velocity);
+  const auto message = CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity,
+                                          args.mass, args.restitution);
+  return finish(fbb, Message::CreateObject, message.Union());
+}
+
+std::span<const uint8_t> build_destroy_object(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ObjectID id) {
+  fbb.Clear();
+  const auto message = CreateDestroyObject(fbb, request_id, impulse::to_wire(id));
+  return finish(fbb, Message::DestroyObject, message.Union());
+}
+
+std::span<const uint8_t> build_apply_force(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                           impulse::Vec3 force, std::optional<impulse::Vec3> point) {
+  fbb.Clear();
+  const wire::Vec3 f = to_wire(force);
+  const wire::Vec3 p = to_wire(point.value_or(impulse::Vec3{}));
+  const auto message = CreateApplyForce(fbb, request_id, impulse::to_wire(id), &f, point ? &p : nullptr);
+  return finish(fbb, Message::ApplyForce, message.Union());
+}
+
+std::span<const uint8_t> build_apply_impulse(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                             ObjectID id, impulse::Vec3 impulse, std::optional<impulse::Vec3> point) {
+  fbb.Clear();
+  const wire::Vec3 j = to_wire(impulse);
+  const wire::Vec3 p = to_wire(point.value_or(impulse::Vec3{}));
+  const auto message = CreateApplyImpulse(fbb, request_id, impulse::to_wire(id), &j, point ? &p : nullptr);
+  return finish(fbb, Message::ApplyImpulse, message.Union());
+}
+
+std::span<const uint8_t> build_set_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                            ObjectID id, impulse::Vec3 velocity) {
+  fbb.Clear();
+  const wire::Vec3 v = to_wire(velocity);
+  const auto message = CreateSetVelocity(fbb, request_id, impulse::to_wire(id), &v);
+  return finish(fbb, Message::SetVelocity, message.Union());
+}
+
+std::span<const uint8_t> build_ping(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce) {
+  fbb.Clear();
+  const auto message = CreatePing(fbb, nonce);
+  return finish(fbb, Message::Ping, message.Union());
+}
+
+std::span<const uint8_t> build_disconnect(flatbuffers::FlatBufferBuilder& fbb, std::string_view reason) {
+  fbb.Clear();
+  const auto text = create_string(fbb, reason);
+  const auto message = CreateDisconnect(fbb, text);
+  return finish(fbb, Message::Disconnect, message.Union());
+}
+
+std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& fbb, uint32_t client_id,
+                                                uint16_t tick_hz, uint16_t snapshot_hz, uint64_t tick) {
+  fbb.Clear();
+  const auto message = CreateConnectAccepted(fbb, client_id, tick_hz, snapshot_hz, tick);
+  return finish(fbb, Message::ConnectAccepted, message.Union());
+}
+
+std::span<const uint8_t> build_connect_rejected(flatbuffers::FlatBufferBuilder& fbb, ResultCode reason,
+                                                std::string_view message_text) {
+  fbb.Clear();
+  const auto text = create_string(fbb, message_text);
+  const auto message = CreateConnectRejected(fbb, reason, text);
+  return finish(fbb, Message::ConnectRejected, message.Union());
+}
+
+std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ResultCode code, ObjectID id, std::string_view message_text) {
+  fbb.Clear();
+  const auto text = message_text.empty() ? flatbuffers::Offset<flatbuffers::String>() : create_string(fbb, message_text);
+  const auto message = CreateRequestResult(fbb, request_id, code, impulse::to_wire(id), text);
+  return finish(fbb, Message::RequestResult, message.Union());
+}
+
+std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick) {
+  fbb.Clear();
+  const auto message = CreatePong(fbb, nonce, tick);
+  return finish(fbb, Message::Pong, message.Union());
+}
+
+// --- Snapshots and collision events ------------------------------------------------------------
+
+namespace {
+
+// Both probes build at most this many elements; the capacities (about 20-25) stay far below.
+constexpr size_t kProbeElements = 64;
+
+std::span<const uint8_t> build_snapshot_unchecked(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
+                                                  uint16_t part, uint16_t part_count, uint32_t object_count,
+                                                  std::span<const ObjectState> slice) {
+  fbb.Clear();
+  const auto objects = fbb.CreateVectorOfStructs(slice.data(), slice.size());
+  const auto message = CreateSnapshot(fbb, tick, part, part_count, object_count, objects);
+  return finish_unchecked(fbb, Message::Snapshot, message.Union());
+}
+
+std::span<const uint8_t> build_collision_events_unchecked(flatbuffers::FlatBufferBuilder& fbb,
+                                                          std::span<const CollisionEvent> events) {
+  fbb.Clear();
+  const auto vec = fbb.CreateVectorOfStructs(events.data(), events.size());
+  const auto message = CreateCollisionEvents(fbb, vec);
+  return finish_unchecked(fbb, Message::CollisionEvents, message.Union());
+}
+
+}  // namespace
+
+uint32_t snapshot_objects_per_part() {
+  // Worst-case header: non-default values for every scalar, so every field is present.
+  static const uint32_t capacity = [] {
+    flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
+    const std::vector<ObjectState> probe(kProbeElements);
+    return measure_capacity(sizeof(ObjectState), [&](size_t n) {
+      return build_snapshot_unchecked(fbb, UINT64_MAX, UINT16_MAX, UINT16_MAX, UINT32_MAX,
+                                      std::span<const ObjectState>(probe.data(), std::min(n, probe.size())))
+          .size();
+    });
+  }();
+  return capacity;
+}
+
+SnapshotPlan plan_snapshot(size_t object_count) {
+  SnapshotPlan plan;
+  plan.objects_per_part = snapshot_objects_per_part();
+  const size_t max_objects = static_cast<size_t>(UINT16_MAX) * plan.objects_per_part;
+  const size_t sent = std::min(object_count, max_objects);
+  plan.object_count = static_cast<uint32_t>(sent);
+  const size_t parts = sent == 0 ? 1 : (sent + plan.objects_per_part - 1) / plan.objects_per_part;
+  plan.part_count = static_cast<uint16_t>(parts);
+  return plan;
+}
+
+std::span<const uint8_t> build_snapshot_part(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
+                                             std::span<const ObjectState> objects, const SnapshotPlan& plan,
+                                             uint16_t part) {
+  assert(part < plan.part_count && objects.size() >= plan.object_count);
+  const size_t count = std::min<size_t>(plan.object_count, objects.size());
+  const size_t begin = std::min<size_t>(static_cast<size_t>(part) * plan.objects_per_part, count);
+  const size_t end = std::min<size_t>(begin + plan.objects_per_part, count);
+  const auto bytes = build_snapshot_unchecked(fbb, tick, part, plan.part_count, plan.object_count,
+                                              objects.subspan(begin, end - begin));
+  assert(bytes.size() <= kMaxDatagramBytes && "snapshot part exceeds the datagram limit");
+  return bytes;
+}
+
+uint32_t collision_events_per_datagram() {
+  static const uint32_t capacity = [] {
+    flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
+    const std::vector<CollisionEvent> probe(kProbeElements);
+    return measure_capacity(sizeof(CollisionEvent), [&](size_t n) {
+      return build_collision_events_unchecked(fbb, std::span<const CollisionEvent>(probe.data(),
+                                                                                   std::min(n, probe.size())))
+          .size();
+    });
+  }();
+  return capacity;
+}
+
+std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& fbb,
+                                                std::span<const CollisionEvent> events) {
+  const auto bytes =
+      build_collision_events_unchecked(fbb, events.first(std::min<size_t>(events.size(), collision_events_per_datagram())));
+  assert(bytes.size() <= kMaxDatagramBytes && "collision events exceed the datagram limit");
+  return bytes;
+}
+
+}  // namespace impulse::wire

@@ -1,0 +1,243 @@
+// Per-body sleep: falling asleep, staying bit-identical while asleep, and every wake condition.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "tests/unit/physics/world_test_helpers.h"
+
+namespace impulse::physics {
+namespace {
+
+using test::add;
+using test::add_ground;
+using test::box_desc;
+using test::sphere_desc;
+using test::state;
+
+constexpr float kDt = 1.0f / 60.0f;
+
+// Steps until every listed body sleeps; fails the test after max_steps.
+void settle(World& world, std::initializer_list<ObjectID> ids, int max_steps = 600) {
+  const int steps = test::step_until(world, kDt, max_steps, [&] {
+    for (const ObjectID id : ids) {
+      if (!state(world, id).sleeping) return false;
+    }
+    return true;
+  });
+  ASSERT_LT(steps, max_steps) << "bodies did not fall asleep";
+}
+
+bool same_bits(Vec3 a, Vec3 b) {
+  return std::bit_cast<uint32_t>(a.x) == std::bit_cast<uint32_t>(b.x) &&
+         std::bit_cast<uint32_t>(a.y) == std::bit_cast<uint32_t>(b.y) &&
+         std::bit_cast<uint32_t>(a.z) == std::bit_cast<uint32_t>(b.z);
+}
+
+TEST(Sleep, SleepingBodiesAreNotTouchedByTheStep) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.55f, 0.0f}));
+  settle(world, {box});
+  const BodyState before = state(world, box);
+  EXPECT_EQ(before.velocity, (Vec3{}));
+  // Something else keeps moving far away; the sleeper must stay bit-identical.
+  BodyDesc mover = sphere_desc({50.0f, 10.0f, 0.0f});
+  mover.velocity = {0.0f, 0.0f, 3.0f};
+  const ObjectID other = add(world, mover);
+  for (int i = 0; i < 300; ++i) {
+    world.step(kDt);
+    const BodyState now = state(world, box);
+    ASSERT_TRUE(now.sleeping);
+    ASSERT_TRUE(same_bits(now.position, before.position));
+    ASSERT_TRUE(same_bits(now.velocity, before.velocity));
+    ASSERT_EQ(world.profile().awake_count, 1u);  // only the mover is integrated
+  }
+  EXPECT_FALSE(state(world, other).sleeping);
+}
+
+TEST(Sleep, FallingAsleepKeepsContactsAndEmitsNoEnd) {
+  World world;
+  const ObjectID ground = add_ground(world);
+  const ObjectID lower = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  const ObjectID upper = add(world, box_desc({0.0f, 1.5f, 0.0f}));
+  int ends = 0;
+  const int steps = test::step_until(world, kDt, 600, [&] {
+    for (const ContactEvent& e : world.contact_events()) ends += e.type == ContactEventType::End;
+    return state(world, lower).sleeping && state(world, upper).sleeping;
+  });
+  ASSERT_LT(steps, 600);
+  EXPECT_EQ(ends, 0);
+  EXPECT_TRUE(world.are_colliding(ground, lower));
+  EXPECT_TRUE(world.are_colliding(lower, upper));
+  EXPECT_EQ(world.get_collisions().size(), 2u);
+  EXPECT_EQ(world.resting_contact_count(), 2u);
+  for (int i = 0; i < 60; ++i) {
+    world.step(kDt);
+    ASSERT_TRUE(world.contact_events().empty());
+    ASSERT_TRUE(world.is_colliding(upper));
+  }
+}
+
+TEST(Sleep, SleepingBodyWakesWhenAnotherFallsOnIt) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  settle(world, {box});
+  const ObjectID ball = add(world, sphere_desc({0.0f, 4.0f, 0.0f}, 0.5f, 1.0f));
+  bool woke = false;
+  for (int i = 0; i < 120 && !woke; ++i) {
+    world.step(kDt);
+    woke = !state(world, box).sleeping;
+    if (!woke) {
+      ASSERT_FALSE(world.are_colliding(box, ball));  // not woken before the impact
+    }
+  }
+  EXPECT_TRUE(woke);
+  EXPECT_TRUE(world.are_colliding(box, ball));
+}
+
+// A slow body set down on a sleeping one must not wake it (else stacks never sleep): the
+// sleeper acts as infinite mass and both end up asleep.
+TEST(Sleep, SlowBodyRestingOnSleeperDoesNotWakeIt) {
+  World world;
+  add_ground(world);
+  const ObjectID lower = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  settle(world, {lower});
+  const ObjectID upper = add(world, box_desc({0.0f, 1.5f, 0.0f}));  // touching, at rest
+  const BodyState lower_before = state(world, lower);
+  const int steps = test::step_until(world, kDt, 600, [&] {
+    EXPECT_TRUE(state(world, lower).sleeping);
+    return state(world, upper).sleeping;
+  });
+  ASSERT_LT(steps, 600);
+  EXPECT_TRUE(same_bits(state(world, lower).position, lower_before.position));
+  EXPECT_TRUE(world.are_colliding(lower, upper));
+  EXPECT_NEAR(state(world, upper).position.y, 1.5f, world.settings().slop + 1e-3f);
+}
+
+// Warm starting carries each contact's impulse across steps, so a tall stack converges and
+// sleeps instead of sinking into itself. Each contact rests within its slop, so the top box ends
+// at most 10 slops below its ideal height.
+TEST(Sleep, StackOfTenSettlesAndFallsAsleep) {
+  World world;
+  add_ground(world);
+  std::vector<ObjectID> boxes;
+  for (int i = 0; i < 10; ++i) boxes.push_back(add(world, box_desc({0.0f, 0.5f + i, 0.0f})));
+  const int steps = test::step_until(world, kDt, 300, [&] { return world.awake_count() == 0; });
+  ASSERT_LT(steps, 300) << "a 10-box stack should sleep within 5 s";
+  const float top = state(world, boxes.back()).position.y;
+  EXPECT_LE(top, 9.5f);
+  EXPECT_GE(top, 9.5f - 10 * world.settings().slop);
+  for (const ObjectID b : boxes) EXPECT_EQ(state(world, b).position.x, 0.0f);
+}
+
+// A ball rolling into a sleeping box wakes it within the same step, and the box takes part in
+// that step's solve with its real mass: momentum along x is conserved (frictionless ground;
+// tolerance 1e-4 relative, float rounding of a few impulses).
+TEST(Sleep, BodyWokenByImpactTakesMomentumAtOnce) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}, {0.5f, 0.5f, 0.5f}, 2.0f));
+  settle(world, {box});
+  BodyDesc bd = sphere_desc({-3.0f, 0.5f, 0.0f}, 0.5f, 1.0f);
+  bd.velocity = {6.0f, 0.0f, 0.0f};
+  const ObjectID ball = add(world, bd);
+  const float p0 = 6.0f;  // ball mass 1 kg * 6 m/s; the box is at rest
+  const int steps = test::step_until(world, kDt, 60, [&] { return !state(world, box).sleeping; });
+  ASSERT_LT(steps, 60);
+  const float p = 1.0f * state(world, ball).velocity.x + 2.0f * state(world, box).velocity.x;
+  EXPECT_NEAR(p, p0, 1e-4f * p0);
+  EXPECT_GT(state(world, box).velocity.x, 1.0f);  // it did not act as an immovable wall
+}
+
+TEST(Sleep, DestroyingNeighbourWakesBodyRestingOnIt) {
+  World world;
+  const ObjectID ground = add_ground(world);
+  const ObjectID lower = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  const ObjectID upper = add(world, box_desc({0.0f, 1.5f, 0.0f}));
+  settle(world, {lower, upper});
+  ASSERT_EQ(world.destroy_object(lower), Error::Ok);
+  EXPECT_FALSE(state(world, upper).sleeping);
+  EXPECT_FALSE(world.are_colliding(lower, upper));  // gone from the queries at once
+  world.step(kDt);
+  // End events of the destroyed body come with the next step, sorted by (a, b).
+  const auto events = world.contact_events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].type, ContactEventType::End);
+  EXPECT_EQ(events[0].a, ground);
+  EXPECT_EQ(events[0].b, lower);
+  EXPECT_EQ(events[1].type, ContactEventType::End);
+  EXPECT_EQ(events[1].a, lower);
+  EXPECT_EQ(events[1].b, upper);
+  // The upper box falls 1 m onto the ground and settles there.
+  for (int i = 0; i < 120; ++i) world.step(kDt);
+  EXPECT_NEAR(state(world, upper).position.y, 0.5f, world.settings().slop + 1e-3f);
+  EXPECT_TRUE(world.are_colliding(ground, upper));
+}
+
+TEST(Sleep, CommandsWakeTheBody) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  settle(world, {box});
+  ASSERT_EQ(world.apply_impulse(box, {0.0f, 2.0f, 0.0f}), Error::Ok);
+  EXPECT_FALSE(state(world, box).sleeping);
+  EXPECT_EQ(world.awake_count(), 1u);
+  settle(world, {box});
+  ASSERT_EQ(world.set_velocity(box, {1.0f, 0.0f, 0.0f}), Error::Ok);
+  EXPECT_FALSE(state(world, box).sleeping);
+  world.step(kDt);
+  EXPECT_GT(state(world, box).position.x, 0.0f);
+  EXPECT_TRUE(world.contact_events().empty());  // still on the ground: no End, no Begin
+}
+
+// A static body created overlapping a sleeping body wakes it (parked proxies never pair).
+TEST(Sleep, StaticCreatedOverSleeperWakesIt) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  settle(world, {box});
+  const ObjectID wall = add(world, box_desc({0.9f, 0.5f, 0.0f}, {0.5f, 0.5f, 0.5f}, 0.0f, BodyKind::Static));
+  EXPECT_FALSE(state(world, box).sleeping);
+  world.step(kDt);
+  EXPECT_TRUE(world.are_colliding(box, wall));
+}
+
+// A kinematic body keeps its set velocity however slow: it never falls asleep while moving, and
+// even below sleep_speed it wakes what it touches instead of pushing into a sleeper.
+TEST(Sleep, SlowKinematicKeepsMovingAndWakesSleeper) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  settle(world, {box});
+  BodyDesc kd = box_desc({-1.01f, 0.5f, 0.0f}, {0.5f, 0.5f, 0.5f}, 0.0f, BodyKind::Kinematic);
+  kd.velocity = {0.02f, 0.0f, 0.0f};  // below sleep_speed (0.05)
+  const ObjectID pusher = add(world, kd);
+  for (int i = 0; i < 120; ++i) world.step(kDt);
+  EXPECT_FALSE(state(world, pusher).sleeping);
+  EXPECT_EQ(state(world, pusher).velocity.x, 0.02f);
+  EXPECT_FALSE(state(world, box).sleeping);
+  // No deeper than the slop plus one step of motion.
+  EXPECT_GE(state(world, box).position.x - state(world, pusher).position.x,
+            1.0f - world.settings().slop - 0.001f);
+}
+
+// The kinematic platform rule: a moving kinematic body wakes what it touches.
+TEST(Sleep, MovingKinematicWakesSleeper) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  BodyDesc kd = box_desc({-3.0f, 0.5f, 0.0f}, {0.5f, 0.5f, 0.5f}, 0.0f, BodyKind::Kinematic);
+  const ObjectID pusher = add(world, kd);
+  settle(world, {box, pusher});  // a kinematic body at rest sleeps too
+  ASSERT_EQ(world.set_velocity(pusher, {2.0f, 0.0f, 0.0f}), Error::Ok);
+  const int steps = test::step_until(world, kDt, 120, [&] { return !state(world, box).sleeping; });
+  ASSERT_LT(steps, 120);
+  for (int i = 0; i < 30; ++i) world.step(kDt);
+  EXPECT_GT(state(world, box).position.x, 0.5f);
+}
+
+}  // namespace
+}  // namespace impulse::physics

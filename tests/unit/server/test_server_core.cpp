@@ -1,0 +1,419 @@
+// ServerCore driven by a fake clock (no sockets, no sleeps): sessions, the request queue applied
+// at tick boundaries, immediate rejections, anti-amplification, snapshots at their own rate,
+// collision events, timeouts, shutdown and the capped fixed-step accumulator.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "server/app/server_core.h"
+#include "server/app/step_clock.h"
+
+namespace impulse::server {
+namespace {
+
+using namespace std::chrono_literals;
+using wire::Message;
+using wire::ResultCode;
+
+using Bytes = std::vector<uint8_t>;
+Bytes copy(std::span<const uint8_t> s) { return Bytes(s.begin(), s.end()); }
+
+/// One datagram the core queued, verified and copied so it outlives the Outbox.
+struct Sent {
+  Endpoint to;
+  Bytes bytes;
+  const wire::Envelope* envelope() const { return wire::GetEnvelope(bytes.data()); }
+  Message type() const { return envelope()->message_type(); }
+};
+
+class CoreTest : public ::testing::Test {
+ protected:
+  static constexpr int kTickHz = 60;
+  static constexpr std::chrono::nanoseconds kStep{1'000'000'000LL / kTickHz};
+
+  explicit CoreTest(ServerConfig config = test_config()) : config_(config), core_(config, {0, -9.81f, 0}, stats_) {
+    physics::BodyDesc ground;
+    ground.kind = physics::BodyKind::Static;
+    ground.shape = physics::make_box({50, 0.5f, 50});
+    ground.position = {0, -0.5f, 0};
+    std::string error;
+    EXPECT_TRUE(core_.add_bodies(std::span(&ground, 1), &error)) << error;
+    ground_id_ = ObjectID{0, 1};
+    core_.world().for_each_object([this](const physics::BodyState& b) { ground_id_ = b.id; });
+    core_.start(now_);
+  }
+
+  static ServerConfig test_config() {
+    ServerConfig c;
+    c.tick_hz = kTickHz;
+    c.snapshot_hz = 30;
+    c.max_clients = 2;
+    c.client_timeout_s = 2.0;
+    c.max_steps_per_frame = 4;
+    return c;
+  }
+
+  static Endpoint endpoint(uint16_t port) { return Endpoint(asio::ip::make_address("127.0.0.1"), port); }
+
+  /// Feeds one datagram at the current fake time; returns what the core queued in reply.
+  std::vector<Sent> receive(const Endpoint& from, std::span<const uint8_t> bytes) {
+    const Bytes aligned = copy(bytes);
+    core_.handle_datagram(from, aligned, now_, out_);
+    return drain();
+  }
+  /// Advances the fake clock and runs one wake-up; returns what was queued.
+  std::vector<Sent> advance(std::chrono::nanoseconds dt, int* steps = nullptr) {
+    now_ += dt;
+    const int n = core_.update(now_, out_);
+    if (steps) *steps = n;
+    return drain();
+  }
+  std::vector<Sent> drain() {
+    std::vector<Sent> sent;
+    for (const Outbox::Datagram& d : out_.datagrams()) {
+      Sent s{d.to, copy(out_.bytes_of(d))};
+      EXPECT_LE(s.bytes.size(), wire::kMaxDatagramBytes);
+      EXPECT_EQ(wire::verify_datagram(s.bytes, wire::Direction::ServerToClient).reason, wire::DropReason::None);
+      sent.push_back(std::move(s));
+    }
+    out_.clear();
+    return sent;
+  }
+
+  /// Connects `from` and returns its client id (0 on failure).
+  uint32_t connect(const Endpoint& from, std::string_view name = "tester") {
+    const auto sent = receive(from, wire::build_connect(fbb_, name));
+    if (sent.size() != 1 || sent[0].type() != Message::ConnectAccepted) return 0;
+    return sent[0].envelope()->message_as_ConnectAccepted()->client_id();
+  }
+
+  static std::vector<const wire::RequestResult*> results(const std::vector<Sent>& sent) {
+    std::vector<const wire::RequestResult*> r;
+    for (const Sent& s : sent) {
+      if (const auto* m = s.envelope()->message_as_RequestResult()) r.push_back(m);
+    }
+    return r;
+  }
+  // The results point into the datagrams: a temporary vector would leave them dangling.
+  static std::vector<const wire::RequestResult*> results(std::vector<Sent>&&) = delete;
+
+  ServerConfig config_;
+  ServerStats stats_;
+  ServerCore core_;
+  Outbox out_;
+  flatbuffers::FlatBufferBuilder fbb_;
+  TimePoint now_ = TimePoint{} + 1h;
+  ObjectID ground_id_;
+};
+
+TEST_F(CoreTest, ConnectIsAcceptedAndIdempotent) {
+  const Endpoint a = endpoint(5000);
+  const auto sent = receive(a, wire::build_connect(fbb_, "alice"));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].to, a);
+  const auto* accepted = sent[0].envelope()->message_as_ConnectAccepted();
+  ASSERT_NE(accepted, nullptr);
+  EXPECT_EQ(accepted->client_id(), 1u);
+  EXPECT_EQ(accepted->tick_hz(), kTickHz);
+  EXPECT_EQ(accepted->snapshot_hz(), 30);
+  EXPECT_EQ(accepted->tick(), 0u);
+
+  EXPECT_EQ(connect(a), 1u);  // a resent Connect gets the same session
+  EXPECT_EQ(core_.sessions().size(), 1u);
+  EXPECT_EQ(connect(endpoint(5001)), 2u);
+  EXPECT_EQ(stats_.clients.load(), 2u);
+}
+
+TEST_F(CoreTest, ServerFullAndBadConnectsAreRejected) {
+  ASSERT_EQ(connect(endpoint(1)), 1u);
+  ASSERT_EQ(connect(endpoint(2)), 2u);
+  auto sent = receive(endpoint(3), wire::build_connect(fbb_, "third"));
+  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(sent[0].type(), Message::ConnectRejected);
+  EXPECT_EQ(sent[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::ServerFull);
+
+  sent = receive(endpoint(1), wire::build_disconnect(fbb_, "leaving"));
+  EXPECT_TRUE(sent.empty());
+  EXPECT_EQ(core_.sessions().size(), 1u);
+
+  sent = receive(endpoint(4), wire::build_connect(fbb_, std::string(65, 'n')));
+  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(sent[0].type(), Message::ConnectRejected);
+  EXPECT_EQ(sent[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::InvalidArgument);
+  EXPECT_EQ(core_.sessions().size(), 1u);
+}
+
+TEST_F(CoreTest, VersionMismatchConnectGetsASmallRejection) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto name = fbb.CreateString("from the future");
+  FinishEnvelopeBuffer(fbb, wire::CreateEnvelope(fbb, 2, Message::Connect, wire::CreateConnect(fbb, 2, name).Union()));
+  const Bytes request = copy({fbb.GetBufferPointer(), fbb.GetSize()});
+  const auto sent = receive(endpoint(9), request);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_LE(sent[0].bytes.size(), request.size());
+  ASSERT_EQ(sent[0].type(), Message::ConnectRejected);
+  EXPECT_EQ(sent[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::VersionMismatch);
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  EXPECT_EQ(stats_.datagrams_dropped.load(), 1u);
+}
+
+TEST_F(CoreTest, StrangersGetNotConnectedNoLargerThanTheirRequest) {
+  const Bytes request = copy(wire::build_destroy_object(fbb_, 77, ObjectID{1, 1}));
+  const auto sent = receive(endpoint(7), request);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_LE(sent[0].bytes.size(), request.size());
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->request_id(), 77u);
+  EXPECT_EQ(r[0]->code(), ResultCode::NotConnected);
+  EXPECT_EQ(core_.queued_requests(), 0u);
+
+  // A stranger's Ping is answered only when padded to the size of the Pong (which grows once
+  // the tick is non-zero: FlatBuffers omits fields equal to their default).
+  advance(kStep);
+  Bytes ping = copy(wire::build_ping(fbb_, 5));
+  ASSERT_GT(wire::build_pong(fbb_, 5, 1).size(), ping.size());
+  EXPECT_TRUE(receive(endpoint(7), ping).empty());
+  ping.resize(wire::kMaxDatagramBytes, 0);
+  const auto pong = receive(endpoint(7), ping);
+  ASSERT_EQ(pong.size(), 1u);
+  EXPECT_LE(pong[0].bytes.size(), ping.size());
+  EXPECT_EQ(pong[0].envelope()->message_as_Pong()->nonce(), 5u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::NotConnected), 2u);
+}
+
+TEST_F(CoreTest, PingIsAnsweredAtOnceWithTheTick) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  advance(kStep * 3);
+  const auto sent = receive(a, wire::build_ping(fbb_, 0xABCDEF));
+  ASSERT_EQ(sent.size(), 1u);
+  const auto* pong = sent[0].envelope()->message_as_Pong();
+  ASSERT_NE(pong, nullptr);
+  EXPECT_EQ(pong->nonce(), 0xABCDEFu);
+  EXPECT_EQ(pong->tick(), 3u);
+}
+
+TEST_F(CoreTest, RequestsAreAppliedAtTheNextTickInArrivalOrder) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {0, 5, 0};
+  EXPECT_TRUE(receive(a, wire::build_create_object(fbb_, 1, ball)).empty());
+  ball.position = {3, 5, 0};
+  EXPECT_TRUE(receive(a, wire::build_create_object(fbb_, 2, ball)).empty());
+  EXPECT_TRUE(receive(a, wire::build_apply_force(fbb_, 3, ground_id_, {1, 0, 0})).empty());
+  EXPECT_TRUE(receive(a, wire::build_destroy_object(fbb_, 4, ObjectID{1234, 9})).empty());
+  EXPECT_EQ(core_.queued_requests(), 4u);
+  EXPECT_EQ(core_.world().object_count(), 1u);  // nothing applied before the tick
+
+  advance(kStep / 2);  // no step due yet: still queued
+  EXPECT_EQ(core_.queued_requests(), 4u);
+
+  const auto sent = advance(kStep / 2);
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0]->request_id(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::Ok);
+  EXPECT_EQ(r[1]->request_id(), 2u);
+  EXPECT_EQ(r[1]->code(), ResultCode::Ok);
+  EXPECT_NE(r[0]->id(), r[1]->id());
+  EXPECT_TRUE(core_.world().is_valid(from_wire(r[0]->id())));
+  EXPECT_EQ(r[2]->code(), ResultCode::NotDynamic);  // force on the static ground
+  EXPECT_NE(r[2]->message(), nullptr);
+  EXPECT_EQ(r[3]->code(), ResultCode::StaleId);
+  EXPECT_EQ(core_.world().object_count(), 3u);
+  EXPECT_EQ(stats_.requests_applied.load(), 2u);
+  EXPECT_EQ(stats_.requests_rejected.load(), 2u);
+
+  // The created object is addressable: destroy it, then its id is stale.
+  const ObjectID first = from_wire(r[0]->id());
+  receive(a, wire::build_destroy_object(fbb_, 5, first));
+  receive(a, wire::build_set_velocity(fbb_, 6, first, {1, 0, 0}));
+  const auto sent2 = advance(kStep);
+  const auto r2 = results(sent2);
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r2[0]->code(), ResultCode::Ok);
+  EXPECT_EQ(r2[1]->code(), ResultCode::StaleId);
+  EXPECT_FALSE(core_.world().is_valid(first));
+}
+
+TEST_F(CoreTest, InvalidNumbersAreRejectedImmediatelyNamingTheField) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs bad;
+  bad.mass = -1.0f;
+  const auto sent = receive(a, wire::build_create_object(fbb_, 10, bad));
+  auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
+  EXPECT_NE(r[0]->message()->str().find("mass"), std::string::npos);
+
+  const auto sent2 = receive(a, wire::build_apply_impulse(fbb_, 11, ground_id_, {std::nanf(""), 0, 0}));
+  r = results(sent2);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
+  EXPECT_NE(r[0]->message()->str().find("impulse"), std::string::npos);
+  EXPECT_EQ(core_.queued_requests(), 0u);
+  EXPECT_EQ(core_.world().object_count(), 1u);
+}
+
+TEST_F(CoreTest, MalformedDatagramsAreCountedAndDropped) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  EXPECT_TRUE(receive(a, Bytes{}).empty());
+  EXPECT_TRUE(receive(a, Bytes(1500, 0xAB)).empty());
+  Bytes bad_id = copy(wire::build_ping(fbb_, 1));
+  bad_id[5] = 'Z';
+  EXPECT_TRUE(receive(a, bad_id).empty());
+  EXPECT_TRUE(receive(a, wire::build_pong(fbb_, 1, 2)).empty());  // wrong direction
+  EXPECT_EQ(stats_.datagrams_dropped.load(), 4u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::Empty), 1u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::Oversized), 1u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::BadIdentifier), 1u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::WrongDirection), 1u);
+  EXPECT_EQ(core_.sessions().size(), 1u);  // the session is unaffected
+}
+
+TEST_F(CoreTest, SnapshotsAtTheirOwnRateWithEveryObject) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  // 40 more bodies so a snapshot needs two parts.
+  for (uint32_t i = 0; i < 40; ++i) {
+    wire::CreateObjectArgs ball;
+    ball.position = {static_cast<float>(i) * 1.5f - 30.0f, 2.0f, 0.0f};
+    receive(a, wire::build_create_object(fbb_, i + 1, ball));
+  }
+  int snapshot_parts = 0;
+  std::vector<uint64_t> ticks;
+  for (int i = 0; i < kTickHz; ++i) {  // one simulated second, one step per wake-up
+    for (const Sent& s : advance(kStep)) {
+      const auto* snap = s.envelope()->message_as_Snapshot();
+      if (!snap) continue;
+      ++snapshot_parts;
+      EXPECT_EQ(s.to, a);
+      EXPECT_EQ(snap->object_count(), 41u);
+      EXPECT_EQ(snap->part_count(), wire::plan_snapshot(41).part_count);
+      if (snap->part() == 0) ticks.push_back(snap->tick());
+    }
+  }
+  ASSERT_EQ(ticks.size(), 30u);  // 30 Hz
+  for (size_t i = 0; i < ticks.size(); ++i) EXPECT_EQ(ticks[i], 2 * (i + 1));
+  EXPECT_EQ(snapshot_parts, 30 * wire::plan_snapshot(41).part_count);
+}
+
+TEST_F(CoreTest, CollisionEventsAreTickStampedAndOrdered) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs ball;
+  ball.dims = {0.5f, 0.5f, 0.5f};
+  ball.position = {0, 1.0f, 0};  // 0.5 m above the ground
+  receive(a, wire::build_create_object(fbb_, 1, ball));
+  std::vector<wire::CollisionEvent> begins;
+  uint64_t last_tick = 0;
+  for (int i = 0; i < 2 * kTickHz && begins.empty(); ++i) {
+    for (const Sent& s : advance(kStep)) {
+      if (s.envelope()->message_type() == Message::Snapshot) last_tick = s.envelope()->message_as_Snapshot()->tick();
+      const auto* ev = s.envelope()->message_as_CollisionEvents();
+      if (!ev) continue;
+      for (const wire::CollisionEvent* e : *ev->events()) {
+        EXPECT_LT(e->a(), e->b());
+        EXPECT_GE(e->tick(), last_tick);
+        EXPECT_LE(e->tick(), core_.world().tick());
+        if (e->type() == wire::ContactEventType::Begin) begins.push_back(*e);
+      }
+    }
+  }
+  ASSERT_EQ(begins.size(), 1u);
+  // Free fall of 0.5 m takes sqrt(2 * 0.5 / 9.81) = 0.319 s = 19.2 ticks at 60 Hz.
+  EXPECT_NEAR(static_cast<double>(begins[0].tick()), 19.2, 3.0);
+  // The normal points from a to b: from the ground (lower id) up to the ball, or the reverse.
+  const bool ground_is_a = begins[0].a() == impulse::to_wire(ground_id_);
+  EXPECT_NEAR(begins[0].normal().y(), ground_is_a ? 1.0f : -1.0f, 1e-3f);
+}
+
+TEST_F(CoreTest, SilentSessionsTimeOutAndPingsKeepThemAlive) {
+  const Endpoint quiet = endpoint(1), chatty = endpoint(2);
+  ASSERT_NE(connect(quiet), 0u);
+  ASSERT_NE(connect(chatty), 0u);
+  std::vector<Sent> disconnects;
+  for (int i = 0; i < 3 * kTickHz; ++i) {  // 3 s > the 2 s timeout
+    if (i % kTickHz == 0) receive(chatty, wire::build_ping(fbb_, static_cast<uint64_t>(i)));
+    for (Sent& s : advance(kStep)) {
+      if (s.type() == Message::Disconnect) disconnects.push_back(std::move(s));
+    }
+  }
+  ASSERT_EQ(disconnects.size(), 1u);
+  EXPECT_EQ(disconnects[0].to, quiet);
+  ASSERT_EQ(core_.sessions().size(), 1u);
+  EXPECT_EQ(core_.sessions().sessions()[0].endpoint, chatty);
+  // A request from the timed-out address is now NotConnected.
+  const auto refused = receive(quiet, wire::build_destroy_object(fbb_, 1, ObjectID{1, 1}));
+  const auto r = results(refused);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::NotConnected);
+}
+
+TEST_F(CoreTest, ShutdownDisconnectsEveryoneAndRefusesNewClients) {
+  ASSERT_NE(connect(endpoint(1)), 0u);
+  ASSERT_NE(connect(endpoint(2)), 0u);
+  core_.shut_down("server shutting down", out_);
+  const auto sent = drain();
+  ASSERT_EQ(sent.size(), 2u);
+  for (const Sent& s : sent) {
+    ASSERT_EQ(s.type(), Message::Disconnect);
+    EXPECT_EQ(s.envelope()->message_as_Disconnect()->reason()->str(), "server shutting down");
+  }
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  const auto refused = receive(endpoint(3), wire::build_connect(fbb_, "late"));
+  ASSERT_EQ(refused.size(), 1u);
+  ASSERT_EQ(refused[0].type(), Message::ConnectRejected);
+  EXPECT_EQ(refused[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::ShuttingDown);
+}
+
+TEST_F(CoreTest, AccumulatorIsCappedAndCountsDroppedSteps) {
+  int steps = 0;
+  advance(1s, &steps);  // a 1 s stall: 60 steps due, 4 allowed
+  EXPECT_EQ(steps, 4);
+  EXPECT_EQ(core_.dropped_steps(), 56u);
+  EXPECT_EQ(stats_.steps_dropped.load(), 56u);
+  EXPECT_EQ(core_.world().tick(), 4u);
+  EXPECT_EQ(stats_.tick.load(), 4u);
+  advance(kStep, &steps);  // back to real time: exactly one step
+  EXPECT_EQ(steps, 1);
+}
+
+// --- StepClock and snapshot cadence -------------------------------------------------------------
+
+TEST(StepClock, IntegerAccumulatorIsExact) {
+  const TimePoint t0 = TimePoint{} + 1h;
+  StepClock c = make_step_clock(60, 4, t0);
+  int total = 0;
+  // 600 wake-ups at an irregular cadence covering exactly 10 s.
+  TimePoint t = t0;
+  for (int i = 0; i < 600; ++i) {
+    t += (i % 2 == 0) ? 10ms : 23333333ns + 1ns;
+    total += take_due_steps(c, t);
+  }
+  const auto elapsed = t - t0;
+  EXPECT_EQ(total, elapsed / c.step);
+  EXPECT_EQ(c.dropped_steps, 0u);
+  EXPECT_LT(c.accumulator, c.step);
+  EXPECT_EQ(take_due_steps(c, t - 1s), 0);  // time going backwards adds nothing
+}
+
+TEST(StepClock, SnapshotTicksAreSpreadEvenly) {
+  for (const auto& [tick_hz, snapshot_hz] : {std::pair{60, 30}, std::pair{60, 60}, std::pair{60, 7}, std::pair{1000, 30},
+                                             std::pair{1, 1}}) {
+    int count = 0;
+    for (uint64_t t = 1; t <= static_cast<uint64_t>(tick_hz); ++t) count += is_snapshot_tick(t, tick_hz, snapshot_hz);
+    EXPECT_EQ(count, snapshot_hz) << tick_hz << "/" << snapshot_hz;
+  }
+  EXPECT_FALSE(is_snapshot_tick(0, 60, 30));
+}
+
+}  // namespace
+}  // namespace impulse::server

@@ -1,0 +1,615 @@
+// Wire codec: hostile and malformed datagrams are rejected with the right DropReason, every
+// check_request bound is enforced, every builder round-trips, and snapshot / event splitting
+// never exceeds the 1200-byte datagram limit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "shared/wire/codec.h"
+
+namespace impulse::wire {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// SplitMix64: portable, seeded, so the random cases are the same everywhere.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
+
+ private:
+  uint64_t state_;
+};
+
+/// A datagram copied into heap storage (operator new aligns to 16 >= kDatagramAlignment).
+using Bytes = std::vector<uint8_t>;
+Bytes copy(std::span<const uint8_t> s) { return Bytes(s.begin(), s.end()); }
+
+Verified verify(const Bytes& b, Direction d) { return verify_datagram(b, d); }
+
+/// One valid datagram of every client -> server message type.
+std::vector<Bytes> client_datagrams() {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<Bytes> out;
+  out.push_back(copy(build_connect(fbb, "tester")));
+  out.push_back(copy(build_create_object(fbb, 7, CreateObjectArgs{})));
+  out.push_back(copy(build_destroy_object(fbb, 8, ObjectID{3, 2})));
+  out.push_back(copy(build_apply_force(fbb, 9, ObjectID{1, 1}, {1, 2, 3}, impulse::Vec3{4, 5, 6})));
+  out.push_back(copy(build_apply_impulse(fbb, 10, ObjectID{1, 1}, {1, 2, 3})));
+  out.push_back(copy(build_set_velocity(fbb, 11, ObjectID{1, 1}, {1, 2, 3})));
+  out.push_back(copy(build_ping(fbb, 12)));
+  out.push_back(copy(build_disconnect(fbb, "bye")));
+  return out;
+}
+
+/// One valid datagram of every server -> client message type.
+std::vector<Bytes> server_datagrams() {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<Bytes> out;
+  out.push_back(copy(build_connect_accepted(fbb, 1, 60, 30, 99)));
+  out.push_back(copy(build_connect_rejected(fbb, ResultCode::ServerFull, "full")));
+  out.push_back(copy(build_request_result(fbb, 5, ResultCode::StaleId, ObjectID{1, 2}, "stale")));
+  out.push_back(copy(build_pong(fbb, 77, 1000)));
+  out.push_back(copy(build_disconnect(fbb, "server shutting down")));
+  const std::vector<ObjectState> objects(30);
+  const SnapshotPlan plan = plan_snapshot(objects.size());
+  out.push_back(copy(build_snapshot_part(fbb, 5, objects, plan, 1)));
+  const std::vector<CollisionEvent> events(3);
+  out.push_back(copy(build_collision_events(fbb, events)));
+  return out;
+}
+
+/// Decodes a builder's output as message T (the test fails if it does not verify).
+template <class T>
+struct Decoded {
+  Bytes bytes;
+  const T* message = nullptr;
+};
+template <class T>
+Decoded<T> decode(std::span<const uint8_t> built, Direction d) {
+  Decoded<T> out{copy(built), nullptr};
+  const Verified v = verify_datagram(out.bytes, d);
+  EXPECT_EQ(v.reason, DropReason::None);
+  if (v.envelope) out.message = v.envelope->template message_as<T>();
+  EXPECT_NE(out.message, nullptr);
+  return out;
+}
+
+// --- verify_datagram --------------------------------------------------------------------------
+
+TEST(VerifyDatagram, AcceptsEveryBuilderInItsDirection) {
+  for (const Bytes& b : client_datagrams()) EXPECT_EQ(verify(b, Direction::ClientToServer).reason, DropReason::None);
+  for (const Bytes& b : server_datagrams()) EXPECT_EQ(verify(b, Direction::ServerToClient).reason, DropReason::None);
+}
+
+TEST(VerifyDatagram, RejectsWrongDirection) {
+  for (const Bytes& b : client_datagrams()) {
+    const Verified v = verify(b, Direction::ServerToClient);
+    const bool is_disconnect = GetEnvelope(b.data())->message_type() == Message::Disconnect;
+    EXPECT_EQ(v.reason, is_disconnect ? DropReason::None : DropReason::WrongDirection);  // Disconnect goes both ways
+  }
+  for (const Bytes& b : server_datagrams()) {
+    const Verified v = verify(b, Direction::ClientToServer);
+    const bool is_disconnect = GetEnvelope(b.data())->message_type() == Message::Disconnect;
+    EXPECT_EQ(v.reason, is_disconnect ? DropReason::None : DropReason::WrongDirection);
+    if (!is_disconnect) {
+      EXPECT_EQ(v.envelope, nullptr);
+    }
+  }
+}
+
+TEST(VerifyDatagram, RejectsEmptyAndTooShort) {
+  for (size_t n = 0; n < 8; ++n) {
+    const Bytes b(n, 0);
+    EXPECT_EQ(verify(b, Direction::ClientToServer).reason, DropReason::Empty) << n << " bytes";
+  }
+}
+
+TEST(VerifyDatagram, RejectsOversizedButAcceptsTrailingPaddingUpToTheLimit) {
+  flatbuffers::FlatBufferBuilder fbb;
+  Bytes b = copy(build_ping(fbb, 1));
+  b.resize(kMaxDatagramBytes, 0);  // FlatBuffers ignores bytes after the buffer's objects
+  EXPECT_EQ(verify(b, Direction::ClientToServer).reason, DropReason::None);
+  b.resize(kMaxDatagramBytes + 1, 0);
+  const Verified v = verify(b, Direction::ClientToServer);
+  EXPECT_EQ(v.reason, DropReason::Oversized);
+  EXPECT_EQ(v.envelope, nullptr);
+  b.resize(65000, 0);
+  EXPECT_EQ(verify(b, Direction::ClientToServer).reason, DropReason::Oversized);
+}
+
+TEST(VerifyDatagram, RejectsWrongIdentifier) {
+  for (Bytes b : client_datagrams()) {
+    b[4] = 'X';  // "IMPL" lives in bytes 4..7
+    const Verified v = verify(b, Direction::ClientToServer);
+    EXPECT_EQ(v.reason, DropReason::BadIdentifier);
+    EXPECT_EQ(v.envelope, nullptr);
+  }
+}
+
+TEST(VerifyDatagram, RejectsEveryTruncationThatCutsData) {
+  // A prefix may only verify when all it lost is the zero padding FlatBuffers adds after a
+  // string's terminator for alignment (< 8 bytes); nothing a reader uses is ever cut off.
+  const std::pair<std::vector<Bytes>, Direction> sets[] = {{client_datagrams(), Direction::ClientToServer},
+                                                           {server_datagrams(), Direction::ServerToClient}};
+  for (const auto& [set, direction] : sets) {
+    for (const Bytes& full : set) {
+      for (size_t n = 0; n < full.size(); ++n) {
+        const Bytes cut(full.begin(), full.begin() + static_cast<ptrdiff_t>(n));
+        const Verified v = verify(cut, direction);
+        if (v.reason == DropReason::None) {
+          EXPECT_LT(full.size() - n, 8u) << "prefix of " << n << " of " << full.size() << " bytes verified";
+          for (size_t k = n; k < full.size(); ++k) EXPECT_EQ(full[k], 0) << "a non-padding byte was cut at " << k;
+        } else {
+          EXPECT_TRUE(v.reason == DropReason::Empty || v.reason == DropReason::VerifyFailed) << to_string(v.reason);
+        }
+      }
+    }
+  }
+}
+
+TEST(VerifyDatagram, RejectsRandomBytes) {
+  Rng rng(1234);
+  for (int i = 0; i < 20000; ++i) {
+    Bytes b(rng.below(1300));
+    for (uint8_t& x : b) x = static_cast<uint8_t>(rng.next());
+    // Half of them carry the right identifier so they reach the Verifier.
+    if (i % 2 == 0 && b.size() >= 8) std::copy_n("IMPL", 4, b.begin() + 4);
+    const Verified v = verify(b, Direction::ClientToServer);
+    EXPECT_NE(v.reason, DropReason::None) << "random datagram " << i << " verified";
+  }
+}
+
+TEST(VerifyDatagram, MutatedDatagramsAreRejectedOrSafeToRead) {
+  // Flip bytes of valid datagrams. Whatever verifies must be fully readable (ASan checks reads).
+  Rng rng(99);
+  const std::vector<Bytes> valid = client_datagrams();
+  int verified = 0;
+  for (int i = 0; i < 20000; ++i) {
+    Bytes b = valid[rng.below(static_cast<uint32_t>(valid.size()))];
+    const uint32_t flips = 1 + rng.below(4);
+    for (uint32_t f = 0; f < flips; ++f) b[rng.below(static_cast<uint32_t>(b.size()))] = static_cast<uint8_t>(rng.next());
+    const Verified v = verify(b, Direction::ClientToServer);
+    if (v.reason != DropReason::None) continue;
+    ++verified;
+    const Envelope* e = v.envelope;
+    ASSERT_NE(e->message(), nullptr);
+    if (const auto* m = e->message_as_CreateObject()) (void)check_request(*m);
+    if (const auto* m = e->message_as_ApplyForce()) (void)check_request(*m);
+    if (const auto* m = e->message_as_ApplyImpulse()) (void)check_request(*m);
+    if (const auto* m = e->message_as_SetVelocity()) (void)check_request(*m);
+    if (const auto* m = e->message_as_Connect()) {
+      (void)check_request(*m);
+      if (m->client_name()) {
+        EXPECT_LE(m->client_name()->size(), kMaxDatagramBytes);
+      }
+    }
+    if (const auto* m = e->message_as_Disconnect(); m && m->reason()) {
+      EXPECT_LE(m->reason()->size(), kMaxDatagramBytes);
+    }
+  }
+  EXPECT_GT(verified, 0);  // flips in float payloads keep the structure valid
+}
+
+TEST(VerifyDatagram, KeepsTheEnvelopeOnVersionMismatch) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto name = fbb.CreateString("old client");
+  const auto connect = CreateConnect(fbb, 2, name);
+  FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, 2, Message::Connect, connect.Union()));
+  const Bytes b = copy({fbb.GetBufferPointer(), fbb.GetSize()});
+  const Verified v = verify(b, Direction::ClientToServer);
+  EXPECT_EQ(v.reason, DropReason::VersionMismatch);
+  ASSERT_NE(v.envelope, nullptr);
+  EXPECT_EQ(v.envelope->protocol_version(), 2);
+  EXPECT_EQ(v.envelope->message_type(), Message::Connect);
+}
+
+TEST(VerifyDatagram, RejectsMissingAndUnknownMessages) {
+  flatbuffers::FlatBufferBuilder fbb;
+  // No union at all.
+  FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kProtocolVersion, Message::NONE, 0));
+  EXPECT_EQ(verify(copy({fbb.GetBufferPointer(), fbb.GetSize()}), Direction::ClientToServer).reason,
+            DropReason::NoMessage);
+  // A type tag without a table.
+  fbb.Clear();
+  FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kProtocolVersion, Message::Ping, 0));
+  EXPECT_EQ(verify(copy({fbb.GetBufferPointer(), fbb.GetSize()}), Direction::ClientToServer).reason,
+            DropReason::NoMessage);
+  // A type tag from a future schema (the Verifier lets unknown union types through).
+  fbb.Clear();
+  const auto ping = CreatePing(fbb, 1);
+  FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kProtocolVersion, static_cast<Message>(200), ping.Union()));
+  EXPECT_EQ(verify(copy({fbb.GetBufferPointer(), fbb.GetSize()}), Direction::ClientToServer).reason,
+            DropReason::NoMessage);
+}
+
+TEST(VerifyDatagram, RejectsAMisalignedBufferWithoutReadingIt) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto built = build_ping(fbb, 1);
+  Bytes storage(built.size() + 1);
+  std::copy(built.begin(), built.end(), storage.begin() + 1);
+  const std::span<const uint8_t> misaligned(storage.data() + 1, built.size());
+  EXPECT_EQ(verify_datagram(misaligned, Direction::ClientToServer).reason, DropReason::VerifyFailed);
+}
+
+TEST(DropReason, EveryReasonHasAName) {
+  std::set<std::string> names;
+  for (int r = 0; r < static_cast<int>(DropReason::Count); ++r) names.insert(to_string(static_cast<DropReason>(r)));
+  EXPECT_EQ(names.size(), static_cast<size_t>(DropReason::Count));
+}
+
+// --- check_request ---------------------------------------------------------------------------
+
+Check check_create(const CreateObjectArgs& args) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto d = decode<CreateObject>(build_create_object(fbb, 1, args), Direction::ClientToServer);
+  return d.message ? check_request(*d.message) : Check{ResultCode::Ok, "decode failed"};
+}
+
+CreateObjectArgs box_args() {
+  CreateObjectArgs a;
+  a.shape = ShapeKind::Box;
+  a.dims = {0.5f, 1.0f, 2.0f};
+  a.position = {1, 2, 3};
+  a.velocity = {0, -1, 0};
+  a.mass = 2.0f;
+  a.restitution = 0.5f;
+  return a;
+}
+
+TEST(CheckCreateObject, AcceptsValidValuesAndInclusiveBounds) {
+  EXPECT_TRUE(check_create(box_args()).ok());
+  CreateObjectArgs a = box_args();
+  a.dims = {kMaxExtent, kMaxExtent, kMaxExtent};
+  a.position = {kMaxCoordinate, -kMaxCoordinate, 0};
+  a.velocity = {kMaxSpeed, -kMaxSpeed, 0};
+  a.mass = kMaxMass;
+  a.restitution = 1.0f;
+  EXPECT_TRUE(check_create(a).ok()) << check_create(a).message;
+  a.restitution = 0.0f;
+  EXPECT_TRUE(check_create(a).ok());
+}
+
+TEST(CheckCreateObject, SphereChecksOnlyTheRadiusRange) {
+  CreateObjectArgs a;
+  a.shape = ShapeKind::Sphere;
+  a.dims = {0.4f, 0.0f, 0.0f};  // y and z are ignored for a sphere
+  EXPECT_TRUE(check_create(a).ok());
+  a.dims = {0.0f, 1.0f, 1.0f};
+  EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
+  a.dims = {0.4f, kNaN, 0.0f};  // ...but must still be finite
+  EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
+}
+
+TEST(CheckCreateObject, MassIsCheckedForDynamicBodiesOnly) {
+  CreateObjectArgs a = box_args();
+  for (float bad : {0.0f, -1.0f, 1.0e6f * 1.5f, kNaN, kInf, -kInf}) {
+    a.mass = bad;
+    const Check c = check_create(a);
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
+    EXPECT_NE(c.message.find("mass"), std::string_view::npos) << c.message;
+  }
+  a.kind = BodyKind::Static;
+  a.mass = 0.0f;
+  EXPECT_TRUE(check_create(a).ok());
+  a.kind = BodyKind::Kinematic;
+  EXPECT_TRUE(check_create(a).ok());
+  a.mass = kNaN;  // ignored by the world, still never accepted as NaN
+  EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
+}
+
+TEST(CheckCreateObject, RejectsEveryBadFieldNamingIt) {
+  struct Case {
+    const char* field;
+    void (*mutate)(CreateObjectArgs&);
+  };
+  const Case cases[] = {
+      {"dims", [](CreateObjectArgs& a) { a.dims.x = 0.0f; }},
+      {"dims", [](CreateObjectArgs& a) { a.dims.y = -0.5f; }},
+      {"dims", [](CreateObjectArgs& a) { a.dims.z = 1000.5f; }},
+      {"dims", [](CreateObjectArgs& a) { a.dims.x = kNaN; }},
+      {"dims", [](CreateObjectArgs& a) { a.dims.y = kInf; }},
+      {"dims", [](CreateObjectArgs& a) { a.dims.z = 1.0e30f; }},
+      {"position", [](CreateObjectArgs& a) { a.position.x = 100001.0f; }},
+      {"position", [](CreateObjectArgs& a) { a.position.y = -100001.0f; }},
+      {"position", [](CreateObjectArgs& a) { a.position.z = kNaN; }},
+      {"position", [](CreateObjectArgs& a) { a.position.x = -kInf; }},
+      {"velocity", [](CreateObjectArgs& a) { a.velocity.x = 10001.0f; }},
+      {"velocity", [](CreateObjectArgs& a) { a.velocity.y = kNaN; }},
+      {"velocity", [](CreateObjectArgs& a) { a.velocity.z = kInf; }},
+      {"restitution", [](CreateObjectArgs& a) { a.restitution = -0.01f; }},
+      {"restitution", [](CreateObjectArgs& a) { a.restitution = 1.01f; }},
+      {"restitution", [](CreateObjectArgs& a) { a.restitution = kNaN; }},
+      {"kind", [](CreateObjectArgs& a) { a.kind = static_cast<BodyKind>(7); }},
+      {"shape", [](CreateObjectArgs& a) { a.shape = static_cast<ShapeKind>(9); }},
+  };
+  for (const Case& c : cases) {
+    CreateObjectArgs a = box_args();
+    c.mutate(a);
+    const Check check = check_create(a);
+    EXPECT_EQ(check.code, ResultCode::InvalidArgument) << c.field;
+    EXPECT_NE(check.message.find(c.field), std::string_view::npos) << c.field << " vs " << check.message;
+  }
+}
+
+TEST(CheckCreateObject, RequiresDimsButDefaultsPositionAndVelocity) {
+  flatbuffers::FlatBufferBuilder fbb;
+  CreateObjectBuilder b(fbb);
+  b.add_request_id(1);
+  const auto m = b.Finish();
+  const auto without_dims = decode<CreateObject>(finish(fbb, Message::CreateObject, m.Union()), Direction::ClientToServer);
+  ASSERT_NE(without_dims.message, nullptr);
+  EXPECT_EQ(check_request(*without_dims.message).code, ResultCode::InvalidArgument);
+
+  fbb.Clear();
+  const wire::Vec3 dims(0.5f, 0.5f, 0.5f);
+  const auto m2 = CreateCreateObject(fbb, 2, BodyKind::Dynamic, ShapeKind::Sphere, &dims);
+  const auto only_dims = decode<CreateObject>(finish(fbb, Message::CreateObject, m2.Union()), Direction::ClientToServer);
+  ASSERT_NE(only_dims.message, nullptr);
+  EXPECT_TRUE(check_request(*only_dims.message).ok());
+}
+
+TEST(CheckApplyForce, BoundsAndFiniteness) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto check = [&](impulse::Vec3 f, std::optional<impulse::Vec3> p = std::nullopt) {
+    const auto d = decode<ApplyForce>(build_apply_force(fbb, 1, ObjectID{1, 1}, f, p), Direction::ClientToServer);
+    return check_request(*d.message);
+  };
+  EXPECT_TRUE(check({kMaxForce, -kMaxForce, 0}).ok());
+  EXPECT_TRUE(check({1, 2, 3}, impulse::Vec3{1e6f, 0, 0}).ok());
+  for (float bad : {2.0e9f, -2.0e9f, kNaN, kInf}) {
+    const Check c = check({0, bad, 0});
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
+    EXPECT_NE(c.message.find("force"), std::string_view::npos);
+  }
+  const Check p = check({1, 0, 0}, impulse::Vec3{0, kNaN, 0});
+  EXPECT_EQ(p.code, ResultCode::InvalidArgument);
+  EXPECT_NE(p.message.find("point"), std::string_view::npos);
+
+  fbb.Clear();  // force is required
+  const auto m = CreateApplyForce(fbb, 1, 1);
+  const auto d = decode<ApplyForce>(finish(fbb, Message::ApplyForce, m.Union()), Direction::ClientToServer);
+  EXPECT_EQ(check_request(*d.message).code, ResultCode::InvalidArgument);
+}
+
+TEST(CheckApplyImpulse, BoundsAndFiniteness) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto check = [&](impulse::Vec3 j, std::optional<impulse::Vec3> p = std::nullopt) {
+    const auto d = decode<ApplyImpulse>(build_apply_impulse(fbb, 1, ObjectID{1, 1}, j, p), Direction::ClientToServer);
+    return check_request(*d.message);
+  };
+  EXPECT_TRUE(check({kMaxImpulse, 0, -kMaxImpulse}).ok());
+  for (float bad : {2.0e7f, -2.0e7f, kNaN, -kInf}) {
+    const Check c = check({bad, 0, 0});
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
+    EXPECT_NE(c.message.find("impulse"), std::string_view::npos);
+  }
+  EXPECT_EQ(check({1, 0, 0}, impulse::Vec3{kInf, 0, 0}).code, ResultCode::InvalidArgument);
+}
+
+TEST(CheckSetVelocity, BoundsAndFiniteness) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto check = [&](impulse::Vec3 v) {
+    const auto d = decode<SetVelocity>(build_set_velocity(fbb, 1, ObjectID{1, 1}, v), Direction::ClientToServer);
+    return check_request(*d.message);
+  };
+  EXPECT_TRUE(check({kMaxSpeed, -kMaxSpeed, 0}).ok());
+  for (float bad : {10001.0f, -10001.0f, kNaN, kInf}) {
+    const Check c = check({0, 0, bad});
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
+    EXPECT_NE(c.message.find("velocity"), std::string_view::npos);
+  }
+}
+
+TEST(CheckConnect, NameLengthAndProtocolVersion) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto check = [&](std::string_view name, uint16_t version = kProtocolVersion) {
+    const auto d = decode<Connect>(build_connect(fbb, name, version), Direction::ClientToServer);
+    return check_request(*d.message);
+  };
+  EXPECT_TRUE(check("").ok());
+  EXPECT_TRUE(check(std::string(kMaxClientNameBytes, 'a')).ok());
+  const Check long_name = check(std::string(kMaxClientNameBytes + 1, 'a'));
+  EXPECT_EQ(long_name.code, ResultCode::InvalidArgument);
+  EXPECT_NE(long_name.message.find("client_name"), std::string_view::npos);
+  EXPECT_EQ(check("x", 2).code, ResultCode::VersionMismatch);
+}
+
+// --- Builders round-trip ------------------------------------------------------------------------
+
+TEST(Builders, ClientMessagesRoundTrip) {
+  flatbuffers::FlatBufferBuilder fbb;
+  {
+    const auto d = decode<Connect>(build_connect(fbb, "alice"), Direction::ClientToServer);
+    EXPECT_EQ(d.message->protocol_version(), kProtocolVersion);
+    EXPECT_EQ(d.message->client_name()->str(), "alice");
+  }
+  {
+    const CreateObjectArgs a = box_args();
+    const auto d = decode<CreateObject>(build_create_object(fbb, 42, a), Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 42u);
+    EXPECT_EQ(d.message->kind(), a.kind);
+    EXPECT_EQ(d.message->shape(), a.shape);
+    EXPECT_EQ(to_vec3(*d.message->dims()), a.dims);
+    EXPECT_EQ(to_vec3(*d.message->position()), a.position);
+    EXPECT_EQ(to_vec3(*d.message->velocity()), a.velocity);
+    EXPECT_EQ(d.message->mass(), a.mass);
+    EXPECT_EQ(d.message->restitution(), a.restitution);
+  }
+  {
+    const ObjectID id{0xFFFFFFFFu, 0xFFFFFFFEu};
+    const auto d = decode<DestroyObject>(build_destroy_object(fbb, 3, id), Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 3u);
+    EXPECT_EQ(from_wire(d.message->id()), id);
+  }
+  {
+    const auto d = decode<ApplyForce>(build_apply_force(fbb, 4, ObjectID{5, 6}, {1, -2, 3}), Direction::ClientToServer);
+    EXPECT_EQ(from_wire(d.message->id()), (ObjectID{5, 6}));
+    EXPECT_EQ(to_vec3(*d.message->force()), (impulse::Vec3{1, -2, 3}));
+    EXPECT_EQ(d.message->point(), nullptr);  // absent = centre of mass
+  }
+  {
+    const auto d = decode<ApplyImpulse>(build_apply_impulse(fbb, 5, ObjectID{1, 1}, {0, 9, 0}, impulse::Vec3{1, 1, 1}),
+                                        Direction::ClientToServer);
+    EXPECT_EQ(to_vec3(*d.message->impulse()), (impulse::Vec3{0, 9, 0}));
+    ASSERT_NE(d.message->point(), nullptr);
+    EXPECT_EQ(to_vec3(*d.message->point()), (impulse::Vec3{1, 1, 1}));
+  }
+  {
+    const auto d = decode<SetVelocity>(build_set_velocity(fbb, 6, ObjectID{1, 1}, {7, 8, 9}), Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 6u);
+    EXPECT_EQ(to_vec3(*d.message->velocity()), (impulse::Vec3{7, 8, 9}));
+  }
+  {
+    const auto d = decode<Ping>(build_ping(fbb, 0xDEADBEEFCAFEull), Direction::ClientToServer);
+    EXPECT_EQ(d.message->nonce(), 0xDEADBEEFCAFEull);
+  }
+  {
+    const auto d = decode<Disconnect>(build_disconnect(fbb, "bye"), Direction::ClientToServer);
+    EXPECT_EQ(d.message->reason()->str(), "bye");
+  }
+}
+
+TEST(Builders, ServerMessagesRoundTrip) {
+  flatbuffers::FlatBufferBuilder fbb;
+  {
+    const auto d = decode<ConnectAccepted>(build_connect_accepted(fbb, 12, 60, 30, 1ull << 40), Direction::ServerToClient);
+    EXPECT_EQ(d.message->client_id(), 12u);
+    EXPECT_EQ(d.message->tick_hz(), 60);
+    EXPECT_EQ(d.message->snapshot_hz(), 30);
+    EXPECT_EQ(d.message->tick(), 1ull << 40);
+  }
+  {
+    const auto d = decode<ConnectRejected>(build_connect_rejected(fbb, ResultCode::ServerFull, "full"),
+                                           Direction::ServerToClient);
+    EXPECT_EQ(d.message->reason(), ResultCode::ServerFull);
+    EXPECT_EQ(d.message->message()->str(), "full");
+  }
+  {
+    const auto d = decode<RequestResult>(build_request_result(fbb, 9, ResultCode::Ok, ObjectID{4, 1}, {}),
+                                         Direction::ServerToClient);
+    EXPECT_EQ(d.message->request_id(), 9u);
+    EXPECT_EQ(d.message->code(), ResultCode::Ok);
+    EXPECT_EQ(from_wire(d.message->id()), (ObjectID{4, 1}));
+    EXPECT_EQ(d.message->message(), nullptr);  // empty on Ok
+  }
+  {
+    const auto d = decode<Pong>(build_pong(fbb, 5, 6), Direction::ServerToClient);
+    EXPECT_EQ(d.message->nonce(), 5u);
+    EXPECT_EQ(d.message->tick(), 6u);
+  }
+}
+
+TEST(Builders, LongStringsAreTruncatedSoTheDatagramFits) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::string huge(5000, 'x');
+  EXPECT_LE(build_connect(fbb, huge).size(), kMaxDatagramBytes);
+  const auto d = decode<Disconnect>(build_disconnect(fbb, huge), Direction::ServerToClient);
+  EXPECT_EQ(d.message->reason()->size(), kMaxStringBytes);
+  const auto r = decode<RequestResult>(build_request_result(fbb, 1, ResultCode::InvalidArgument, {}, huge),
+                                       Direction::ServerToClient);
+  EXPECT_EQ(r.message->message()->size(), kMaxStringBytes);
+  // Truncation never splits a UTF-8 sequence: 2-byte characters, limit is even -> 128 chars.
+  std::string utf8;
+  for (int i = 0; i < 300; ++i) utf8 += "\xC3\xA9";  // é
+  utf8 = "a" + utf8;                                 // shift so the limit falls mid-character
+  const auto u = decode<Disconnect>(build_disconnect(fbb, utf8), Direction::ServerToClient);
+  EXPECT_EQ(u.message->reason()->size(), kMaxStringBytes - 1);
+}
+
+// --- Snapshot and event splitting ---------------------------------------------------------------
+
+TEST(SnapshotSplit, NeverExceedsTheDatagramLimitAndCoversEveryObjectOnce) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const uint32_t per_part = snapshot_objects_per_part();
+  ASSERT_GT(per_part, 0u);
+  std::vector<ObjectState> objects;
+  for (uint32_t n = 0; n <= 2000; ++n) {
+    objects.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      objects.emplace_back(impulse::to_wire(ObjectID{i, 0xFFFFFFFFu}), wire::Vec3(1e5f, -1e5f, 3),
+                           wire::Vec3(-1e4f, 1e4f, 0), wire::Vec3(1000, 1000, 1000), BodyKind::Kinematic,
+                           ShapeKind::Box, true);
+    }
+    const SnapshotPlan plan = plan_snapshot(n);
+    ASSERT_EQ(plan.object_count, n);
+    ASSERT_EQ(plan.part_count, n == 0 ? 1u : (n + per_part - 1) / per_part) << n;
+    std::vector<uint32_t> seen(n, 0);
+    for (uint16_t part = 0; part < plan.part_count; ++part) {
+      const Bytes b = copy(build_snapshot_part(fbb, UINT64_MAX - n, objects, plan, part));
+      ASSERT_LE(b.size(), kMaxDatagramBytes) << n << " objects, part " << part;
+      const Verified v = verify(b, Direction::ServerToClient);
+      ASSERT_EQ(v.reason, DropReason::None);
+      const Snapshot* s = v.envelope->message_as_Snapshot();
+      ASSERT_NE(s, nullptr);
+      EXPECT_EQ(s->tick(), UINT64_MAX - n);
+      EXPECT_EQ(s->part(), part);
+      EXPECT_EQ(s->part_count(), plan.part_count);
+      EXPECT_EQ(s->object_count(), n);
+      const uint32_t in_part = s->objects() ? s->objects()->size() : 0;
+      EXPECT_LE(in_part, per_part);
+      for (uint32_t k = 0; k < in_part; ++k) {
+        const ObjectID id = from_wire(s->objects()->Get(k)->id());
+        ASSERT_LT(id.index, n);
+        ++seen[id.index];
+      }
+    }
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1u) << "object " << i << " of " << n;
+  }
+}
+
+TEST(SnapshotSplit, CapacityIsTight) {
+  // One more object than the computed capacity would not fit: no space is wasted per part.
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<ObjectState> one(1);
+  const SnapshotPlan plan = plan_snapshot(1);
+  const size_t with_one = build_snapshot_part(fbb, UINT64_MAX, one, plan, 0).size();
+  const size_t per_part = snapshot_objects_per_part();
+  EXPECT_LE(with_one + (per_part - 1) * sizeof(ObjectState), kMaxDatagramBytes);
+  EXPECT_GT(with_one + per_part * sizeof(ObjectState), kMaxDatagramBytes);
+}
+
+TEST(SnapshotSplit, HugeWorldsAreClampedToTheLastPart) {
+  const SnapshotPlan plan = plan_snapshot(size_t{1} << 31);
+  EXPECT_EQ(plan.part_count, UINT16_MAX);
+  EXPECT_EQ(plan.object_count, static_cast<uint64_t>(UINT16_MAX) * plan.objects_per_part);
+}
+
+TEST(CollisionEventsSplit, FitsAndTruncatesAtCapacity) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const uint32_t capacity = collision_events_per_datagram();
+  ASSERT_GT(capacity, 0u);
+  std::vector<CollisionEvent> events;
+  for (uint32_t n = 0; n <= capacity + 5; ++n) {
+    events.assign(n, CollisionEvent(UINT64_MAX, 1, 2, wire::Vec3(1, 2, 3), wire::Vec3(0, 1, 0),
+                                    ContactEventType::End));
+    const Bytes b = copy(build_collision_events(fbb, events));
+    ASSERT_LE(b.size(), kMaxDatagramBytes);
+    const Verified v = verify(b, Direction::ServerToClient);
+    ASSERT_EQ(v.reason, DropReason::None);
+    const auto* e = v.envelope->message_as_CollisionEvents();
+    ASSERT_NE(e, nullptr);
+    const uint32_t got = e->events() ? e->events()->size() : 0;
+    EXPECT_EQ(got, std::min(n, capacity));
+    if (got > 0) {
+      EXPECT_EQ(e->events()->Get(0)->tick(), UINT64_MAX);
+      EXPECT_EQ(e->events()->Get(0)->type(), ContactEventType::End);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace impulse::wire
