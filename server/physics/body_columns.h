@@ -37,6 +37,10 @@ struct BodyInfo {
   float mass = 0;              ///< [kg] as created; 0 for static and kinematic bodies
   uint32_t awake_index = 0;    ///< position in World's awake list; meaningless when not awake
   uint32_t contact_count = 0;  ///< contacts (active + resting) the body is part of
+  /// While asleep: the contact impulse [N·s, world frame] absorbed as an immovable body, minus
+  /// the part pressing it along gravity onto its supports. Wakes the body once |push| / mass
+  /// exceeds sleep_speed. Zero while awake.
+  Vec3 push;
 };
 
 /// The columns, all indexed by the dense index of SlotMap; every column has size() elements.

@@ -35,8 +35,10 @@
 //                  infinite mass), the restitution target from the pre-solve approach speed
 //                  (e = max(e_a, e_b): a bouncy ball bounces on any floor, as in Box2D; only above
 //                  restitution_threshold), warm start, then solver_iterations sweeps of
-//                  sequential impulses with the accumulated impulse clamped >= 0.
-//                                                    reads: contacts_   writes: motion.velocity
+//                  sequential impulses with the accumulated impulse clamped >= 0. A sleeping body
+//                  that absorbed, over its sleep, enough impulse other than the load pressing it
+//                  down along gravity to move it faster than sleep_speed is woken (lifted or
+//                  shoved, not merely sat on).   reads: contacts_   writes: motion.velocity, info
 //  7. integrate positions  x += v dt for awake bodies (semi-implicit Euler, second half).
 //                                                    writes: pose.position
 //  8. correct positions  Baumgarte as in seed 004: each dynamic body moves along the normal by
@@ -328,6 +330,7 @@ void World::wake_body(uint32_t dense) {
   if (!info.sleeping) return;
   info.sleeping = false;
   info.sleep_timer = 0;
+  info.push = Vec3{};
   add_awake(dense);
   broadphase_.remove_parked(slots_.slot_at(dense));
   resting_dirty_ = true;
@@ -521,7 +524,6 @@ void World::update_events() {
 }
 
 void World::apply_wakes() {
-  profile_.woken_count = 0;
   for (const uint32_t d : scratch_.wake_requests) {
     if (!bodies_.info[d].sleeping) continue;  // requested twice
     wake_body(d);
@@ -564,6 +566,7 @@ void World::solve(float dt) {
   warm_start(sc, bodies_.motion);
   solve_contacts(sc, bodies_.motion, settings_.solver_iterations);
   for (const SolverContact& s : sc) contacts_[s.record].normal_impulse = s.accumulated_impulse;
+  wake_pushed_sleepers(sc);
   profile_.solve_ms = timer.lap();
 
   // 7. integrate positions
@@ -582,6 +585,34 @@ void World::solve(float dt) {
     p.aabb = compute_aabb(bodies_.shape[d], p.position);
   }
   profile_.integrate_ms += timer.lap();
+}
+
+void World::wake_pushed_sleepers(std::span<const SolverContact> contacts) {
+  // A sleeping body is infinite mass in the solve, so a body resting on it is held without
+  // waking it. But a body pushing it any other way (lifted from below, shoved sideways by a
+  // force) would be blocked forever: accumulate the impulse it absorbs, except the part pressing
+  // it along gravity onto whatever supports it, and wake it once that would have moved it faster
+  // than sleep_speed. Exact for axis-aligned resting contacts (that part is exactly zero).
+  const float g = length(settings_.gravity);
+  const Vec3 down = g > 0 ? settings_.gravity * (1.0f / g) : Vec3{};
+  const float wake_speed_sq = settings_.sleep_speed * settings_.sleep_speed;
+  auto absorb = [&](uint32_t d, Vec3 impulse) {
+    BodyInfo& info = bodies_.info[d];
+    if (!info.sleeping || info.kind != BodyKind::Dynamic) return;
+    const float along = dot(impulse, down);
+    info.push += along > 0 ? impulse - down * along : impulse;
+    const float inv_mass = bodies_.motion[d].inv_mass;
+    if (length_squared(info.push) * (inv_mass * inv_mass) > wake_speed_sq) {
+      wake_body(d);
+      ++profile_.woken_count;
+    }
+  };
+  for (const SolverContact& c : contacts) {
+    if (c.accumulated_impulse == 0) continue;
+    const Vec3 p = c.normal * c.accumulated_impulse;  // pushes b along +normal, a along -normal
+    if (c.inv_mass_a == 0) absorb(c.body_a, -p);
+    if (c.inv_mass_b == 0) absorb(c.body_b, p);
+  }
 }
 
 void World::update_sleep(float dt) {
@@ -653,6 +684,7 @@ uint64_t World::world_hash() const {
     h.add_u32(info.sleeping ? 1u : 0u);
     h.add_float(info.sleep_timer);
     h.add_float(info.mass);
+    h.add_vec(info.push);
     h.add_u32(static_cast<uint32_t>(s.kind));
     h.add_float(s.radius);
     h.add_vec(s.half_extents);

@@ -56,6 +56,15 @@ struct CreateResult {
 /// The simulation: storage, commands, the fixed step, queries and contact events.
 /// Single-threaded: not safe for concurrent calls, including concurrent const queries (they may
 /// fill an internal cache). Spans returned by queries stay valid until the next non-const call.
+///
+/// Sleep (per body, seed 000): a dynamic body slower than sleep_speed for sleep_time_s (a
+/// kinematic body: stopped for sleep_time_s) sleeps: velocity zeroed, parked in the broadphase,
+/// skipped by every stage, an immovable partner in contacts, contacts kept. It wakes on
+/// apply_force, apply_impulse or set_velocity; on contact with an awake body that was moving
+/// (dynamic: faster than sleep_speed; kinematic: any velocity); when it loses a contact with an
+/// awake body or a touching body is destroyed; when a static body is created over it; and when
+/// the impulse it absorbs as an immovable partner, beyond the load pressing it down along
+/// gravity, would have moved it faster than sleep_speed (lifted or shoved, not merely sat on).
 class World {
  public:
   /// @param settings  copied; unusable fields (see check_settings) are replaced by defaults
@@ -129,11 +138,15 @@ class World {
   /// as of the step it fell asleep). Merged lazily from the active and resting lists: O(contacts)
   /// on the first call after a change, then O(1).
   std::span<const Contact> get_collisions() const;
-  /// True when the object touched anything after the last step. O(1).
+  /// True when the object touched anything after the last step (false for a stale id). O(1):
+  /// a per-body contact count.
   bool is_colliding(ObjectID id) const;
-  /// True when a and b touched after the last step (either order). O(log contacts).
+  /// True when a and b touched after the last step (either order; false for stale ids).
+  /// O(log contacts): binary search of the sorted lists.
   bool are_colliding(ObjectID a, ObjectID b) const;
-  /// The contacts of one object after the last step. O(log contacts + result).
+  /// The contacts of one object after the last step, sorted by (a, b); empty for a stale id or
+  /// a body without contacts (O(1)). Otherwise O(log contacts + result), plus the one-off
+  /// O(contacts log contacts) cache build of get_collisions() after a step or destroy.
   std::vector<Contact> get_collisions_for(ObjectID id) const;
   /// Begin and end events of the last step, sorted by (a, b). A pair never gets both in one step.
   /// Includes End events of bodies destroyed since the step before (with their old ids).
@@ -158,6 +171,7 @@ class World {
   void update_events();
   void apply_wakes();
   void solve(float dt);
+  void wake_pushed_sleepers(std::span<const SolverContact> contacts);
   void update_sleep(float dt);
 
   WorldSettings settings_;

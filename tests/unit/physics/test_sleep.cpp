@@ -205,6 +205,48 @@ TEST(Sleep, StaticCreatedOverSleeperWakesIt) {
   EXPECT_TRUE(world.are_colliding(box, wall));
 }
 
+// A sleeping body is infinite mass in the solve, but being lifted is not being sat on: a box
+// driven up by a steady force wakes the sleeping sphere on top of it instead of being held down.
+// Together they accelerate at a = F / (m_box + m_ball) - g = 6.19 m/s^2: over 0.5 s they rise
+// about a t^2 / 2 = 0.77 m; the wake costs a step, so require 0.5 m.
+TEST(Sleep, ForceLiftsBoxCarryingSleepingSphere) {
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}, {0.5f, 0.5f, 0.5f}, 2.0f));
+  const ObjectID ball = add(world, sphere_desc({0.0f, 1.3f, 0.0f}, 0.3f, 0.5f));
+  settle(world, {box, ball});
+  const float box_y0 = state(world, box).position.y;
+  const float ball_y0 = state(world, ball).position.y;
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_EQ(world.apply_force(box, {0.0f, 40.0f, 0.0f}), Error::Ok);
+    world.step(kDt);
+  }
+  EXPECT_FALSE(state(world, ball).sleeping);
+  EXPECT_GT(state(world, box).position.y, box_y0 + 0.5f);
+  EXPECT_GT(state(world, ball).position.y, ball_y0 + 0.5f);
+  // Still stacked: the ball rides on the box (gap = radius + half height, within the slop).
+  const float gap = state(world, ball).position.y - state(world, box).position.y;
+  EXPECT_NEAR(gap, 0.8f, world.settings().slop + 1e-3f);
+}
+
+// A weak but steady sideways push still wakes a sleeper: the impulse it absorbs accumulates.
+// 1 N on two 1 kg boxes (frictionless floor): a = 0.5 m/s^2, about 1 m in 2 s; require 0.5 m.
+TEST(Sleep, SteadyWeakPushWakesSleeper) {
+  World world;
+  add_ground(world);
+  const ObjectID pusher = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  const ObjectID pushed = add(world, box_desc({1.0f, 0.5f, 0.0f}));
+  settle(world, {pusher, pushed});
+  const float x0 = state(world, pushed).position.x;
+  for (int i = 0; i < 120; ++i) {
+    ASSERT_EQ(world.apply_force(pusher, {1.0f, 0.0f, 0.0f}), Error::Ok);
+    world.step(kDt);
+  }
+  EXPECT_GT(state(world, pushed).position.x, x0 + 0.5f);
+  EXPECT_GE(state(world, pushed).position.x - state(world, pusher).position.x,
+            1.0f - world.settings().slop - 1e-3f);
+}
+
 // A kinematic body keeps its set velocity however slow: it never falls asleep while moving, and
 // even below sleep_speed it wakes what it touches instead of pushing into a sleeper.
 TEST(Sleep, SlowKinematicKeepsMovingAndWakesSleeper) {
