@@ -6,12 +6,17 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <poll.h>
 #include <vector>
+
+#include <asio.hpp>
+#include <flatbuffers/flatbuffers.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include "client/client.h"
+#include "shared/wire/codec.h"
 
 namespace {
 
@@ -44,33 +49,71 @@ bool connect_or_explain(impulse::Client& client, const std::string& host, uint16
 
 // ------------------------------------------------------------------------------------------ ping
 
+// A sessionless probe: one Ping padded to kProbeBytes, so that the server (which never answers an
+// address without a session with more bytes than it received) may answer it with a Pong. No
+// session is created, so a health check every few seconds leaves no connect/disconnect log lines.
+constexpr size_t kProbeBytes = 128;
+
 int run_ping(const std::string& server, int timeout_ms) {
+  using asio::ip::udp;
   std::string host;
   uint16_t port = 0;
   if (!parse_server(server, &host, &port)) return 2;
-  const milliseconds timeout{timeout_ms};
-  const Clock::time_point deadline = Clock::now() + timeout;
-  impulse::Client client;
-  if (!connect_or_explain(client, host, port, timeout, "impulse-client ping")) return 1;
 
-  const uint64_t nonce = client.ping();
-  while (Clock::now() < deadline) {
-    const auto remaining = std::chrono::ceil<milliseconds>(deadline - Clock::now());
-    const impulse::PollResult& r = client.poll(std::min(remaining, milliseconds{50}));
-    if (r.server_disconnected) {
-      fmt::print(stderr, "impulse-client: server closed the session: {}\n", r.disconnect_reason);
-      return 1;
-    }
-    for (const impulse::PongInfo& pong : r.pongs) {
-      if (pong.nonce != nonce) continue;
-      fmt::print("pong from {}:{}: rtt {:.3f} ms, server tick {}, client id {}\n", host, port,
-                 static_cast<double>(pong.rtt.count()) / 1000.0, pong.server_tick, client.client_id());
-      client.disconnect("ping done");
-      return 0;
-    }
+  asio::io_context io;
+  asio::error_code ec;
+  udp::resolver resolver(io);
+  const auto endpoints = resolver.resolve(host, std::to_string(port), ec);
+  if (ec || endpoints.empty()) {
+    fmt::print(stderr, "impulse-client: cannot resolve host '{}': {}\n", host, ec ? ec.message() : "no address");
+    return 1;
   }
-  fmt::print(stderr, "impulse-client: connected to {}:{} but no pong within {} ms\n", host, port, timeout_ms);
-  client.disconnect("ping timed out");
+  const udp::endpoint target = endpoints.begin()->endpoint();
+  udp::socket socket(io);
+  socket.open(target.protocol(), ec);
+  if (!ec) socket.non_blocking(true, ec);
+  if (ec) {
+    fmt::print(stderr, "impulse-client: cannot open a UDP socket: {}\n", ec.message());
+    return 1;
+  }
+
+  const uint64_t nonce = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto ping = impulse::wire::build_ping(fbb, nonce);
+  std::vector<uint8_t> datagram(ping.begin(), ping.end());
+  datagram.resize(std::max(datagram.size(), kProbeBytes), 0);  // trailing bytes are ignored
+
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline = start + milliseconds{timeout_ms};
+  Clock::time_point next_send = start;
+  std::vector<uint8_t> buffer(impulse::wire::kMaxDatagramBytes + 1);
+  while (Clock::now() < deadline) {
+    if (Clock::now() >= next_send) {  // UDP may lose it: resend every 200 ms
+      socket.send_to(asio::buffer(datagram), target, 0, ec);
+      next_send += milliseconds{200};
+    }
+    udp::endpoint from;
+    const size_t n = socket.receive_from(asio::buffer(buffer), from, 0, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again || ec == asio::error::connection_refused) {
+      // Wait until readable, the next resend or the deadline, whichever comes first.
+      const auto wake = std::min(deadline, next_send);
+      const auto wait_ms = std::chrono::ceil<milliseconds>(wake - Clock::now()).count();
+      pollfd fd{socket.native_handle(), POLLIN, 0};
+      ::poll(&fd, 1, static_cast<int>(std::max<int64_t>(wait_ms, 0)));
+      continue;
+    }
+    if (ec || from != target) continue;
+    const auto v = impulse::wire::verify_datagram(std::span<const uint8_t>(buffer.data(), n),
+                                                  impulse::wire::Direction::ServerToClient);
+    if (v.reason != impulse::wire::DropReason::None) continue;
+    const auto* pong = v.envelope->message_as_Pong();
+    if (pong == nullptr || pong->nonce() != nonce) continue;
+    const double rtt_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    fmt::print("pong from {}:{}: rtt {:.3f} ms, server tick {}\n", host, port, rtt_ms, pong->tick());
+    return 0;
+  }
+  fmt::print(stderr, "impulse-client: no answer from {}:{} within {} ms: is impulse-server running there?\n",
+             host, port, timeout_ms);
   return 1;
 }
 
@@ -235,7 +278,7 @@ int main(int argc, char** argv) {
   demo->add_flag("--keep", keep_bodies, "leave the spawned bodies in the world when done");
 
   int timeout_ms = 1000;
-  CLI::App* ping = app.add_subcommand("ping", "connect, ping once, print the round-trip time (exit 0 on pong)");
+  CLI::App* ping = app.add_subcommand("ping", "ping the server without opening a session; print the round-trip time (exit 0 on pong)");
   ping->add_option("--server", server, "server address HOST:PORT")->envname("IMPULSE_SERVER")->capture_default_str();
   ping->add_option("--timeout-ms", timeout_ms, "give up after this long [ms]")
       ->check(CLI::Range(1, 600000))
