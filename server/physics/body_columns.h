@@ -26,7 +26,7 @@ struct Motion {
 /// Surface properties, read when contacts are prepared.
 struct Material {
   float restitution = 0;  ///< [0, 1]
-  float friction = 0;     ///< Coulomb coefficient; stored for the rigid-body solver
+  float friction = 0;     ///< Coulomb coefficient, >= 0; mixed as sqrt(mu_a * mu_b)
 };
 
 /// Cold per-body bookkeeping.

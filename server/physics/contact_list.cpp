@@ -32,7 +32,9 @@ void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord>
     } else if (i == prev.size() || record_less(cur[j], prev[i])) {
       events.push_back(make_event(ContactEventType::Begin, cur[j++].contact));
     } else {
-      cur[j++].normal_impulse = prev[i++].normal_impulse;  // touching in both steps: no event
+      // Touching in both steps: no event; carry the impulses over for warm starting.
+      cur[j].normal_impulse = prev[i].normal_impulse;
+      cur[j++].friction_impulse = prev[i++].friction_impulse;
     }
   }
 }

@@ -15,6 +15,9 @@ namespace impulse::physics {
 struct ContactRecord {
   Contact contact;
   float normal_impulse = 0;  ///< accumulated normal impulse of the last solve [N·s], >= 0
+  /// Accumulated friction impulse of the last solve [N·s, world frame, tangent plane], applied
+  /// to b (its negative to a); |friction_impulse| <= mu * normal_impulse.
+  Vec3 friction_impulse;
 };
 
 /// Strict (a, b) order of contacts and events; a pair key is unique within one list.
@@ -36,8 +39,8 @@ std::span<const Contact> find_contacts_with_a(std::span<const Contact> sorted, O
 /// Merge join of the previous and current lists, both sorted by (a, b). O(n + m).
 ///  - appends to `events` one End per pair only in `prev` (with its last point and normal) and
 ///    one Begin per pair only in `cur`, in (a, b) order;
-///  - copies the previous normal impulse into each pair present in both (warm starting); pairs
-///    only in `cur` keep theirs (0 from the narrowphase).
+///  - copies the previous normal and friction impulses into each pair present in both (warm
+///    starting); pairs only in `cur` keep theirs (0 from the narrowphase).
 void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
                    std::vector<ContactEvent>& events);
 

@@ -40,7 +40,9 @@ struct BodyDesc {
   Vec3 velocity;             ///< world frame [m/s]; ignored for static bodies
   float mass = 1.0f;         ///< [kg], > 0; dynamic only (static and kinematic have infinite mass)
   float restitution = 0.0f;  ///< [0, 1]; mixed with max(e_a, e_b)
-  float friction = 0.5f;     ///< Coulomb coefficient, >= 0; stored for the rigid-body solver
+  /// Coulomb friction coefficient, >= 0; mixed with sqrt(mu_a * mu_b), so 0 on either body makes
+  /// the contact frictionless. Linear-only bodies slide (they cannot roll), spheres included.
+  float friction = 0.5f;
   float linear_damping = 0.0f;  ///< [1/s], >= 0: v *= 1 / (1 + dt * damping) each step
 };
 

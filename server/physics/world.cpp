@@ -1,6 +1,7 @@
 // The fixed step of a linear rigid-body world: semi-implicit Euler, sort-based spatial hashing,
-// sequential impulses with warm starting (Catto, "Iterative Dynamics with Temporal Coherence",
-// GDC 2005), Baumgarte correction (seed 004) and per-body sleep (seed 000) over slot-map columns.
+// sequential impulses with Coulomb friction and warm starting (Catto, "Iterative Dynamics with
+// Temporal Coherence", GDC 2005), Baumgarte correction (seed 004) and per-body sleep (seed 000)
+// over slot-map columns.
 //
 // step(dt) runs these stages in order. "Awake" bodies are the dynamic and kinematic bodies in the
 // awake list; static and sleeping bodies are "parked": no stage reads or writes them except as
@@ -34,11 +35,17 @@
 //  6. solve        Per contact: inverse masses (0 for static, kinematic and sleeping bodies:
 //                  infinite mass), the restitution target from the pre-solve approach speed
 //                  (e = max(e_a, e_b): a bouncy ball bounces on any floor, as in Box2D; only above
-//                  restitution_threshold), warm start, then solver_iterations sweeps of
-//                  sequential impulses with the accumulated impulse clamped >= 0. A sleeping body
-//                  that absorbed, over its sleep, enough impulse other than the load pressing it
-//                  down along gravity to move it faster than sleep_speed is woken (lifted or
-//                  shoved, not merely sat on).   reads: contacts_   writes: motion.velocity, info
+//                  restitution_threshold), the friction coefficient mu = sqrt(mu_a mu_b) and a
+//                  tangent basis built from the normal alone; warm start with last step's normal
+//                  and friction impulses; then solver_iterations sweeps of sequential impulses:
+//                  per contact, Coulomb friction (the 2D tangent impulse stopping the slip, its
+//                  accumulated vector clamped to the disc mu * lambda_n), then the normal (its
+//                  accumulated impulse clamped >= 0). A sleeping body that absorbed, over its
+//                  sleep, enough impulse (normal plus friction) other than the load pressing it
+//                  down along gravity to move it faster than sleep_speed is woken (lifted,
+//                  shoved or dragged, not merely sat on).
+//                                                    reads: contacts_, material
+//                                                    writes: motion.velocity, contacts_ impulses, info
 //  7. integrate positions  x += v dt for awake bodies (semi-implicit Euler, second half).
 //                                                    writes: pose.position
 //  8. correct positions  Baumgarte as in seed 004: each dynamic body moves along the normal by
@@ -488,7 +495,7 @@ void World::collide_pairs() {
     }
     // Slot order equals ObjectID order for live ids (indices are unique), so `found` is sorted.
     scratch_.found.push_back(
-        {Contact{slots_.id_at(da), slots_.id_at(db), cp.point, cp.normal, cp.depth}, 0.0f});
+        {Contact{slots_.id_at(da), slots_.id_at(db), cp.point, cp.normal, cp.depth}, 0.0f, Vec3{}});
     if (wakes(da, db)) scratch_.wake_requests.push_back(da);
     if (wakes(db, da)) scratch_.wake_requests.push_back(db);
   }
@@ -560,12 +567,16 @@ void World::solve(float dt) {
     s.normal = c.normal;
     s.depth = c.depth;
     s.accumulated_impulse = contacts_[i].normal_impulse;
+    s.friction_impulse = contacts_[i].friction_impulse;
     sc.push_back(s);
   }
   prepare_contacts(sc, bodies_.motion, bodies_.material, settings_.restitution_threshold);
   warm_start(sc, bodies_.motion);
   solve_contacts(sc, bodies_.motion, settings_.solver_iterations);
-  for (const SolverContact& s : sc) contacts_[s.record].normal_impulse = s.accumulated_impulse;
+  for (const SolverContact& s : sc) {
+    contacts_[s.record].normal_impulse = s.accumulated_impulse;
+    contacts_[s.record].friction_impulse = s.friction_impulse;
+  }
   wake_pushed_sleepers(sc);
   profile_.solve_ms = timer.lap();
 
@@ -590,9 +601,10 @@ void World::solve(float dt) {
 void World::wake_pushed_sleepers(std::span<const SolverContact> contacts) {
   // A sleeping body is infinite mass in the solve, so a body resting on it is held without
   // waking it. But a body pushing it any other way (lifted from below, shoved sideways by a
-  // force) would be blocked forever: accumulate the impulse it absorbs, except the part pressing
-  // it along gravity onto whatever supports it, and wake it once that would have moved it faster
-  // than sleep_speed. Exact for axis-aligned resting contacts (that part is exactly zero).
+  // force, dragged along by friction) would be blocked forever: accumulate the impulse (normal
+  // plus friction) it absorbs, except the part pressing it along gravity onto whatever supports
+  // it, and wake it once that would have moved it faster than sleep_speed. Exact for
+  // axis-aligned resting contacts (that part is exactly zero).
   const float g = length(settings_.gravity);
   const Vec3 down = g > 0 ? settings_.gravity * (1.0f / g) : Vec3{};
   const float wake_speed_sq = settings_.sleep_speed * settings_.sleep_speed;
@@ -608,8 +620,9 @@ void World::wake_pushed_sleepers(std::span<const SolverContact> contacts) {
     }
   };
   for (const SolverContact& c : contacts) {
-    if (c.accumulated_impulse == 0) continue;
-    const Vec3 p = c.normal * c.accumulated_impulse;  // pushes b along +normal, a along -normal
+    // Both act on b as +p and on a as -p.
+    const Vec3 p = c.normal * c.accumulated_impulse + c.friction_impulse;
+    if (p == Vec3{}) continue;
     if (c.inv_mass_a == 0) absorb(c.body_a, -p);
     if (c.inv_mass_b == 0) absorb(c.body_b, p);
   }

@@ -185,7 +185,7 @@ class World {
 
   // Contacts, both sorted by (a, b) and disjoint. Active: pairs with an awake body, computed by
   // the last step. Resting: pairs of two parked bodies, frozen when the later one fell asleep.
-  // Each keeps its last normal impulse for warm starting.
+  // Each keeps its last normal and friction impulses for warm starting.
   std::vector<ContactRecord> contacts_;
   std::vector<ContactRecord> resting_;
   bool resting_dirty_ = false;                // a body woke since the resting list was last partitioned

@@ -175,7 +175,7 @@ TEST(Queries, AgreeWithGetCollisionsOnRandomScene) {
     const Vec3 p{xz(rng), y(rng), xz(rng)};
     BodyDesc d = unit(rng) < 0.5f ? sphere_desc(p, size(rng), 0.5f + 2 * unit(rng), 0.3f * unit(rng))
                                   : box_desc(p, {size(rng), size(rng), size(rng)}, 0.5f + 2 * unit(rng));
-    // There is no friction solver yet: damping stands in for it so the pile comes to rest.
+    // Damping on top of friction brings the pile to rest well within the 900 steps.
     d.linear_damping = 2.0f;
     return d;
   };

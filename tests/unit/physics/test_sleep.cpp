@@ -45,6 +45,7 @@ TEST(Sleep, SleepingBodiesAreNotTouchedByTheStep) {
   // Something else keeps moving far away; the sleeper must stay bit-identical.
   BodyDesc mover = sphere_desc({50.0f, 10.0f, 0.0f});
   mover.velocity = {0.0f, 0.0f, 3.0f};
+  mover.friction = 0.0f;  // lands and keeps sliding (15 m in 5 s) instead of stopping to sleep
   const ObjectID other = add(world, mover);
   for (int i = 0; i < 300; ++i) {
     world.step(kDt);
@@ -139,10 +140,13 @@ TEST(Sleep, StackOfTenSettlesAndFallsAsleep) {
 TEST(Sleep, BodyWokenByImpactTakesMomentumAtOnce) {
   World world;
   add_ground(world);
-  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}, {0.5f, 0.5f, 0.5f}, 2.0f));
+  BodyDesc box_d = box_desc({0.0f, 0.5f, 0.0f}, {0.5f, 0.5f, 0.5f}, 2.0f);
+  box_d.friction = 0.0f;  // mu = sqrt(mu_a mu_b): 0 on the bodies makes the ground frictionless
+  const ObjectID box = add(world, box_d);
   settle(world, {box});
   BodyDesc bd = sphere_desc({-3.0f, 0.5f, 0.0f}, 0.5f, 1.0f);
   bd.velocity = {6.0f, 0.0f, 0.0f};
+  bd.friction = 0.0f;
   const ObjectID ball = add(world, bd);
   const float p0 = 6.0f;  // ball mass 1 kg * 6 m/s; the box is at rest
   const int steps = test::step_until(world, kDt, 60, [&] { return !state(world, box).sleeping; });
@@ -234,8 +238,13 @@ TEST(Sleep, ForceLiftsBoxCarryingSleepingSphere) {
 TEST(Sleep, SteadyWeakPushWakesSleeper) {
   World world;
   add_ground(world);
-  const ObjectID pusher = add(world, box_desc({0.0f, 0.5f, 0.0f}));
-  const ObjectID pushed = add(world, box_desc({1.0f, 0.5f, 0.0f}));
+  // mu = sqrt(mu_a mu_b): friction 0 on the boxes makes the floor frictionless for them.
+  BodyDesc pusher_d = box_desc({0.0f, 0.5f, 0.0f});
+  pusher_d.friction = 0.0f;
+  BodyDesc pushed_d = box_desc({1.0f, 0.5f, 0.0f});
+  pushed_d.friction = 0.0f;
+  const ObjectID pusher = add(world, pusher_d);
+  const ObjectID pushed = add(world, pushed_d);
   settle(world, {pusher, pushed});
   const float x0 = state(world, pushed).position.x;
   for (int i = 0; i < 120; ++i) {
