@@ -477,7 +477,7 @@ uint32_t Client::create_object(const ObjectDesc& desc) {
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
   const wire::CreateObjectArgs args{desc.kind,     desc.shape, desc.dims,       desc.position,
-                                    desc.velocity, desc.mass,  desc.restitution};
+                                    desc.velocity, desc.mass,  desc.restitution, desc.friction};
   m.send_bytes(wire::build_create_object(m.fbb, request_id, args));
   return request_id;
 }

@@ -34,6 +34,8 @@ struct ObjectDesc {
   Vec3 velocity;             ///< world frame [m/s]; |component| <= 1e4
   float mass = 1.0f;         ///< [kg], dynamic bodies only, in (0, 1e6]
   float restitution = 0.0f;  ///< coefficient of restitution, [0, 1]
+  /// Coulomb friction coefficient (dimensionless), [0, 10]; a contact uses sqrt(mu_a * mu_b).
+  float friction = 0.5f;
 };
 
 /// One object as the server last reported it (a copy of wire::ObjectState in maths types).

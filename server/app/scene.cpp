@@ -70,6 +70,9 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
     return "mass: must be > 0 (and <= 1e6 kg) for a dynamic body";
   }
   if (!(b.restitution() >= 0.0f && b.restitution() <= 1.0f)) return "restitution: must be in [0, 1]";
+  if (!(b.friction() >= 0.0f && b.friction() <= wire::kMaxFriction)) {  // also rejects NaN
+    return "friction: must be finite and in [0, 10]";
+  }
 
   out->kind = kind;
   out->shape = sphere ? physics::make_sphere(dims.x) : physics::make_box(dims);
@@ -77,6 +80,7 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   out->velocity = velocity;
   out->mass = b.mass();
   out->restitution = b.restitution();
+  out->friction = b.friction();
   return {};
 }
 

@@ -60,6 +60,7 @@ physics::BodyDesc to_body_desc(const wire::CreateObject& m) {
   desc.velocity = m.velocity() ? wire::to_vec3(*m.velocity()) : Vec3{};
   desc.mass = m.mass();
   desc.restitution = m.restitution();
+  desc.friction = m.friction();
   return desc;
 }
 

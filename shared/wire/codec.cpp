@@ -180,6 +180,9 @@ Check check_request(const CreateObject& m) {
   if (!(m.restitution() >= 0.0f && m.restitution() <= 1.0f)) {
     return {kInvalid, "restitution: must be in [0, 1]"};
   }
+  if (!(m.friction() >= 0.0f && m.friction() <= kMaxFriction)) {  // also rejects NaN
+    return {kInvalid, "friction: must be finite and in [0, 10]"};
+  }
   return {};
 }
 
@@ -255,7 +258,7 @@ std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb
   const wire::Vec3 position = to_wire(args.position);
   const wire::Vec3 velocity = to_wire(args.velocity);
   const auto message = CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity,
-                                          args.mass, args.restitution);
+                                          args.mass, args.restitution, args.friction);
   return finish(fbb, Message::CreateObject, message.Union());
 }
 

@@ -34,6 +34,7 @@ inline constexpr float kMaxExtent = 1000.0f;      ///< sphere radius / box half 
 inline constexpr float kMaxCoordinate = 1.0e5f;   ///< |position component| [m]
 inline constexpr float kMaxSpeed = 1.0e4f;        ///< |velocity component| [m/s]
 inline constexpr float kMaxMass = 1.0e6f;         ///< dynamic body mass [kg]
+inline constexpr float kMaxFriction = 10.0f;      ///< Coulomb friction coefficient (dimensionless)
 inline constexpr float kMaxForce = 1.0e9f;        ///< |force component| [N]
 inline constexpr float kMaxImpulse = 1.0e7f;      ///< |impulse component| [N·s]
 
@@ -88,7 +89,7 @@ struct Check {
 ///  - CreateObject: kind and shape known; dims present and finite, each used component in
 ///    (0, kMaxExtent] (sphere: dims.x, the radius; box: all three); |position| <= kMaxCoordinate;
 ///    |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass] for a dynamic body; restitution
-///    in [0, 1]. Absent position/velocity mean zero.
+///    in [0, 1]; friction finite and in [0, kMaxFriction]. Absent position/velocity mean zero.
 ///  - ApplyForce: force present, |component| <= kMaxForce; point (optional) finite.
 ///  - ApplyImpulse: impulse present, |component| <= kMaxImpulse; point (optional) finite.
 ///  - SetVelocity: velocity present, |component| <= kMaxSpeed.
@@ -126,6 +127,7 @@ struct CreateObjectArgs {
   impulse::Vec3 velocity;                 ///< world frame [m/s]
   float mass = 1.0f;                      ///< [kg], dynamic only
   float restitution = 0.0f;               ///< [0, 1]
+  float friction = 0.5f;                  ///< Coulomb coefficient, [0, 10]; mixed sqrt(mu_a * mu_b)
 };
 
 /// Connect with `client_name` (for logs; truncated to kMaxStringBytes here, and the server

@@ -209,6 +209,49 @@ TEST_F(Loopback, SteadyForceLiftsABoxCarryingASleepingSphere) {
   EXPECT_GT(driver.client.find(ball)->position.y, ball_y0 + 0.05f);
 }
 
+TEST_F(Loopback, FrictionSentOverTheWireReachesTheWorld) {
+  // Boxes resting on the ground (friction 0.5, the scene default) and sliding along +x. The
+  // contact uses mu = sqrt(mu_box * 0.5): friction 0 keeps the sliding velocity; friction 2 gives
+  // mu = 1, so Coulomb friction decelerates it at mu·g (closed form; 5 % tolerance).
+  ObjectDesc slippery = make_box({0.5f, 0.5f, 0.5f}, {-20.0f, 0.5f, 10.0f});
+  slippery.velocity = {3.0f, 0.0f, 0.0f};
+  slippery.friction = 0.0f;
+  ObjectDesc rough = make_box({0.5f, 0.5f, 0.5f}, {-20.0f, 0.5f, -10.0f});
+  rough.velocity = {8.0f, 0.0f, 0.0f};  // stops after 8 / 9.81 ≈ 0.8 s ≈ 49 ticks
+  rough.friction = 2.0f;
+  const ObjectID slippery_id = driver.create_ok(slippery);
+  const ObjectID rough_id = driver.create_ok(rough);
+  ASSERT_FALSE(slippery_id.is_null());
+  ASSERT_FALSE(rough_id.is_null());
+
+  // The first snapshot after `tick` that holds `id`, and its state.
+  auto state_after = [&](uint64_t tick, ObjectID id) -> std::optional<std::pair<uint64_t, ObjectState>> {
+    const auto t = driver.wait_snapshot_where(tick, [&](const auto& objects) { return find_in(objects, id); });
+    if (!t) return std::nullopt;
+    return std::pair{*t, *find_in(driver.snapshots[*t], id)};
+  };
+  const auto r_first = state_after(0, rough_id);
+  ASSERT_TRUE(r_first.has_value());
+  // Skip the first few ticks (contact creation), then measure over >= 20 ticks while it slides.
+  const auto r0 = state_after(r_first->first + 4, rough_id);
+  ASSERT_TRUE(r0.has_value());
+  const auto r1 = state_after(r0->first + 19, rough_id);
+  ASSERT_TRUE(r1.has_value());
+  ASSERT_GT(r1->second.velocity.x, 0.5f) << "stopped too early to measure the deceleration";
+  const float elapsed = static_cast<float>(r1->first - r0->first) * dt();
+  const float deceleration = (r0->second.velocity.x - r1->second.velocity.x) / elapsed;
+  EXPECT_NEAR(deceleration, 1.0f * kGravity, 0.05f * kGravity);
+  EXPECT_NEAR(r1->second.position.y, 0.5f, 0.02f);  // it slid on the ground, not fell through
+
+  // The frictionless box keeps its sliding velocity over the same span of ticks.
+  const auto s0 = state_after(0, slippery_id);
+  ASSERT_TRUE(s0.has_value());
+  const auto s1 = state_after(s0->first + 24, slippery_id);
+  ASSERT_TRUE(s1.has_value());
+  EXPECT_NEAR(s1->second.velocity.x, 3.0f, 1e-4f);
+  EXPECT_GT(s1->second.position.x, slippery.position.x + 3.0f * 24.0f * dt() * 0.99f);
+}
+
 TEST_F(Loopback, DestroyedObjectDisappearsAndItsIdGoesStale) {
   const ObjectID id = driver.create_ok(make_box({0.5f, 0.5f, 0.5f}, {3.0f, 10.0f, 3.0f}));
   ASSERT_FALSE(id.is_null());

@@ -100,9 +100,23 @@ TEST(Scene, DefaultsForOptionalFields) {
   EXPECT_EQ(scene.bodies[0].shape.kind, physics::ShapeKind::Box);
   EXPECT_EQ(scene.bodies[0].velocity, (Vec3{}));
   EXPECT_EQ(scene.bodies[0].restitution, 0.0f);
+  EXPECT_EQ(scene.bodies[0].friction, 0.5f);
 
   ASSERT_TRUE(parse_scene_json("{}", "empty", &scene, &error)) << error;
   EXPECT_TRUE(scene.bodies.empty());
+}
+
+TEST(Scene, FrictionIsReadAndItsBoundsAreInclusive) {
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(scene_with(body(R"(, "friction": 0)") + ", " + body(R"(, "friction": 10)") + ", " +
+                                          body(R"(, "friction": 0.8)")),
+                               "inline", &scene, &error))
+      << error;
+  ASSERT_EQ(scene.bodies.size(), 3u);
+  EXPECT_EQ(scene.bodies[0].friction, 0.0f);
+  EXPECT_EQ(scene.bodies[1].friction, 10.0f);
+  EXPECT_EQ(scene.bodies[2].friction, 0.8f);
 }
 
 struct BadScene {
@@ -144,6 +158,9 @@ TEST(Scene, BadScenesNameTheFileAndTheField) {
       {"infinite velocity", scene_with(body(R"(, "velocity": {"x":0,"y":0,"z":inf})")), "bodies[0].velocity.z"},
       {"restitution above 1", scene_with(body(R"(, "restitution": 1.5)")), "bodies[0].restitution"},
       {"negative restitution", scene_with(body(R"(, "restitution": -0.1)")), "bodies[0].restitution"},
+      {"negative friction", scene_with(body(R"(, "friction": -0.1)")), "bodies[0].friction"},
+      {"friction above 10", scene_with(body() + ", " + body(R"(, "friction": 10.5)")), "bodies[1].friction"},
+      {"NaN friction", scene_with(body(R"(, "friction": nan)")), "bodies[0].friction"},
       {"NaN gravity", R"({ "gravity": {"x":0,"y":nan,"z":0} })", "gravity.y"},
       {"not an object", "[1, 2]", "error"},
   };

@@ -267,6 +267,7 @@ CreateObjectArgs box_args() {
   a.velocity = {0, -1, 0};
   a.mass = 2.0f;
   a.restitution = 0.5f;
+  a.friction = 0.75f;
   return a;
 }
 
@@ -280,6 +281,10 @@ TEST(CheckCreateObject, AcceptsValidValuesAndInclusiveBounds) {
   a.restitution = 1.0f;
   EXPECT_TRUE(check_create(a).ok()) << check_create(a).message;
   a.restitution = 0.0f;
+  EXPECT_TRUE(check_create(a).ok());
+  a.friction = kMaxFriction;  // friction bounds [0, 10] are inclusive
+  EXPECT_TRUE(check_create(a).ok());
+  a.friction = 0.0f;
   EXPECT_TRUE(check_create(a).ok());
 }
 
@@ -333,6 +338,10 @@ TEST(CheckCreateObject, RejectsEveryBadFieldNamingIt) {
       {"restitution", [](CreateObjectArgs& a) { a.restitution = -0.01f; }},
       {"restitution", [](CreateObjectArgs& a) { a.restitution = 1.01f; }},
       {"restitution", [](CreateObjectArgs& a) { a.restitution = kNaN; }},
+      {"friction", [](CreateObjectArgs& a) { a.friction = kNaN; }},
+      {"friction", [](CreateObjectArgs& a) { a.friction = -0.01f; }},
+      {"friction", [](CreateObjectArgs& a) { a.friction = 10.01f; }},
+      {"friction", [](CreateObjectArgs& a) { a.friction = kInf; }},
       {"kind", [](CreateObjectArgs& a) { a.kind = static_cast<BodyKind>(7); }},
       {"shape", [](CreateObjectArgs& a) { a.shape = static_cast<ShapeKind>(9); }},
   };
@@ -448,6 +457,7 @@ TEST(Builders, ClientMessagesRoundTrip) {
     EXPECT_EQ(to_vec3(*d.message->velocity()), a.velocity);
     EXPECT_EQ(d.message->mass(), a.mass);
     EXPECT_EQ(d.message->restitution(), a.restitution);
+    EXPECT_EQ(d.message->friction(), a.friction);
   }
   {
     const ObjectID id{0xFFFFFFFFu, 0xFFFFFFFEu};
