@@ -336,25 +336,7 @@ void SpatialHash::merge_parked() {
 
   // 2. Sorted entries of the changed slots that are still live (each once: kSlotInGrid marks
   //    the ones done, as the queue may list a slot twice).
-  for (const uint32_t slot : parked_queue_) {
-    parked_flags_[slot] = static_cast<uint8_t>(parked_flags_[slot] & ~(kSlotInRecent | kSlotQueued));
-  }
-  recent_entries_.clear();
-  CellBounds bounds;
-  for (const uint32_t slot : parked_queue_) {
-    const uint8_t flags = parked_flags_[slot];
-    if (!(flags & kSlotLive) || (flags & kSlotInGrid)) continue;
-    parked_flags_[slot] = static_cast<uint8_t>(flags | kSlotInGrid);
-    const CellRange range = compute_range(parked_aabbs_[slot]);
-    if (is_large(range)) {
-      parked_large_.push_back(slot);
-    } else {
-      emit_entries(slot, range, recent_entries_);
-      bounds.add(range);
-    }
-  }
-  radix_sort_by_key(recent_entries_, sort_scratch_, bounds, radix_counts_);
-  gather_boxes(recent_entries_, parked_aabbs_, recent_entry_boxes_);
+  bin_queued_slots(kSlotInGrid, parked_large_);
 
   // 3. Linear merge of both tiers, boxes alongside (stable: main-tier entries first per key).
   const std::size_t na = parked_entries_.size();
@@ -387,19 +369,24 @@ void SpatialHash::merge_parked() {
 }
 
 void SpatialHash::build_recent_tier() {
+  recent_large_.clear();
+  bin_queued_slots(kSlotInRecent, recent_large_);
+  recent_begin_ = parked_queue_.size();
+}
+
+void SpatialHash::bin_queued_slots(uint8_t mark, std::vector<uint32_t>& large_out) {
   for (const uint32_t slot : parked_queue_) {
     parked_flags_[slot] = static_cast<uint8_t>(parked_flags_[slot] & ~(kSlotInRecent | kSlotQueued));
   }
   recent_entries_.clear();
-  recent_large_.clear();
   CellBounds bounds;
   for (const uint32_t slot : parked_queue_) {
     const uint8_t flags = parked_flags_[slot];
-    if (!(flags & kSlotLive) || (flags & kSlotInRecent)) continue;  // removed, or listed twice
-    parked_flags_[slot] = static_cast<uint8_t>(flags | kSlotInRecent);
+    if (!(flags & kSlotLive) || (flags & mark)) continue;  // removed, or listed twice
+    parked_flags_[slot] = static_cast<uint8_t>(flags | mark);
     const CellRange range = compute_range(parked_aabbs_[slot]);
     if (is_large(range)) {
-      recent_large_.push_back(slot);
+      large_out.push_back(slot);
     } else {
       emit_entries(slot, range, recent_entries_);
       bounds.add(range);
@@ -407,7 +394,6 @@ void SpatialHash::build_recent_tier() {
   }
   radix_sort_by_key(recent_entries_, sort_scratch_, bounds, radix_counts_);
   gather_boxes(recent_entries_, parked_aabbs_, recent_entry_boxes_);
-  recent_begin_ = parked_queue_.size();
 }
 
 // --- Pairs ---------------------------------------------------------------------------------------

@@ -107,6 +107,10 @@ class SpatialHash {
   std::size_t merge_threshold() const;
   void maybe_merge_parked();
   void merge_parked();
+  /// Bins the live queued parked slots into recent_entries_ (sorted, boxes gathered) and
+  /// large_out, marking each with `mark` (kSlotInGrid for a merge, kSlotInRecent for the recent
+  /// tier) so a slot queued twice is binned once.
+  void bin_queued_slots(uint8_t mark, std::vector<uint32_t>& large_out);
   void build_recent_tier();
   uint32_t find_bucket(uint32_t id) const;
   void insert_slot_index(uint32_t id, uint32_t slot);
