@@ -6,31 +6,12 @@
 #include <vector>
 
 #include "server/physics/broadphase.h"
+#include "tests/support/rng.h"
 
 namespace impulse::physics {
 namespace {
 
-/// SplitMix64: a portable generator, so every platform builds the same scenes from a seed
-/// (std::uniform_real_distribution is implementation-defined).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  /// Uniform in [lo, hi).
-  float uniform(float lo, float hi) {
-    const float unit = static_cast<float>(next() >> 40) * (1.0f / 16777216.0f);
-    return lo + (hi - lo) * unit;
-  }
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
-
- private:
-  uint64_t state_;
-};
+using ::impulse::test::Rng;
 
 Aabb make_box(Vec3 centre, Vec3 half) { return Aabb{centre - half, centre + half}; }
 

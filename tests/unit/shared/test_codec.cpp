@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "shared/wire/codec.h"
+#include "tests/support/rng.h"
 
 namespace impulse::wire {
 namespace {
@@ -18,21 +19,7 @@ namespace {
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-/// SplitMix64: portable, seeded, so the random cases are the same everywhere.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>(next() % n); }
-
- private:
-  uint64_t state_;
-};
+using ::impulse::test::Rng;
 
 /// A datagram copied into heap storage (operator new aligns to 16 >= kDatagramAlignment).
 using Bytes = std::vector<uint8_t>;
