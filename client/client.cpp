@@ -24,16 +24,19 @@ constexpr std::chrono::milliseconds kConnectResendInterval{250};
 constexpr std::chrono::milliseconds kKeepaliveInterval{1000};
 /// Disconnect is sent this many times; the server ignores the duplicates.
 constexpr int kDisconnectRepeats = 3;
-/// Bounds on a snapshot's layout. A part holds at most this many 48-byte ObjectStates: more
-/// could never fit in a kMaxDatagramBytes datagram, so a larger claim is hostile or corrupt.
-constexpr uint32_t kMaxObjectsPerPart = static_cast<uint32_t>(wire::kMaxDatagramBytes / 48);
+/// Bounds on a snapshot's layout. A part holds at most this many ObjectStates: more could never
+/// fit in a kMaxDatagramBytes datagram, so a larger claim is hostile or corrupt.
+constexpr uint32_t kMaxObjectsPerPart = static_cast<uint32_t>(wire::kMaxDatagramBytes / sizeof(wire::ObjectState));
 constexpr uint32_t kMaxSnapshotParts = 4096;
 /// Outstanding pings remembered for RTT measurement; older ones are forgotten.
 constexpr size_t kPingSlots = 16;
 
 ObjectState to_object_state(const wire::ObjectState& s) {
-  return ObjectState{from_wire(s.id()), wire::to_vec3(s.position()), wire::to_vec3(s.velocity()),
-                     wire::to_vec3(s.dims()), s.kind(),  s.shape(), s.sleeping()};
+  return ObjectState{from_wire(s.id()),          wire::to_vec3(s.position()),
+                     wire::to_vec3(s.velocity()), wire::to_vec3(s.dims()),
+                     wire::to_quat(s.orientation()), wire::to_vec3(s.angular_velocity()),
+                     s.kind(),                    s.shape(),
+                     s.sleeping(),                s.sensor()};
 }
 
 /// Copies at most kMaxStringBytes of a wire string (the verifier bounds it by the datagram).
@@ -155,6 +158,8 @@ struct Client::Impl {
     result.snapshots.clear();
     result.snapshot_objects.clear();
     result.results.clear();
+    result.raycasts.clear();
+    result.ray_hits.clear();
     result.collisions.clear();
     result.pongs.clear();
     result.server_disconnected = false;
@@ -234,6 +239,9 @@ struct Client::Impl {
                                                copy_wire_string(m->message())});
         return;
       }
+      case wire::Message::RaycastResult:
+        handle_raycast_result(*envelope.message_as_RaycastResult());
+        return;
       case wire::Message::Snapshot:
         handle_snapshot(*envelope.message_as_Snapshot());
         return;
@@ -278,6 +286,24 @@ struct Client::Impl {
     }
     // Snapshots can only follow an accept; anything before it is a leftover of an old session.
     count_drop(wire::DropReason::None);
+  }
+
+  void handle_raycast_result(const wire::RaycastResult& m) {
+    RaycastResult r;
+    r.request_id = m.request_id();
+    r.code = m.code();
+    r.tick = m.tick();
+    r.message = copy_wire_string(m.message());
+    r.truncated = m.truncated();
+    r.first = static_cast<uint32_t>(result.ray_hits.size());
+    if (const auto* hits = m.hits()) {  // bounded by the verified datagram (<= 1200 bytes)
+      for (const wire::RayHitEntry* h : *hits) {
+        result.ray_hits.push_back(
+            RayHit{from_wire(h->id()), wire::to_vec3(h->point()), wire::to_vec3(h->normal()), h->fraction()});
+      }
+    }
+    r.count = static_cast<uint32_t>(result.ray_hits.size()) - r.first;
+    result.raycasts.push_back(std::move(r));
   }
 
   void handle_pong(const wire::Pong& pong) {
@@ -476,8 +502,20 @@ uint32_t Client::create_object(const ObjectDesc& desc) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  const wire::CreateObjectArgs args{desc.kind,     desc.shape, desc.dims,       desc.position,
-                                    desc.velocity, desc.mass,  desc.restitution, desc.friction};
+  wire::CreateObjectArgs args;
+  args.kind = desc.kind;
+  args.shape = desc.shape;
+  args.dims = desc.dims;
+  args.position = desc.position;
+  args.velocity = desc.velocity;
+  args.mass = desc.mass;
+  args.restitution = desc.restitution;
+  args.friction = desc.friction;
+  args.orientation = desc.orientation;
+  args.angular_velocity = desc.angular_velocity;
+  args.angular_damping = desc.angular_damping;
+  args.material = desc.material;
+  args.sensor = desc.sensor;
   m.send_bytes(wire::build_create_object(m.fbb, request_id, args));
   return request_id;
 }
@@ -511,6 +549,30 @@ uint32_t Client::set_velocity(ObjectID id, Vec3 velocity) {
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
   m.send_bytes(wire::build_set_velocity(m.fbb, request_id, id, velocity));
+  return request_id;
+}
+
+uint32_t Client::apply_torque(ObjectID id, Vec3 torque) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  m.send_bytes(wire::build_apply_torque(m.fbb, request_id, id, torque));
+  return request_id;
+}
+
+uint32_t Client::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  m.send_bytes(wire::build_set_angular_velocity(m.fbb, request_id, id, angular_velocity));
+  return request_id;
+}
+
+uint32_t Client::raycast(Vec3 origin, Vec3 translation, bool all) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  m.send_bytes(wire::build_raycast(m.fbb, request_id, origin, translation, all));
   return request_id;
 }
 

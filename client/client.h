@@ -27,34 +27,72 @@ namespace impulse {
 /// are documented in schemas/impulse.fbs and repeated here).
 struct ObjectDesc {
   wire::BodyKind kind = wire::BodyKind::Dynamic;
+  /// Sphere, Box, Capsule, or Plane (Static bodies only: the plane through `position` whose
+  /// outward normal is `orientation` applied to +Y; everything below it is solid).
   wire::ShapeKind shape = wire::ShapeKind::Sphere;
-  /// Sphere: x = radius [m] (y, z ignored); box: half extents [m], axis-aligned. Each in (0, 1000].
+  /// Sphere: x = radius [m] (y, z ignored); box: half extents [m] along the local axes; capsule:
+  /// x = radius, y = half height of the core segment along local Y [m]; plane: ignored. Radii and
+  /// half extents in (0, 1000], a capsule half height in [0, 1000].
   Vec3 dims{0.5f, 0.5f, 0.5f};
-  Vec3 position;             ///< centre, world frame [m]; |component| <= 1e5
+  Vec3 position;             ///< centre of mass, world frame [m]; |component| <= 1e5
+  /// Local to world, Hamilton convention, w the scalar part; | |q| - 1 | <= 1e-3 (the server
+  /// normalises it). Identity by default.
+  Quat orientation;
   Vec3 velocity;             ///< world frame [m/s]; |component| <= 1e4
+  Vec3 angular_velocity;     ///< world frame [rad/s]; |component| <= 100
   float mass = 1.0f;         ///< [kg], dynamic bodies only, in (0, 1e6]
   float restitution = 0.0f;  ///< coefficient of restitution, [0, 1]
   /// Coulomb friction coefficient (dimensionless), [0, 10]; a contact uses sqrt(mu_a * mu_b).
   float friction = 0.5f;
+  float angular_damping = 0.05f;  ///< [1/s], [0, 100]: w *= 1 / (1 + dt * damping) per step
+  uint16_t material = 0;     ///< id in the server's material-pair table; 0 = default
+  bool sensor = false;       ///< reports Begin/End collision events but gets no contact response
 };
 
 /// One object as the server last reported it (a copy of wire::ObjectState in maths types).
 struct ObjectState {
   ObjectID id;
-  Vec3 position;  ///< centre, world frame [m]
-  Vec3 velocity;  ///< world frame [m/s]
-  Vec3 dims;      ///< as ObjectDesc::dims [m]
+  Vec3 position;          ///< centre of mass, world frame [m]
+  Vec3 velocity;          ///< world frame [m/s]
+  Vec3 dims;              ///< as ObjectDesc::dims [m]; capsule (radius, half_height, radius); plane 0
+  Quat orientation;       ///< local to world (x_world = position + rotate(orientation, x_local))
+  Vec3 angular_velocity;  ///< world frame [rad/s]
   wire::BodyKind kind = wire::BodyKind::Dynamic;
   wire::ShapeKind shape = wire::ShapeKind::Sphere;
   bool sleeping = false;
+  bool sensor = false;
 };
 
-/// The server's answer to one request (create, destroy, force, impulse, velocity).
+/// The server's answer to one request (create, destroy, force, torque, impulse, velocity,
+/// angular velocity). Raycasts are answered by RaycastResult instead.
 struct RequestResult {
   uint32_t request_id = 0;                  ///< as returned by the call that sent the request
   wire::ResultCode code = wire::ResultCode::Ok;
   ObjectID id;                              ///< the created (or addressed) object; null when none
   std::string message;                      ///< human-readable reason; empty on Ok
+
+  bool ok() const { return code == wire::ResultCode::Ok; }
+};
+
+/// One raycast hit.
+struct RayHit {
+  ObjectID id;          ///< the object hit
+  Vec3 point;           ///< world frame [m], on the object's surface
+  Vec3 normal;          ///< world frame, unit: the surface's outward normal at `point`
+  float fraction = 0;   ///< point = origin + fraction * translation, in [0, 1]
+};
+
+/// The server's answer to one raycast(). Its hits are PollResult::ray_hits[first, first + count),
+/// sorted by (fraction, id): the closest hit only (count <= 1), or every hit when asked for all.
+struct RaycastResult {
+  uint32_t request_id = 0;                  ///< as returned by raycast()
+  wire::ResultCode code = wire::ResultCode::Ok;
+  uint64_t tick = 0;                        ///< server tick whose state the hits describe (0 on error)
+  std::string message;                      ///< human-readable reason; empty on Ok
+  uint32_t first = 0;
+  uint32_t count = 0;                       ///< 0 = the ray hit nothing (or an error)
+  /// More hits were found than one datagram holds (about 28): the nearest ones are listed.
+  bool truncated = false;
 
   bool ok() const { return code == wire::ResultCode::Ok; }
 };
@@ -92,6 +130,8 @@ struct PollResult {
   std::vector<SnapshotRange> snapshots;
   std::vector<ObjectState> snapshot_objects;  ///< backing store of `snapshots`
   std::vector<RequestResult> results;         ///< in arrival order
+  std::vector<RaycastResult> raycasts;        ///< answers to raycast(), in arrival order
+  std::vector<RayHit> ray_hits;               ///< backing store of `raycasts`
   std::vector<CollisionEvent> collisions;     ///< in arrival order (server order within a tick)
   std::vector<PongInfo> pongs;                ///< answers to ping(); keepalive pings are not listed
   bool server_disconnected = false;           ///< the server closed the session (see reason)
@@ -101,8 +141,12 @@ struct PollResult {
   std::span<const ObjectState> objects_of(const SnapshotRange& s) const {
     return std::span<const ObjectState>(snapshot_objects).subspan(s.first, s.count);
   }
+  /// The hits of one raycast answer of this result, sorted by (fraction, id).
+  std::span<const RayHit> hits_of(const RaycastResult& r) const {
+    return std::span<const RayHit>(ray_hits).subspan(r.first, r.count);
+  }
   bool empty() const {
-    return snapshots.empty() && results.empty() && collisions.empty() && pongs.empty() &&
+    return snapshots.empty() && results.empty() && raycasts.empty() && collisions.empty() && pongs.empty() &&
            !server_disconnected;
   }
 };
@@ -162,8 +206,19 @@ class Client {
   /// Adds an instantaneous impulse [N·s] (world frame): Δv = impulse / mass.
   /// `point` as apply_force. Dynamic bodies only.
   uint32_t apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point = std::nullopt);
+  /// Adds a torque [N·m] (world frame) for the server's next step only. Dynamic bodies only.
+  uint32_t apply_torque(ObjectID id, Vec3 torque);
   /// Sets the linear velocity [m/s] (world frame) of a dynamic or kinematic body.
   uint32_t set_velocity(ObjectID id, Vec3 velocity);
+  /// Sets the angular velocity [rad/s] (world frame) of a dynamic or kinematic body.
+  uint32_t set_angular_velocity(ObjectID id, Vec3 angular_velocity);
+  /// Asks the server to cast the segment origin + t * translation, t in [0, 1] (world frame
+  /// [m]; 0 < |translation| <= 2000 m) against every shape, sensors included. The answer arrives
+  /// through poll() as a RaycastResult (PollResult::raycasts) with the returned request id: the
+  /// closest hit, or every hit (nearest first) when `all`. The server answers at its next tick
+  /// boundary, against the world after that tick's steps (RaycastResult::tick, the state of the
+  /// snapshot of that tick), so requests sent before it are included. 0 = not sent.
+  uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false);
   /// Sends a Ping; the PongInfo with the returned nonce (>= 1) arrives via poll(). 0 = not sent.
   uint64_t ping();
 

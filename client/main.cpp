@@ -1,10 +1,14 @@
 // impulse-client: command-line client of an Impulse server.
-//   demo: spawns and pushes a few bodies and prints the snapshots, results and collisions it sees.
+//   demo: spawns a tower of boxes, reports its top box's height and tilt, raycasts down onto it,
+//         shoves it over with an impulse at a point, and prints the collision events it causes.
 //   ping: measures one round trip (the Docker HEALTHCHECK).
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <poll.h>
 #include <vector>
@@ -119,40 +123,32 @@ int run_ping(const std::string& server, int timeout_ms) {
 
 // ------------------------------------------------------------------------------------------ demo
 
-struct DemoBody {
-  const char* label;
-  impulse::ObjectDesc desc;
-  uint32_t request_id = 0;
-  impulse::ObjectID id;
-};
+constexpr double kRadToDeg = 57.29577951308232;
 
-std::vector<DemoBody> make_demo_bodies() {
-  using impulse::wire::ShapeKind;
-  auto sphere = [](float radius, impulse::Vec3 position, float mass, float restitution) {
-    impulse::ObjectDesc d;
-    d.shape = ShapeKind::Sphere;
-    d.dims = {radius, radius, radius};
-    d.position = position;
-    d.mass = mass;
-    d.restitution = restitution;
-    return d;
-  };
-  auto box = [](impulse::Vec3 half_extents, impulse::Vec3 position, float mass) {
-    impulse::ObjectDesc d;
-    d.shape = ShapeKind::Box;
-    d.dims = half_extents;
-    d.position = position;
-    d.mass = mass;
-    return d;
-  };
-  // Above the ground plane y = 0 of the demo scene; the second sphere drops onto the first box.
-  return {
-      {"sphere r=0.5 m, bouncy", sphere(0.5f, {-2.0f, 4.0f, 0.0f}, 1.0f, 0.6f), 0, {}},
-      {"sphere r=0.3 m", sphere(0.3f, {0.1f, 7.0f, -1.0f}, 0.5f, 0.2f), 0, {}},
-      {"box 1x1x1 m", box({0.5f, 0.5f, 0.5f}, {0.0f, 3.0f, -1.0f}, 2.0f), 0, {}},
-      {"box 0.8x0.5x1.2 m", box({0.4f, 0.25f, 0.6f}, {2.5f, 5.0f, 1.0f}, 3.0f), 0, {}},
-  };
+/// Angle [degrees] between the body's local +Y axis and the world's +Y: 0 for an upright box.
+/// rotate(q, +Y).y = 1 - 2 (x^2 + z^2) for a unit quaternion.
+double tilt_degrees(impulse::Quat q) {
+  const double up_y = 1.0 - 2.0 * (static_cast<double>(q.x) * q.x + static_cast<double>(q.z) * q.z);
+  return std::acos(std::clamp(up_y, -1.0, 1.0)) * kRadToDeg;
 }
+
+/// The demo's tower: kTowerHeight boxes of 0.8 m, resting on each other on the ground (y = 0) of
+/// the demo scene (or any scene whose ground is the plane y = 0), away from the scene's bodies.
+constexpr int kTowerHeight = 6;
+constexpr float kHalf = 0.4f;                       // box half extent [m]
+constexpr impulse::Vec3 kTowerBase{0.0f, 0.0f, 8.0f};  // centre of the tower's footprint [m]
+/// The shove: an impulse on the 5th box, 0.3 m above its centre, so it also spins it. 6 N·s
+/// (6 m/s on a 1 kg box) knocks it out from under the top box, and the upper tower topples.
+constexpr int kShovedBox = 4;
+constexpr impulse::Vec3 kShove{6.0f, 0.0f, 0.0f};    // [N·s]
+constexpr impulse::Vec3 kShoveOffset{0.0f, 0.3f, 0.0f};  // from the box's centre [m]
+
+struct DemoTimeline {
+  std::chrono::milliseconds report_every{500};
+  std::chrono::milliseconds first_raycast{2000};   // after the tower has settled
+  std::chrono::milliseconds shove{2500};
+  std::chrono::milliseconds second_raycast{5000};  // after it toppled
+};
 
 int run_demo(const std::string& server, int seconds, const std::string& name, bool keep_bodies) {
   std::string host;
@@ -163,47 +159,90 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
   fmt::print("connected to {}:{} as client {} (server tick {}, {} Hz physics, {} Hz snapshots)\n", host, port,
              client.client_id(), client.server_tick(), client.tick_hz(), client.snapshot_hz());
 
-  std::vector<DemoBody> bodies = make_demo_bodies();
-  std::map<uint32_t, std::string> pending;  // request id -> what it asked for, for the printout
-  for (DemoBody& b : bodies) {
-    b.request_id = client.create_object(b.desc);
-    pending[b.request_id] = fmt::format("create {} at {}", b.label, format_vec(b.desc.position));
+  // Spawn the tower; each box's label is its height in the stack.
+  std::vector<impulse::ObjectID> boxes(kTowerHeight);
+  std::map<uint32_t, int> pending_create;  // request id -> box index
+  for (int k = 0; k < kTowerHeight; ++k) {
+    impulse::ObjectDesc box;
+    box.shape = impulse::wire::ShapeKind::Box;
+    box.dims = {kHalf, kHalf, kHalf};
+    box.position = kTowerBase + impulse::Vec3{0.0f, kHalf * static_cast<float>(2 * k + 1), 0.0f};
+    box.mass = 1.0f;
+    box.friction = 0.6f;
+    pending_create[client.create_object(box)] = k;
   }
+  fmt::print("spawning a tower of {} boxes ({:.1f} m cubes, 1 kg) at {}\n", kTowerHeight, 2 * kHalf,
+             format_vec(kTowerBase));
+  auto label_of = [&](impulse::ObjectID id) -> std::string {
+    for (int k = 0; k < kTowerHeight; ++k) {
+      if (boxes[k] == id && !id.is_null()) return fmt::format("box{}", k);
+    }
+    return format_id(id);
+  };
+  auto is_mine = [&](impulse::ObjectID id) {
+    return !id.is_null() && std::find(boxes.begin(), boxes.end(), id) != boxes.end();
+  };
 
+  std::map<uint32_t, std::string> pending_raycast;  // request id -> what it asked
+  std::optional<uint32_t> shove_request;
+  const DemoTimeline timeline;
   const Clock::time_point start = Clock::now();
   const Clock::time_point end = start + std::chrono::seconds(seconds);
-  Clock::time_point next_report = start + std::chrono::seconds(1);
-  const Clock::time_point impulse_at = start + milliseconds(1500);
-  const Clock::time_point force_from = start + milliseconds(2500);
-  const Clock::time_point force_until = start + milliseconds(3500);
-  const auto force_interval = std::chrono::microseconds(1'000'000 / std::max<int>(1, client.tick_hz()));
-  Clock::time_point next_force = force_from;
-  bool impulse_sent = false;
-  bool force_announced = false;
+  Clock::time_point next_report = start + timeline.report_every;
+  bool first_raycast_sent = false, shove_sent = false, second_raycast_sent = false;
+  uint64_t other_events = 0;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+
+  auto cast_down = [&](const char* why) {
+    // Straight down through the tower's axis from 20 m up, 25 m long: past the ground.
+    const impulse::Vec3 origin = kTowerBase + impulse::Vec3{0.0f, 20.0f, 0.0f};
+    const impulse::Vec3 down{0.0f, -25.0f, 0.0f};
+    pending_raycast[client.raycast(origin, down, false)] = fmt::format("{}: closest hit", why);
+    pending_raycast[client.raycast(origin, down, true)] = fmt::format("{}: all hits", why);
+  };
 
   while (Clock::now() < end && g_interrupted == 0) {
     const impulse::PollResult& r = client.poll(milliseconds{5});
     for (const impulse::RequestResult& result : r.results) {
-      const auto it = pending.find(result.request_id);
-      if (it == pending.end() && result.ok()) continue;  // the repeated force: only failures print
-      const std::string what = it != pending.end() ? it->second : "push";
-      if (result.ok()) {
-        fmt::print("request {} ({}) -> ok, object {}\n", result.request_id, what, format_id(result.id));
+      if (const auto it = pending_create.find(result.request_id); it != pending_create.end()) {
+        if (!result.ok()) {
+          fmt::print(stderr, "impulse-client: creating box{} failed: {}: {}\n", it->second,
+                     impulse::wire::EnumNameResultCode(result.code), result.message);
+          return 1;
+        }
+        boxes[it->second] = result.id;
+        fmt::print("box{} is object {}\n", it->second, format_id(result.id));
+        pending_create.erase(it);
+      } else if (shove_request && result.request_id == *shove_request) {
+        fmt::print("shove -> {}{}\n", impulse::wire::EnumNameResultCode(result.code),
+                   result.ok() ? "" : ": " + result.message);
+      }
+    }
+    for (const impulse::RaycastResult& ray : r.raycasts) {
+      const auto it = pending_raycast.find(ray.request_id);
+      const std::string what = it != pending_raycast.end() ? it->second : "raycast";
+      if (!ray.ok()) {
+        fmt::print("{} -> {}: {}\n", what, impulse::wire::EnumNameResultCode(ray.code), ray.message);
+      } else if (ray.count == 0) {
+        fmt::print("{} -> miss\n", what);
       } else {
-        fmt::print("request {} ({}) -> {}: {}\n", result.request_id, what,
-                   impulse::wire::EnumNameResultCode(result.code), result.message);
+        fmt::print("{} -> {} hit(s){}\n", what, ray.count, ray.truncated ? " (truncated)" : "");
+        for (const impulse::RayHit& h : r.hits_of(ray)) {
+          fmt::print("    {} at {} normal {} fraction {:.4f}\n", label_of(h.id), format_vec(h.point),
+                     format_vec(h.normal), h.fraction);
+        }
       }
-      for (DemoBody& b : bodies) {
-        if (b.request_id == result.request_id && result.ok()) b.id = result.id;
-      }
-      if (it != pending.end()) pending.erase(it);
+      if (it != pending_raycast.end()) pending_raycast.erase(it);
     }
     for (const impulse::CollisionEvent& e : r.collisions) {
+      if (!is_mine(e.a) && !is_mine(e.b)) {
+        ++other_events;  // the scene's own bodies; not printed
+        continue;
+      }
       fmt::print("tick {} {} {} <-> {} at {}\n", e.tick,
-                 e.type == impulse::wire::ContactEventType::Begin ? "begin" : "end  ", format_id(e.a),
-                 format_id(e.b), format_vec(e.point));
+                 e.type == impulse::wire::ContactEventType::Begin ? "begin" : "end  ", label_of(e.a), label_of(e.b),
+                 format_vec(e.point));
     }
     if (r.server_disconnected) {
       fmt::print(stderr, "impulse-client: server closed the session: {}\n", r.disconnect_reason);
@@ -211,42 +250,48 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
     }
 
     const Clock::time_point now = Clock::now();
-    if (!impulse_sent && now >= impulse_at && !bodies[0].id.is_null()) {
-      const impulse::Vec3 j{3.0f, 4.0f, 0.0f};
-      const uint32_t rid = client.apply_impulse(bodies[0].id, j);
-      pending[rid] = fmt::format("impulse {} N·s on {}", format_vec(j), format_id(bodies[0].id));
-      impulse_sent = true;
+    const bool spawned = pending_create.empty();
+    if (spawned && !first_raycast_sent && now >= start + timeline.first_raycast) {
+      cast_down("ray down onto the standing tower");
+      first_raycast_sent = true;
     }
-    if (now >= force_from && now < force_until && now >= next_force && !bodies[3].id.is_null()) {
-      // A force lasts one server step, so a steady push is re-sent every tick.
-      const impulse::Vec3 f{0.0f, 60.0f, 0.0f};
-      client.apply_force(bodies[3].id, f);
-      if (!force_announced) {
-        fmt::print("pushing {} up with {} N for 1 s (weight 29.4 N)\n", format_id(bodies[3].id), format_vec(f));
-        force_announced = true;
+    if (spawned && !shove_sent && now >= start + timeline.shove) {
+      if (const impulse::ObjectState* s = client.find(boxes[kShovedBox])) {
+        const impulse::Vec3 point = s->position + kShoveOffset;
+        shove_request = client.apply_impulse(boxes[kShovedBox], kShove, point);
+        fmt::print("shoving box{} with {} N·s at {} (0.3 m above its centre)\n", kShovedBox, format_vec(kShove),
+                   format_vec(point));
+        shove_sent = true;
       }
-      next_force = now + force_interval;
+    }
+    if (spawned && !second_raycast_sent && now >= start + timeline.second_raycast) {
+      cast_down("ray down after the shove");
+      second_raycast_sent = true;
     }
     if (now >= next_report) {
-      next_report += std::chrono::seconds(1);
-      const auto objects = client.objects();
-      size_t awake = 0;
-      for (const impulse::ObjectState& o : objects) awake += o.kind == impulse::wire::BodyKind::Dynamic && !o.sleeping;
-      std::string mine;
-      for (const DemoBody& b : bodies) {
-        if (const impulse::ObjectState* s = client.find(b.id)) {
-          mine += fmt::format(" {} y={:.2f}", format_id(b.id), s->position.y);
-        }
+      next_report += timeline.report_every;
+      const double t = std::chrono::duration<double>(now - start).count();
+      const impulse::ObjectState* top = spawned ? client.find(boxes[kTowerHeight - 1]) : nullptr;
+      if (top == nullptr) {
+        fmt::print("t={:4.1f} s tick {}: waiting for the tower\n", t, client.snapshot_tick());
+        continue;
       }
-      fmt::print("tick {}: {} bodies, {} awake |{}\n", client.snapshot_tick(), objects.size(), awake, mine);
+      size_t awake = 0;
+      for (const impulse::ObjectState& o : client.objects()) {
+        awake += o.kind == impulse::wire::BodyKind::Dynamic && !o.sleeping;
+      }
+      fmt::print("t={:4.1f} s tick {}: top box y={:.3f} m tilt={:5.1f} deg |w|={:.2f} rad/s{} | {} bodies, {} awake\n",
+                 t, client.snapshot_tick(), top->position.y, tilt_degrees(top->orientation),
+                 impulse::length(top->angular_velocity), top->sleeping ? " (asleep)" : "", client.objects().size(),
+                 awake);
     }
   }
 
   if (!keep_bodies) {
-    for (const DemoBody& b : bodies) {
-      if (!b.id.is_null()) client.destroy(b.id);
+    for (const impulse::ObjectID id : boxes) {
+      if (!id.is_null()) client.destroy(id);
     }
-    // Give the destroys a moment to be answered, bounded, so the printout shows them.
+    // Give the destroys a moment to be answered, bounded, so the server applies them.
     const Clock::time_point deadline = Clock::now() + milliseconds(300);
     while (Clock::now() < deadline && !client.poll(milliseconds{5}).server_disconnected) {
     }
@@ -254,8 +299,9 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
   const impulse::ClientStats& s = client.stats();
   client.disconnect("demo finished");
   fmt::print("disconnected: sent {} datagrams ({} bytes), received {} ({} bytes), dropped {}, "
-             "{} snapshots\n",
-             s.datagrams_out, s.bytes_out, s.datagrams_in, s.bytes_in, s.datagrams_dropped, s.snapshots_completed);
+             "{} snapshots; {} collision events between other bodies not shown\n",
+             s.datagrams_out, s.bytes_out, s.datagrams_in, s.bytes_in, s.datagrams_dropped, s.snapshots_completed,
+             other_events);
   return 0;
 }
 
@@ -271,7 +317,8 @@ int main(int argc, char** argv) {
   int seconds = 10;
   std::string name = "impulse-client demo";
   bool keep_bodies = false;
-  CLI::App* demo = app.add_subcommand("demo", "spawn and push a few bodies, print what happens");
+  CLI::App* demo =
+      app.add_subcommand("demo", "spawn a tower of boxes, raycast onto it, shove it over, print what happens");
   demo->add_option("--server", server, "server address HOST:PORT")->envname("IMPULSE_SERVER")->capture_default_str();
   demo->add_option("--seconds", seconds, "how long to run [s]")->check(CLI::Range(1, 86400))->capture_default_str();
   demo->add_option("--name", name, "client name shown in the server's log")->capture_default_str();

@@ -33,29 +33,68 @@ bool check_components(const Vec3& v, float limit, const char** axis) {
 
 Vec3 to_vec3(const scene::Vec3& v) { return {v.x(), v.y(), v.z()}; }
 
+constexpr float kPi = 3.14159265358979f;
+/// Largest |rotation.degrees| accepted: one full turn either way.
+constexpr float kMaxRotationDegrees = 360.0f;
+/// Shortest accepted rotation axis [dimensionless]; shorter ones have no reliable direction.
+constexpr float kMinAxisLength = 1.0e-6f;
+
+// Checks the shape's dims; returns an empty string or "field: reason".
+std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
+  if (shape == scene::ShapeKind::Plane) {
+    if (wire_dims && !is_finite(to_vec3(*wire_dims))) return "dims: must be finite (they are ignored for a plane)";
+    return {};
+  }
+  if (wire_dims == nullptr) return "dims: required for a Sphere, Box or Capsule";
+  const Vec3 dims = to_vec3(*wire_dims);
+  auto extent_ok = [](float x) { return x > 0.0f && x <= wire::kMaxExtent; };  // NaN fails
+  switch (shape) {
+    case scene::ShapeKind::Sphere:
+      if (!extent_ok(dims.x)) return "dims.x: sphere radius must be in (0, 1000] m";
+      if (!std::isfinite(dims.y) || !std::isfinite(dims.z)) return "dims: must be finite";
+      return {};
+    case scene::ShapeKind::Box:
+      if (!extent_ok(dims.x)) return "dims.x: box half extent must be in (0, 1000] m";
+      if (!extent_ok(dims.y)) return "dims.y: box half extent must be in (0, 1000] m";
+      if (!extent_ok(dims.z)) return "dims.z: box half extent must be in (0, 1000] m";
+      return {};
+    case scene::ShapeKind::Capsule:
+      if (!extent_ok(dims.x)) return "dims.x: capsule radius must be in (0, 1000] m";
+      if (!(dims.y >= 0.0f && dims.y <= wire::kMaxExtent)) return "dims.y: capsule half height must be in [0, 1000] m";
+      if (!std::isfinite(dims.z)) return "dims: must be finite";
+      return {};
+    case scene::ShapeKind::Plane: return {};
+  }
+  return "shape: unknown shape kind";
+}
+
+physics::Shape to_shape(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
+  const Vec3 dims = wire_dims ? to_vec3(*wire_dims) : Vec3{};
+  switch (shape) {
+    case scene::ShapeKind::Sphere: return physics::make_sphere(dims.x);
+    case scene::ShapeKind::Box: return physics::make_box(dims);
+    case scene::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
+    case scene::ShapeKind::Plane: return physics::make_plane();
+  }
+  return physics::make_box(dims);  // unreachable: convert_body checks the kind first
+}
+
 // Range checks one body and converts it. Returns an empty string or "field: reason".
 std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   if (b.kind() < scene::BodyKind::MIN || b.kind() > scene::BodyKind::MAX) {
     return fmt::format("kind: unknown body kind {} (Dynamic, Static or Kinematic)", static_cast<int>(b.kind()));
   }
   if (b.shape() < scene::ShapeKind::MIN || b.shape() > scene::ShapeKind::MAX) {
-    return fmt::format("shape: unknown shape kind {} (Sphere or Box)", static_cast<int>(b.shape()));
+    return fmt::format("shape: unknown shape kind {} (Sphere, Box, Capsule or Plane)", static_cast<int>(b.shape()));
+  }
+  if (b.shape() == scene::ShapeKind::Plane && b.kind() != scene::BodyKind::Static) {
+    return "shape: a Plane must be a Static body (\"kind\": \"Static\")";
   }
   const char* axis = "";
-  // dims and position are (required) in the schema, so the parser guarantees they exist; the
-  // null checks keep a hand-built buffer from crashing us.
-  if (b.dims() == nullptr) return "dims: required";
+  // position is (required) in the schema, so the parser guarantees it exists; the null check
+  // keeps a hand-built buffer from crashing us.
   if (b.position() == nullptr) return "position: required";
-  const Vec3 dims = to_vec3(*b.dims());
-  const bool sphere = b.shape() == scene::ShapeKind::Sphere;
-  if (sphere) {
-    if (!(dims.x > 0.0f && dims.x <= wire::kMaxExtent)) return "dims.x: sphere radius must be in (0, 1000] m";
-    if (!std::isfinite(dims.y) || !std::isfinite(dims.z)) return "dims: must be finite";
-  } else {
-    if (!(dims.x > 0.0f && dims.x <= wire::kMaxExtent)) return "dims.x: box half extent must be in (0, 1000] m";
-    if (!(dims.y > 0.0f && dims.y <= wire::kMaxExtent)) return "dims.y: box half extent must be in (0, 1000] m";
-    if (!(dims.z > 0.0f && dims.z <= wire::kMaxExtent)) return "dims.z: box half extent must be in (0, 1000] m";
-  }
+  if (std::string problem = check_dims(b.shape(), b.dims()); !problem.empty()) return problem;
   const Vec3 position = to_vec3(*b.position());
   if (!check_components(position, wire::kMaxCoordinate, &axis)) {
     return fmt::format("position.{}: must be finite and in [-1e5, 1e5] m", axis);
@@ -63,6 +102,20 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   const Vec3 velocity = b.velocity() ? to_vec3(*b.velocity()) : Vec3{};
   if (!check_components(velocity, wire::kMaxSpeed, &axis)) {
     return fmt::format("velocity.{}: must be finite and in [-1e4, 1e4] m/s", axis);
+  }
+  const Vec3 angular_velocity = b.angular_velocity() ? to_vec3(*b.angular_velocity()) : Vec3{};
+  if (!check_components(angular_velocity, wire::kMaxAngularSpeed, &axis)) {
+    return fmt::format("angular_velocity.{}: must be finite and in [-100, 100] rad/s", axis);
+  }
+  Quat orientation;
+  if (const scene::AxisAngle* rotation = b.rotation()) {
+    const Vec3 rotation_axis = to_vec3(rotation->axis());
+    if (!is_finite(rotation_axis)) return "rotation.axis: must be finite";
+    const float axis_length = length(rotation_axis);
+    if (!(axis_length >= kMinAxisLength)) return "rotation.axis: must not be zero (it is normalised)";
+    const float degrees = rotation->degrees();
+    if (!(std::fabs(degrees) <= kMaxRotationDegrees)) return "rotation.degrees: must be finite and in [-360, 360]";
+    orientation = normalize(quat_from_axis_angle(rotation_axis * (1.0f / axis_length), degrees * (kPi / 180.0f)));
   }
   const auto kind = static_cast<physics::BodyKind>(b.kind());
   if (!std::isfinite(b.mass())) return "mass: must be finite";
@@ -73,14 +126,22 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   if (!(b.friction() >= 0.0f && b.friction() <= wire::kMaxFriction)) {  // also rejects NaN
     return "friction: must be finite and in [0, 10]";
   }
+  if (!(b.angular_damping() >= 0.0f && b.angular_damping() <= wire::kMaxAngularDamping)) {
+    return "angular_damping: must be finite and in [0, 100] 1/s";
+  }
 
   out->kind = kind;
-  out->shape = sphere ? physics::make_sphere(dims.x) : physics::make_box(dims);
+  out->shape = to_shape(b.shape(), b.dims());
   out->position = position;
+  out->orientation = orientation;
   out->velocity = velocity;
+  out->angular_velocity = angular_velocity;
   out->mass = b.mass();
   out->restitution = b.restitution();
   out->friction = b.friction();
+  out->angular_damping = b.angular_damping();
+  out->material = b.material();
+  out->sensor = b.sensor();
   return {};
 }
 
@@ -121,6 +182,7 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
   }
   if (const auto* bodies = root->bodies()) {
     result.bodies.reserve(bodies->size());
+    result.body_names.reserve(bodies->size());
     for (flatbuffers::uoffset_t i = 0; i < bodies->size(); ++i) {
       const scene::Body* body = bodies->Get(i);
       physics::BodyDesc desc;
@@ -129,6 +191,7 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
         return fail(fmt::format("{}: bodies[{}]{}.{}", source, i, label, problem));
       }
       result.bodies.push_back(desc);
+      result.body_names.push_back(body->name() ? body->name()->str() : std::string{});
     }
   }
   *scene = std::move(result);
@@ -156,41 +219,147 @@ bool load_scene_file(const std::string& path, Scene* scene, std::string* error) 
   return parse_scene_json(text, path, scene, error);
 }
 
+int find_body(const Scene& scene, std::string_view name) {
+  for (size_t i = 0; i < scene.body_names.size(); ++i) {
+    if (scene.body_names[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 Scene make_demo_scene() {
   Scene scene;
   scene.name = "demo";
+  auto add = [&scene](std::string name, const physics::BodyDesc& desc) {
+    scene.bodies.push_back(desc);
+    scene.body_names.push_back(std::move(name));
+  };
+  auto rotation = [](Vec3 unit_axis, float degrees) {
+    return normalize(quat_from_axis_angle(unit_axis, degrees * (kPi / 180.0f)));
+  };
+  constexpr Vec3 kAxisX{1.0f, 0.0f, 0.0f};
+  constexpr Vec3 kAxisZ{0.0f, 0.0f, 1.0f};
 
   physics::BodyDesc ground;
   ground.kind = physics::BodyKind::Static;
-  ground.shape = physics::make_box({20.0f, 0.5f, 20.0f});
-  ground.position = {0.0f, -0.5f, 0.0f};  // top face at y = 0
-  scene.bodies.push_back(ground);
+  ground.shape = physics::make_plane();  // through the origin, normal +Y
+  add("ground", ground);
 
-  // Four stacks of six unit boxes resting on the ground, in touching contact.
-  constexpr int kStacks = 4;
-  constexpr int kStackHeight = 6;
-  for (int s = 0; s < kStacks; ++s) {
-    for (int k = 0; k < kStackHeight; ++k) {
-      physics::BodyDesc box;
-      box.shape = physics::make_box({0.5f, 0.5f, 0.5f});
-      box.position = {-6.0f + 4.0f * static_cast<float>(s), 0.5f + static_cast<float>(k), -3.0f};
-      box.mass = 1.0f;
-      scene.bodies.push_back(box);
+  // Towers of unit boxes at z = -6, resting exactly on each other.
+  physics::BodyDesc cube;
+  cube.shape = physics::make_box({0.5f, 0.5f, 0.5f});
+  struct Tower {
+    const char* name;
+    float x;
+    int height;
+  };
+  constexpr Tower kTowers[] = {{"tower_a", -8.0f, 8}, {"tower_b", -5.0f, 6}, {"tower_c", -2.0f, 7}};
+  for (const Tower& t : kTowers) {
+    for (int k = 0; k < t.height; ++k) {
+      cube.position = {t.x, 0.5f + static_cast<float>(k), -6.0f};
+      add(fmt::format("{}/{}", t.name, k), cube);
+    }
+  }
+  // A 4 kg ball thrown at tower_a from 6 m away: 10 m/s along -z, it drops 1.3 m on the way
+  // (0.51 s) and strikes the fifth box, so the upper half of the tower topples.
+  physics::BodyDesc wrecking_ball;
+  wrecking_ball.shape = physics::make_sphere(0.4f);
+  wrecking_ball.mass = 4.0f;
+  wrecking_ball.position = {-8.0f, 5.5f, 0.0f};
+  wrecking_ball.velocity = {0.0f, 0.0f, -10.0f};
+  add("wrecking_ball", wrecking_ball);
+
+  // A pyramid, base 6, 2 cm gaps between neighbours of a row so no two start overlapping.
+  constexpr int kPyramidBase = 6;
+  constexpr float kPyramidPitch = 1.02f;
+  for (int row = 0; row < kPyramidBase; ++row) {
+    for (int i = 0; i < kPyramidBase - row; ++i) {
+      cube.position = {2.0f + (static_cast<float>(i) + 0.5f * static_cast<float>(row)) * kPyramidPitch,
+                       0.5f + static_cast<float>(row), -6.0f};
+      add(fmt::format("pyramid/{}/{}", row, i), cube);
     }
   }
 
-  // 14 spheres dropping in: some onto the stacks, some onto open ground; every third is bouncy.
-  constexpr int kSpheres = 14;
+  // Dominoes 1.2 m tall, 0.7 m apart along +x at z = 4: each falls into the next.
+  constexpr int kDominoes = 12;
+  constexpr float kDominoX0 = -6.0f;
+  constexpr float kDominoPitch = 0.7f;
+  physics::BodyDesc domino;
+  domino.shape = physics::make_box({0.1f, 0.6f, 0.3f});
+  domino.mass = 0.5f;
+  for (int i = 0; i < kDominoes; ++i) {
+    domino.position = {kDominoX0 + kDominoPitch * static_cast<float>(i), 0.6f, 4.0f};
+    add(fmt::format("domino/{}", i), domino);
+  }
+  // Thrown at 4 m/s from 0.9 m before the first domino: it strikes it 0.9 m up (0.3 m above
+  // its centre of mass) after 0.23 s, tipping it towards +x.
+  physics::BodyDesc domino_ball;
+  domino_ball.shape = physics::make_sphere(0.2f);
+  domino_ball.mass = 0.5f;
+  domino_ball.position = {kDominoX0 - 1.2f, 1.15f, 4.0f};
+  domino_ball.velocity = {4.0f, 0.0f, 0.0f};
+  add("domino_ball", domino_ball);
+  // The last domino falls into this zone: a static sensor, so only Begin/End events show it.
+  physics::BodyDesc finish_zone;
+  finish_zone.kind = physics::BodyKind::Static;
+  finish_zone.shape = physics::make_box({0.4f, 0.3f, 0.6f});
+  finish_zone.position = {kDominoX0 + kDominoPitch * static_cast<float>(kDominoes - 1) + 0.9f, 0.3f, 4.0f};
+  finish_zone.sensor = true;
+  add("finish_zone", finish_zone);
+
+  // A ramp tilted 20 degrees about +z (its high end towards +x), its low edge on the ground.
+  constexpr float kRampDegrees = 20.0f;
+  const float ramp_sin = 0.34202014f;  // sin 20°, cos 20°
+  const float ramp_cos = 0.93969262f;
+  const Vec3 ramp_half{3.0f, 0.25f, 1.5f};
+  physics::BodyDesc ramp;
+  ramp.kind = physics::BodyKind::Static;
+  ramp.shape = physics::make_box(ramp_half);
+  ramp.orientation = rotation(kAxisZ, kRampDegrees);
+  ramp.position = {10.0f, ramp_half.x * ramp_sin + ramp_half.y * ramp_cos, 4.0f};
+  add("ramp", ramp);
+  // Two 0.6 m boxes on the ramp, aligned with it, 5 mm above its surface. With the ramp's 0.5,
+  // friction 1.0 mixes to mu = 0.71 > tan 20° = 0.36 (it stays), 0.05 to mu = 0.16 (it slides).
+  const float up = ramp_half.y + 0.3f + 0.005f;  // along the ramp's normal
+  const float along = 0.5f;                      // along its slope, from the centre
+  const Vec3 on_ramp = ramp.position + Vec3{along * ramp_cos - up * ramp_sin, along * ramp_sin + up * ramp_cos, 0.0f};
+  physics::BodyDesc ramp_box;
+  ramp_box.shape = physics::make_box({0.3f, 0.3f, 0.3f});
+  ramp_box.orientation = ramp.orientation;
+  ramp_box.friction = 1.0f;
+  ramp_box.position = on_ramp + Vec3{0.0f, 0.0f, -0.7f};
+  add("ramp_box_sticky", ramp_box);
+  ramp_box.friction = 0.05f;
+  ramp_box.position = on_ramp + Vec3{0.0f, 0.0f, 0.7f};
+  add("ramp_box_slippery", ramp_box);
+
+  // Capsules (radius 0.25 m, 1.5 m long): dropped lying, tilted, nearly upright (it topples),
+  // and one lying on the ground spinning about the vertical.
+  physics::BodyDesc capsule;
+  capsule.shape = physics::make_capsule(0.25f, 0.5f);
+  capsule.orientation = rotation(kAxisZ, 90.0f);
+  capsule.position = {-4.5f, 1.5f, 1.0f};
+  add("capsule_lying", capsule);
+  capsule.orientation = rotation(kAxisX, 35.0f);
+  capsule.position = {-2.5f, 2.5f, 1.0f};
+  add("capsule_tilted", capsule);
+  capsule.orientation = rotation(kAxisZ, 8.0f);
+  capsule.position = {0.0f, 0.8f, 1.0f};
+  add("capsule_upright", capsule);
+  capsule.orientation = rotation(kAxisZ, 90.0f);
+  capsule.position = {2.0f, 0.26f, 1.0f};
+  capsule.angular_velocity = {0.0f, 3.0f, 0.0f};
+  add("capsule_spinning", capsule);
+
+  // Spheres dropping onto open ground; every other one bouncy.
+  constexpr int kSpheres = 6;
   for (int i = 0; i < kSpheres; ++i) {
     physics::BodyDesc ball;
-    const float radius = 0.3f + 0.05f * static_cast<float>(i % 4);
-    ball.shape = physics::make_sphere(radius);
-    const float x = -7.0f + 1.0f * static_cast<float>(i);
-    const float z = (i % 2 == 0) ? -3.0f : 2.0f;
-    ball.position = {x, 8.0f + 0.75f * static_cast<float>(i % 5), z};
+    ball.shape = physics::make_sphere(0.3f + 0.05f * static_cast<float>(i % 3));
+    const float k = static_cast<float>(i);
+    ball.position = {5.0f + 1.2f * k, 3.0f + 0.5f * k, -1.0f + 0.4f * static_cast<float>(i % 2)};
     ball.mass = 0.5f + 0.25f * static_cast<float>(i % 3);
-    ball.restitution = (i % 3 == 0) ? 0.8f : 0.2f;
-    scene.bodies.push_back(ball);
+    ball.restitution = (i % 2 == 0) ? 0.8f : 0.2f;
+    add(fmt::format("sphere/{}", i), ball);
   }
   return scene;
 }

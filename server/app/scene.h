@@ -16,7 +16,12 @@ struct Scene {
   std::string name;
   Vec3 gravity{0.0f, -9.81f, 0.0f};        ///< world frame [m/s^2]
   std::vector<physics::BodyDesc> bodies;   ///< in file order; each passed the range checks
+  /// bodies[i]'s name ("" when unnamed); same length as `bodies`. For logs and tests only.
+  std::vector<std::string> body_names;
 };
+
+/// The index in scene.bodies of the body named `name`, or -1 when none is. O(bodies).
+int find_body(const Scene& scene, std::string_view name);
 
 /// Largest scene file accepted [bytes]; bigger files are refused before parsing.
 inline constexpr size_t kMaxSceneFileBytes = 64u << 20;
@@ -32,8 +37,18 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
 /// Reads and parses a scene file (see parse_scene_json). File errors name the path and the cause.
 bool load_scene_file(const std::string& path, Scene* scene, std::string* error);
 
-/// The built-in demo: a static ground box, four stacks of six boxes and 14 spheres (some bouncy)
-/// dropping in; 39 bodies, so a snapshot takes two datagrams. Built in code, so the server needs no source tree at run time.
+/// The built-in demo (`make run`), built in code so the server needs no source tree at run time.
+/// Deterministic, 71 bodies, every body named ("tower_a/3" is the 4th box from the bottom):
+///  - a static ground plane through the origin (normal +Y);
+///  - towers of unit boxes, 8, 6 and 7 high ("tower_a" .. "tower_c"); a heavy ball ("wrecking_ball")
+///    flies into the upper half of tower_a and topples it in the first second;
+///  - a 21-box pyramid (base 6, "pyramid/<row>/<i>");
+///  - 12 dominoes ("domino/0" ..) that a thrown ball ("domino_ball") tips over in sequence, the
+///    last one falling into a static sensor zone ("finish_zone", events only);
+///  - a static ramp tilted 20 degrees ("ramp") with a high-friction box that stays put
+///    ("ramp_box_sticky", tan 20° = 0.36 < mu) and a low-friction one that slides off
+///    ("ramp_box_slippery");
+///  - capsules dropped lying, tilted and nearly upright, and spheres, some bouncy.
 Scene make_demo_scene();
 
 /// "demo" gives make_demo_scene(); anything else is a file path for load_scene_file().

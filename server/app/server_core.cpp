@@ -21,6 +21,20 @@ physics::WorldSettings make_settings(Vec3 gravity) {
   return settings;
 }
 
+// The wire checks mirror the World's bounds, so a World InvalidArgument after them comes from
+// state the wire cannot see (the body's current velocity, its mass, its distance to the point).
+std::string_view invalid_argument_message(Message type) {
+  switch (type) {
+    case Message::ApplyImpulse:
+      return "impulse: the resulting velocity would exceed 1e4 m/s or 100 rad/s, or the point is too far";
+    case Message::ApplyForce:
+      return "force: the torque about the centre of mass from this point is beyond the world's limit";
+    case Message::ApplyTorque: return "torque: beyond the world's limit";
+    case Message::SetAngularVelocity: return "angular_velocity: beyond the world's limit";
+    default: return "a value is out of the world's accepted range";
+  }
+}
+
 struct WorldOutcome {
   ResultCode code;
   std::string_view message;
@@ -37,31 +51,50 @@ WorldOutcome describe(physics::Error error, Message type) {
               RejectReason::StaleId};
     case physics::Error::NotDynamic:
       return {ResultCode::NotDynamic,
-              type == Message::SetVelocity ? "id: a static body has no velocity to set"
-                                           : "id: forces and impulses act on dynamic bodies only",
+              type == Message::SetVelocity || type == Message::SetAngularVelocity
+                  ? "id: a static body has no velocity to set"
+                  : "id: forces, torques and impulses act on dynamic bodies only",
               RejectReason::NotDynamic};
     case physics::Error::InvalidArgument:
-      return {ResultCode::InvalidArgument,
-              type == Message::ApplyImpulse ? "impulse: the resulting velocity would exceed 1e4 m/s"
-                                            : "a value is out of the world's accepted range",
-              RejectReason::InvalidArgument};
+      return {ResultCode::InvalidArgument, invalid_argument_message(type), RejectReason::InvalidArgument};
     case physics::Error::WorldFull:
       return {ResultCode::WorldFull, "the world's object limit is reached", RejectReason::WorldFull};
   }
   return {ResultCode::InvalidArgument, "unknown world error", RejectReason::InvalidArgument};
 }
 
+physics::Shape to_shape(wire::ShapeKind kind, const wire::Vec3* wire_dims) {
+  const Vec3 dims = wire_dims ? wire::to_vec3(*wire_dims) : Vec3{};  // only a plane may lack dims
+  switch (kind) {
+    case wire::ShapeKind::Sphere: return physics::make_sphere(dims.x);
+    case wire::ShapeKind::Box: return physics::make_box(dims);
+    case wire::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
+    case wire::ShapeKind::Plane: return physics::make_plane();
+  }
+  return physics::make_sphere(dims.x);  // unreachable: check_request admits known kinds only
+}
+
+// Call after check_request passed: every field is then present where required and in range.
 physics::BodyDesc to_body_desc(const wire::CreateObject& m) {
   physics::BodyDesc desc;
   desc.kind = static_cast<physics::BodyKind>(m.kind());
-  const Vec3 dims = wire::to_vec3(*m.dims());  // check_request guarantees presence
-  desc.shape = m.shape() == wire::ShapeKind::Sphere ? physics::make_sphere(dims.x) : physics::make_box(dims);
+  desc.shape = to_shape(m.shape(), m.dims());
   desc.position = m.position() ? wire::to_vec3(*m.position()) : Vec3{};
+  // Within 1e-3 of unit length (checked); normalised here so the World gets an exact rotation.
+  desc.orientation = m.orientation() ? normalize(wire::to_quat(*m.orientation())) : Quat{};
   desc.velocity = m.velocity() ? wire::to_vec3(*m.velocity()) : Vec3{};
+  desc.angular_velocity = m.angular_velocity() ? wire::to_vec3(*m.angular_velocity()) : Vec3{};
   desc.mass = m.mass();
   desc.restitution = m.restitution();
   desc.friction = m.friction();
+  desc.angular_damping = m.angular_damping();
+  desc.material = m.material();
+  desc.sensor = m.sensor();
   return desc;
+}
+
+wire::RayHitEntry to_wire_hit(const physics::RayHit& h) {
+  return wire::RayHitEntry(impulse::to_wire(h.id), wire::to_wire(h.point), wire::to_wire(h.normal), h.fraction);
 }
 
 std::string_view client_name_of(const wire::Connect& m) {
@@ -162,7 +195,8 @@ void ServerCore::handle_version_mismatch(const Endpoint& from, const wire::Envel
   if (envelope.message_type() != Message::Connect) return;
   // Answer a Connect so the client can tell the user; the message is dropped if it would make the
   // reply larger than the request.
-  auto reply = wire::build_connect_rejected(fbb_, ResultCode::VersionMismatch, "server speaks protocol version 1");
+  static const std::string kMessage = fmt::format("server speaks protocol version {}", wire::kProtocolVersion);
+  auto reply = wire::build_connect_rejected(fbb_, ResultCode::VersionMismatch, kMessage);
   if (reply.size() > request_bytes) reply = wire::build_connect_rejected(fbb_, ResultCode::VersionMismatch, {});
   push_bounded(from, reply, request_bytes, out);
 }
@@ -196,21 +230,27 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
                                               static_cast<uint16_t>(config_.snapshot_hz), world_.tick()));
 }
 
-void ServerCore::reply_not_connected(const Endpoint& from, uint32_t request_id, size_t request_bytes, TimePoint now,
-                                     Outbox& out) {
+void ServerCore::reply_not_connected(const Endpoint& from, Message type, uint32_t request_id, size_t request_bytes,
+                                     TimePoint now, Outbox& out) {
   rejects_.note(RejectReason::NotConnected, from, {}, now);
-  auto reply = wire::build_request_result(fbb_, request_id, ResultCode::NotConnected, ObjectID{}, kNotConnectedMessage);
-  if (reply.size() > request_bytes) {
-    reply = wire::build_request_result(fbb_, request_id, ResultCode::NotConnected, ObjectID{}, {});
-  }
+  // A Raycast is answered in kind, so the client finds the code where it waits for the hits.
+  auto build = [&](std::string_view message) {
+    return type == Message::Raycast
+               ? wire::build_raycast_result(fbb_, request_id, ResultCode::NotConnected, 0, {}, false, message)
+               : wire::build_request_result(fbb_, request_id, ResultCode::NotConnected, ObjectID{}, message);
+  };
+  auto reply = build(kNotConnectedMessage);
+  if (reply.size() > request_bytes) reply = build({});
   if (push_bounded(from, reply, request_bytes, out)) stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
 }
 
-void ServerCore::reject_request(const Endpoint& from, uint32_t request_id, ObjectID id, const wire::Check& check,
-                                TimePoint now, Outbox& out) {
+void ServerCore::reject_request(const Endpoint& from, Message type, uint32_t request_id, ObjectID id,
+                                const wire::Check& check, TimePoint now, Outbox& out) {
   rejects_.note(RejectReason::InvalidArgument, from, check.message, now);
   stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
-  out.push(from, wire::build_request_result(fbb_, request_id, check.code, id, check.message));
+  out.push(from, type == Message::Raycast
+                     ? wire::build_raycast_result(fbb_, request_id, check.code, 0, {}, false, check.message)
+                     : wire::build_request_result(fbb_, request_id, check.code, id, check.message));
 }
 
 void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
@@ -264,6 +304,33 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
       if (check.ok()) r.vector = wire::to_vec3(*m->velocity());
       break;
     }
+    case Message::ApplyTorque: {
+      const auto* m = envelope.message_as_ApplyTorque();
+      r.request_id = m->request_id();
+      r.id = from_wire(m->id());
+      check = wire::check_request(*m);
+      if (check.ok()) r.vector = wire::to_vec3(*m->torque());
+      break;
+    }
+    case Message::SetAngularVelocity: {
+      const auto* m = envelope.message_as_SetAngularVelocity();
+      r.request_id = m->request_id();
+      r.id = from_wire(m->id());
+      check = wire::check_request(*m);
+      if (check.ok()) r.vector = wire::to_vec3(*m->angular_velocity());
+      break;
+    }
+    case Message::Raycast: {
+      const auto* m = envelope.message_as_Raycast();
+      r.request_id = m->request_id();
+      check = wire::check_request(*m);
+      if (check.ok()) {
+        r.vector = wire::to_vec3(*m->origin());
+        r.translation = wire::to_vec3(*m->translation());
+        r.all_hits = m->all();
+      }
+      break;
+    }
     default:
       // verify_datagram admits only client messages, and the others are handled by the caller.
       rejects_.note(RejectReason::NoMessage, from, "unhandled message type", now);
@@ -271,9 +338,9 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
   }
 
   Session* session = sessions_.find(from);
-  if (!session) return reply_not_connected(from, r.request_id, request_bytes, now, out);
+  if (!session) return reply_not_connected(from, r.type, r.request_id, request_bytes, now, out);
   session->last_heard = now;
-  if (!check.ok()) return reject_request(from, r.request_id, r.id, check, now, out);
+  if (!check.ok()) return reject_request(from, r.type, r.request_id, r.id, check, now, out);
   if (queue_.size() >= kMaxQueuedRequests) {
     rejects_.note(RejectReason::QueueFull, from, {}, now);
     return;
@@ -282,6 +349,20 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
 }
 
 // --- Tick ------------------------------------------------------------------------------------
+
+void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
+  ray_entries_.clear();
+  if (r.all_hits) {
+    world_.raycast_all(r.vector, r.translation, ray_hits_);
+    for (const physics::RayHit& h : ray_hits_) ray_entries_.push_back(to_wire_hit(h));
+  } else if (const std::optional<physics::RayHit> hit = world_.raycast_closest(r.vector, r.translation)) {
+    ray_entries_.push_back(to_wire_hit(*hit));
+  }
+  // The builder keeps the nearest raycast_hits_per_datagram() hits and flags the rest as cut.
+  out.push(r.from,
+           wire::build_raycast_result(fbb_, r.request_id, ResultCode::Ok, world_.tick(), ray_entries_, false, {}));
+  stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+}
 
 void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& out) {
   physics::Error error = physics::Error::Ok;
@@ -297,7 +378,9 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
     case Message::ApplyForce: error = world_.apply_force(r.id, r.vector, r.point); break;
     case Message::ApplyImpulse: error = world_.apply_impulse(r.id, r.vector, r.point); break;
     case Message::SetVelocity: error = world_.set_velocity(r.id, r.vector); break;
-    default: return;
+    case Message::ApplyTorque: error = world_.apply_torque(r.id, r.vector); break;
+    case Message::SetAngularVelocity: error = world_.set_angular_velocity(r.id, r.vector); break;
+    default: return;  // Raycast: answered after the steps (answer_raycasts)
   }
   const WorldOutcome outcome = describe(error, r.type);
   if (outcome.code == ResultCode::Ok) {
@@ -311,6 +394,14 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
 
 void ServerCore::apply_requests(TimePoint now, Outbox& out) {
   for (const PendingRequest& r : queue_) apply_request(r, now, out);
+}
+
+void ServerCore::answer_raycasts(Outbox& out) {
+  // After the steps, so a raycast sees what the snapshot of this wake-up shows (including bodies
+  // created by requests queued before it), and its hits carry that tick.
+  for (const PendingRequest& r : queue_) {
+    if (r.type == Message::Raycast) answer_raycast(r, out);
+  }
   queue_.clear();
 }
 
@@ -330,6 +421,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
       events_dropped += step_events.size() - take;
       snapshot_due = snapshot_due || is_snapshot_tick(world_.tick(), config_.tick_hz, config_.snapshot_hz);
     }
+    answer_raycasts(out);
     if (events_dropped > 0) {
       rejects_.note(RejectReason::EventsDropped, fmt::format("{} events over the per-update cap", events_dropped), now);
     }

@@ -32,12 +32,16 @@ inline constexpr size_t kMaxEventsPerUpdate = 8192;
 /// A verified, range-checked request waiting for the next tick boundary.
 struct PendingRequest {
   wire::Message type = wire::Message::NONE;  ///< CreateObject, DestroyObject, ApplyForce, ...
-  Endpoint from;                             ///< where the RequestResult goes
+  Endpoint from;                             ///< where the RequestResult / RaycastResult goes
   uint32_t request_id = 0;
-  ObjectID id;                               ///< addressed object (not CreateObject)
+  ObjectID id;                               ///< addressed object (not CreateObject, Raycast)
   physics::BodyDesc desc;                    ///< CreateObject only
-  Vec3 vector;                               ///< force [N], impulse [N·s] or velocity [m/s]
+  /// Force [N], impulse [N·s], torque [N·m], velocity [m/s], angular velocity [rad/s], or the
+  /// raycast origin [m]; world frame.
+  Vec3 vector;
   std::optional<Vec3> point;                 ///< application point [m], world frame
+  Vec3 translation;                          ///< Raycast only: the segment [m], world frame
+  bool all_hits = false;                     ///< Raycast only: every hit instead of the closest
 };
 
 class ServerCore {
@@ -61,9 +65,11 @@ class ServerCore {
 
   /// One wake-up at `now`: if steps are due, applies the queued requests (in arrival order,
   /// answering each) and runs the steps (at most max_steps_per_frame; the excess is dropped and
-  /// counted); queues the collision events of those steps and, when a snapshot tick was crossed,
-  /// one snapshot of the final state for every session. Then expires silent sessions and writes
-  /// rate-limited reject summaries. Returns the number of steps taken.
+  /// counted); then answers the queued Raycasts against the world after those steps (the state
+  /// this wake-up's snapshot shows, stamped with its tick); queues the collision events of those
+  /// steps and, when a snapshot tick was crossed, one snapshot of the final state for every
+  /// session. Then expires silent sessions and writes rate-limited reject summaries. Returns the
+  /// number of steps taken.
   int update(TimePoint now, Outbox& out);
 
   /// Sends Disconnect{reason} to every session, removes them all, and from then on answers
@@ -88,12 +94,14 @@ class ServerCore {
                                TimePoint now, Outbox& out);
   void handle_request(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes, TimePoint now,
                       Outbox& out);
-  void reply_not_connected(const Endpoint& from, uint32_t request_id, size_t request_bytes, TimePoint now,
-                           Outbox& out);
-  void reject_request(const Endpoint& from, uint32_t request_id, ObjectID id, const wire::Check& check,
-                      TimePoint now, Outbox& out);
+  void reply_not_connected(const Endpoint& from, wire::Message type, uint32_t request_id, size_t request_bytes,
+                           TimePoint now, Outbox& out);
+  void reject_request(const Endpoint& from, wire::Message type, uint32_t request_id, ObjectID id,
+                      const wire::Check& check, TimePoint now, Outbox& out);
   void apply_requests(TimePoint now, Outbox& out);
   void apply_request(const PendingRequest& r, TimePoint now, Outbox& out);
+  void answer_raycasts(Outbox& out);
+  void answer_raycast(const PendingRequest& r, Outbox& out);
   void expire_sessions(TimePoint now, Outbox& out);
   void publish_stats();
   /// Queues `bytes` for `to` only when it is not larger than `limit` (anti-amplification).
@@ -115,6 +123,8 @@ class ServerCore {
   std::vector<wire::ObjectState> object_states_;
   std::vector<wire::CollisionEvent> events_;
   std::vector<Session> expired_;
+  std::vector<physics::RayHit> ray_hits_;
+  std::vector<wire::RayHitEntry> ray_entries_;
 };
 
 }  // namespace impulse::server

@@ -5,12 +5,37 @@
 
 namespace impulse::server {
 
+// The casts between physics and wire kinds rely on equal values.
+static_assert(static_cast<int>(physics::ShapeKind::Sphere) == static_cast<int>(wire::ShapeKind::Sphere) &&
+              static_cast<int>(physics::ShapeKind::Box) == static_cast<int>(wire::ShapeKind::Box) &&
+              static_cast<int>(physics::ShapeKind::Capsule) == static_cast<int>(wire::ShapeKind::Capsule) &&
+              static_cast<int>(physics::ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane));
+static_assert(static_cast<int>(physics::BodyKind::Dynamic) == static_cast<int>(wire::BodyKind::Dynamic) &&
+              static_cast<int>(physics::BodyKind::Static) == static_cast<int>(wire::BodyKind::Static) &&
+              static_cast<int>(physics::BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic));
+
+namespace {
+
+// The wire dims of a shape, as CreateObject takes them (see to_object_state's docstring).
+Vec3 wire_dims(const physics::Shape& shape) {
+  switch (shape.kind) {
+    case physics::ShapeKind::Sphere: return {shape.radius, shape.radius, shape.radius};
+    case physics::ShapeKind::Box: return shape.half_extents;
+    case physics::ShapeKind::Capsule: return {shape.radius, shape.half_height, shape.radius};
+    case physics::ShapeKind::Plane:
+    case physics::ShapeKind::Count: break;
+  }
+  return {};
+}
+
+}  // namespace
+
 wire::ObjectState to_object_state(const physics::BodyState& body) {
-  const bool sphere = body.shape.kind == physics::ShapeKind::Sphere;
-  const Vec3 dims = sphere ? Vec3{body.shape.radius, body.shape.radius, body.shape.radius} : body.shape.half_extents;
+  // physics::ShapeKind and wire::ShapeKind share their values (0..3), as do the body kinds.
   return wire::ObjectState(impulse::to_wire(body.id), wire::to_wire(body.position), wire::to_wire(body.velocity),
-                           wire::to_wire(dims), static_cast<wire::BodyKind>(body.kind),
-                           sphere ? wire::ShapeKind::Sphere : wire::ShapeKind::Box, body.sleeping);
+                           wire::to_wire(wire_dims(body.shape)), wire::to_wire(body.orientation),
+                           wire::to_wire(body.angular_velocity), static_cast<wire::BodyKind>(body.kind),
+                           static_cast<wire::ShapeKind>(body.shape.kind), body.sleeping, body.sensor);
 }
 
 void gather_object_states(const physics::World& world, std::vector<wire::ObjectState>* out) {

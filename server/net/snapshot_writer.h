@@ -16,8 +16,9 @@
 
 namespace impulse::server {
 
-/// One wire row for a body. Sphere dims are (r, r, r) (dims.x is the radius by protocol);
-/// box dims are the half extents [m].
+/// One wire row for a body: pose (position, orientation local to world), linear and angular
+/// velocity, and the shape's dims [m]: sphere (r, r, r) (dims.x is the radius by protocol), box
+/// half extents, capsule (radius, half_height, radius), plane (0, 0, 0).
 wire::ObjectState to_object_state(const physics::BodyState& body);
 
 /// Replaces *out with a row per live object, in the World's deterministic iteration order.

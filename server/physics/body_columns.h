@@ -9,38 +9,47 @@
 
 namespace impulse::physics {
 
-/// Where a body is, read by the broadphase, the narrowphase and position integration. 36 bytes.
+/// Where a body is, read by the broadphase, the narrowphase and the solver set-up.
 struct Pose {
-  Vec3 position;  ///< centre, world frame [m]
-  Aabb aabb;      ///< world frame [m]; refreshed whenever position changes
+  Vec3 position;     ///< centre of mass, world frame [m]
+  Quat orientation;  ///< local to world, unit
+  /// World frame [m]: the shape's tight AABB enlarged by WorldSettings::speculative_margin on
+  /// every side; refreshed whenever the pose changes.
+  Aabb aabb;
 };
 
-/// How a body moves, read and written by velocity integration and the solver. 32 bytes.
+/// How a body moves, read and written by velocity integration and the solver.
 struct Motion {
-  Vec3 velocity;             ///< world frame [m/s]; zero for static and sleeping bodies
-  Vec3 force;                ///< accumulated force [N] for the next step; cleared every step
-  float inv_mass = 0;        ///< [1/kg]; 0 for static and kinematic bodies (infinite mass)
-  float linear_damping = 0;  ///< [1/s]
+  Vec3 velocity;          ///< world frame [m/s]; zero for static and sleeping bodies
+  Vec3 angular_velocity;  ///< world frame [rad/s]
+  Vec3 force;             ///< accumulated force [N] for the next step; cleared every step
+  Vec3 torque;            ///< accumulated torque [N·m] for the next step; cleared every step
+  /// Inverse principal moments of inertia in the local frame [1/(kg·m^2)]; 0 for static and
+  /// kinematic bodies. The world tensor is R diag(inv_inertia) R^T.
+  Vec3 inv_inertia;
+  float inv_mass = 0;         ///< [1/kg]; 0 for static and kinematic bodies (infinite mass)
+  float linear_damping = 0;   ///< [1/s]
+  float angular_damping = 0;  ///< [1/s]
 };
 
 /// Surface properties, read when contacts are prepared.
 struct Material {
   float restitution = 0;  ///< [0, 1]
-  float friction = 0;     ///< Coulomb coefficient, >= 0; mixed as sqrt(mu_a * mu_b)
+  float friction = 0;     ///< Coulomb coefficient, >= 0
+  uint16_t id = 0;        ///< material id for the material-pair table
 };
 
 /// Cold per-body bookkeeping.
 struct BodyInfo {
   BodyKind kind = BodyKind::Dynamic;
   bool sleeping = false;       ///< parked in the broadphase, not in the awake list
-  float sleep_timer = 0;       ///< [s] spent below WorldSettings::sleep_speed
+  bool sensor = false;         ///< events only, no contact response
+  float sleep_timer = 0;       ///< [s] spent below the sleep thresholds
   float mass = 0;              ///< [kg] as created; 0 for static and kinematic bodies
+  float extent = 0;            ///< largest distance from the centre to the surface [m] (sleep test)
   uint32_t awake_index = 0;    ///< position in World's awake list; meaningless when not awake
   uint32_t contact_count = 0;  ///< contacts (active + resting) the body is part of
-  /// While asleep: the contact impulse [N·s, world frame] absorbed as an immovable body, minus
-  /// the part pressing it along gravity onto its supports. Wakes the body once |push| / mass
-  /// exceeds sleep_speed. Zero while awake.
-  Vec3 push;
+  uint32_t island = 0;         ///< sleeping island index while asleep (dynamic bodies only)
 };
 
 /// The columns, all indexed by the dense index of SlotMap; every column has size() elements.

@@ -1,6 +1,8 @@
 // Sort-based spatial hashing on a uniform grid (Teschner et al., "Optimized Spatial Hashing for
 // Collision Detection of Deformable Objects", VMV 2003; Ericson, "Real-Time Collision Detection",
-// 2005, §7.1), with exact 63-bit cell keys and min-corner pair de-duplication.
+// 2005, §7.1), with exact 63-bit cell keys and min-corner pair de-duplication; ray queries walk
+// the cells along the segment (Amanatides and Woo, "A Fast Voxel Traversal Algorithm for Ray
+// Tracing", Eurographics 1987) and confirm candidates by the slab test (Ericson §5.3.3).
 #include "server/physics/broadphase.h"
 
 #include <algorithm>
@@ -562,6 +564,151 @@ void SpatialHash::query(const Aabb& box, std::vector<uint32_t>& out) const {
     for (std::size_t q = recent_begin_; q < parked_queue_.size(); ++q) {
       const uint32_t slot = parked_queue_[q];
       if ((parked_flags_[slot] & kSlotLive) && overlaps(parked_aabbs_[slot], box)) out.push_back(parked_ids_[slot]);
+    }
+  }
+
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
+// --- Ray query -----------------------------------------------------------------------------------
+
+bool segment_overlaps_aabb(Vec3 origin, Vec3 translation, const Aabb& box) {
+  if (!is_finite(origin) || !is_finite(translation)) return false;
+  float t_lo = 0.0f;
+  float t_hi = 1.0f;
+  for (int axis = 0; axis < 3; ++axis) {
+    const float o = component(origin, axis);
+    const float d = component(translation, axis);
+    const float lo = component(box.min, axis);
+    const float hi = component(box.max, axis);
+    if (d == 0.0f) {  // parallel: inside the slab for every t, or never (avoids 0 / 0)
+      if (o < lo || o > hi) return false;
+      continue;
+    }
+    float t0 = (lo - o) / d;
+    float t1 = (hi - o) / d;
+    if (t0 > t1) std::swap(t0, t1);
+    t_lo = std::max(t_lo, t0);
+    t_hi = std::min(t_hi, t1);
+    if (t_lo > t_hi) return false;
+  }
+  return true;
+}
+
+void SpatialHash::query_ray(Vec3 origin, Vec3 translation, std::vector<uint32_t>& out) const {
+  out.clear();
+  if (!is_finite(origin) || !is_finite(translation)) return;
+  const auto hit = [&](const Aabb& box) { return segment_overlaps_aabb(origin, translation, box); };
+
+  // Cells the segment crosses: the 3D DDA steps once per cell boundary on each axis.
+  const Vec3 end = origin + translation;
+  uint64_t path_cells = std::numeric_limits<uint64_t>::max();
+  if (is_finite(end)) {
+    const CellRange r = compute_range(Aabb{min(origin, end), max(origin, end)});
+    path_cells = 1;
+    for (int axis = 0; axis < 3; ++axis) path_cells += static_cast<uint64_t>(static_cast<int64_t>(r.hi[axis]) - r.lo[axis]);
+  }
+
+  if (path_cells > 4 * max_cells_per_proxy_) {
+    // A long segment would visit more cells than there are likely proxies near it: test all.
+    for (std::size_t p = 0; p < moving_ids_.size(); ++p) {
+      if (hit(moving_aabbs_[p])) out.push_back(moving_ids_[p]);
+    }
+    for (std::size_t slot = 0; slot < parked_ids_.size(); ++slot) {
+      if ((parked_flags_[slot] & kSlotLive) && hit(parked_aabbs_[slot])) out.push_back(parked_ids_[slot]);
+    }
+  } else {
+    // The walk runs in cell units (cell k spans [k, k + 1)) and in double, with every crossing
+    // parameter computed from the origin. The padding covers the float rounding of both the
+    // proxies' cell ranges (to_cell) and of the slab test that confirms each candidate: a box
+    // that test accepts lies within a few float ulps of the coordinates (times the segment
+    // length) of the exact segment, so some cell of its range is within the padding of it.
+    const double inv = inv_cell_size_;
+    const double o[3] = {origin.x * inv, origin.y * inv, origin.z * inv};
+    const double d[3] = {translation.x * inv, translation.y * inv, translation.z * inv};
+    double max_abs = 0.0;
+    for (int axis = 0; axis < 3; ++axis) {
+      max_abs = std::max({max_abs, std::abs(o[axis]), std::abs(o[axis] + d[axis])});
+    }
+    const double pad = 1.0e-3 + 32.0 * static_cast<double>(std::numeric_limits<float>::epsilon()) * max_abs;
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+
+    const auto cell_of = [](double v) {
+      if (!(v >= static_cast<double>(kCellMin))) return kCellMin;
+      if (v >= static_cast<double>(kCellMax)) return kCellMax;
+      return static_cast<int32_t>(std::floor(v));
+    };
+    // Cells of `axis` that the segment's piece [ta, tb] crosses (padded).
+    const auto cell_span = [&](int axis, double ta, double tb, int32_t& k0, int32_t& k1) {
+      const double va = o[axis] + ta * d[axis];
+      const double vb = o[axis] + tb * d[axis];
+      k0 = cell_of(std::min(va, vb) - pad);
+      k1 = cell_of(std::max(va, vb) + pad);
+    };
+    // The part [sa, sb] of the piece [ta, tb] inside cell k of `axis` (padded); the border
+    // cells of the clamped range extend to infinity, as to_cell maps everything beyond into them.
+    const auto clip_to_cell = [&](int axis, int32_t k, double ta, double tb, double& sa, double& sb) {
+      sa = ta;
+      sb = tb;
+      if (d[axis] == 0.0) return true;  // cell_span already chose the cells around the constant coordinate
+      const double lo = k == kCellMin ? -kInf : static_cast<double>(k) - pad;
+      const double hi = k == kCellMax ? kInf : static_cast<double>(k) + 1.0 + pad;
+      double t0 = (lo - o[axis]) / d[axis];
+      double t1 = (hi - o[axis]) / d[axis];
+      if (t0 > t1) std::swap(t0, t1);
+      sa = std::max(ta, t0);
+      sb = std::min(tb, t1);
+      return sa <= sb;
+    };
+
+    // One visited cell: its run in each sorted tier, by binary search.
+    const auto scan_cell = [&](uint64_t key, const std::vector<CellEntry>& entries, const std::vector<Aabb>& entry_boxes,
+                               const std::vector<uint32_t>& ids, auto is_current) {
+      auto it = std::lower_bound(entries.begin(), entries.end(), key,
+                                 [](const CellEntry& e, uint64_t k) { return e.key < k; });
+      for (; it != entries.end() && it->key == key; ++it) {
+        const auto i = static_cast<std::size_t>(it - entries.begin());
+        if (is_current(it->proxy) && hit(entry_boxes[i])) out.push_back(ids[it->proxy]);
+      }
+    };
+    const auto in_grid = [&](uint32_t slot) { return (parked_flags_[slot] & kSlotInGrid) != 0; };
+    const auto in_recent = [&](uint32_t slot) { return (parked_flags_[slot] & kSlotInRecent) != 0; };
+    const auto visit = [&](int32_t x, int32_t y, int32_t z) {
+      const uint64_t key = pack_key(x, y, z);
+      scan_cell(key, moving_entries_, moving_entry_boxes_, moving_ids_, [](uint32_t) { return true; });
+      scan_cell(key, parked_entries_, parked_entry_boxes_, parked_ids_, in_grid);
+      scan_cell(key, recent_entries_, recent_entry_boxes_, parked_ids_, in_recent);
+    };
+
+    int32_t x0, x1, y0, y1, z0, z1;
+    double ax, bx, ay, by, az, bz;
+    cell_span(0, 0.0, 1.0, x0, x1);
+    for (int32_t x = x0; x <= x1; ++x) {
+      if (!clip_to_cell(0, x, 0.0, 1.0, ax, bx)) continue;
+      cell_span(1, ax, bx, y0, y1);
+      for (int32_t y = y0; y <= y1; ++y) {
+        if (!clip_to_cell(1, y, ax, bx, ay, by)) continue;
+        cell_span(2, ay, by, z0, z1);
+        for (int32_t z = z0; z <= z1; ++z) {
+          if (clip_to_cell(2, z, ay, by, az, bz)) visit(x, y, z);
+        }
+      }
+    }
+
+    for (const uint32_t p : moving_large_) {
+      if (hit(moving_aabbs_[p])) out.push_back(moving_ids_[p]);
+    }
+    for (const uint32_t slot : parked_large_) {
+      if (in_grid(slot) && hit(parked_aabbs_[slot])) out.push_back(parked_ids_[slot]);
+    }
+    for (const uint32_t slot : recent_large_) {
+      if (in_recent(slot) && hit(parked_aabbs_[slot])) out.push_back(parked_ids_[slot]);
+    }
+    // Changes since the last find_pairs: fewer than merge_threshold(), tested linearly.
+    for (std::size_t q = recent_begin_; q < parked_queue_.size(); ++q) {
+      const uint32_t slot = parked_queue_[q];
+      if ((parked_flags_[slot] & kSlotLive) && hit(parked_aabbs_[slot])) out.push_back(parked_ids_[slot]);
     }
   }
 

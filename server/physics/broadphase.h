@@ -19,6 +19,14 @@ struct ProxyPair {
   friend constexpr bool operator==(ProxyPair, ProxyPair) = default;
 };
 
+/// True when the segment origin + t * translation, t in [0, 1], meets the closed box `box`
+/// (world frame [m]): the slab test (Kay and Kajiya, "Ray Tracing Complex Scenes", SIGGRAPH
+/// 1986; Ericson, "Real-Time Collision Detection", 2005, §5.3.3) in float. A segment parallel
+/// to a slab (a zero translation component) meets it only when it lies within the slab. False
+/// for a non-finite origin or translation. The broadphase's ray query and its callers share
+/// this exact test, so their results agree bit for bit.
+bool segment_overlaps_aabb(Vec3 origin, Vec3 translation, const Aabb& box);
+
 /// Two populations share one grid:
 ///  - moving proxies (awake dynamic and kinematic bodies) are passed to find_pairs every step;
 ///  - parked proxies (static and sleeping bodies) persist between steps and are only re-binned
@@ -85,6 +93,26 @@ class SpatialHash {
   /// most max_cells_per_proxy cells, otherwise tests every proxy. Parked changes made since
   /// the last find_pairs are tested linearly (fewer than T, see above).
   void query(const Aabb& box, std::vector<uint32_t>& out) const;
+
+  /// Every proxy (moving as of the last find_pairs, and parked) whose AABB the segment
+  /// origin + t * translation, t in [0, 1] (world frame [m]), overlaps, as decided by
+  /// segment_overlaps_aabb; sorted ascending, each once. `out` is cleared first; a non-finite
+  /// origin or translation gives no proxies. A zero translation finds the boxes containing
+  /// the origin. Allocates nothing beyond `out`'s growth.
+  ///
+  /// Walks the grid cells along the segment in the manner of a 3D DDA (Amanatides and Woo, "A
+  /// Fast Voxel Traversal Algorithm for Ray Tracing", Eurographics 1987), slab by slab: the
+  /// segment's parameter interval inside each x cell, then each y cell within it, then each z
+  /// cell, every crossing computed directly from the origin in double precision (no drift), so
+  /// the visited cells are exactly those the segment crosses, plus those within a small padding
+  /// (1e-3 cell plus a few float ulps of the coordinates) that makes the walk conservative: a box
+  /// the float slab test accepts is never missed by rounding. Each visited cell's entries are
+  /// found by binary search in the sorted moving, main parked and recent parked tiers (stale
+  /// parked entries skipped as in query()); the large lists and the parked changes made since
+  /// the last find_pairs are tested directly. Cost O(cells * log entries + candidates + large +
+  /// T). When the segment crosses more than 4 * max_cells_per_proxy cells (sum over the axes of
+  /// the cell index change, plus one), every proxy is tested instead: O(proxies).
+  void query_ray(Vec3 origin, Vec3 translation, std::vector<uint32_t>& out) const;
 
  private:
   /// Inclusive integer cell range of an AABB.

@@ -1,4 +1,5 @@
-// Sorted contact lists: binary-search lookups and the merge-diff that yields contact events.
+// Sorted contact lists: binary-search lookups, the merge-diff that yields contact events (a merge
+// join, Knuth TAOCP vol. 3 §5.2.4) and point matching by feature id for warm starting.
 #include "server/physics/contact_list.h"
 
 #include <algorithm>
@@ -22,8 +23,41 @@ std::span<const Contact> find_contacts_with_a(std::span<const Contact> sorted, O
   return {first, last};
 }
 
+void match_points(const ContactRecord& prev, ContactRecord& cur, float match_distance) {
+  bool used[kMaxManifoldPoints] = {};
+  bool matched[kMaxManifoldPoints] = {};
+  for (int i = 0; i < cur.point_count; ++i) {
+    for (int j = 0; j < prev.point_count; ++j) {
+      if (!used[j] && prev.points[j].feature == cur.points[i].feature) {
+        cur.points[i].normal_impulse = prev.points[j].normal_impulse;
+        cur.points[i].friction_impulse = prev.points[j].friction_impulse;
+        used[j] = matched[i] = true;
+        break;
+      }
+    }
+  }
+  const float limit_sq = match_distance * match_distance;
+  for (int i = 0; i < cur.point_count; ++i) {
+    if (matched[i]) continue;
+    int best = -1;
+    float best_sq = limit_sq;
+    for (int j = 0; j < prev.point_count; ++j) {
+      if (used[j]) continue;
+      const float d_sq = length_squared(prev.points[j].point - cur.points[i].point);
+      if (d_sq <= best_sq) {
+        best_sq = d_sq;
+        best = j;
+      }
+    }
+    if (best < 0) continue;
+    cur.points[i].normal_impulse = prev.points[best].normal_impulse;
+    cur.points[i].friction_impulse = prev.points[best].friction_impulse;
+    used[best] = true;
+  }
+}
+
 void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
-                   std::vector<ContactEvent>& events) {
+                   std::vector<ContactEvent>& events, float match_distance) {
   size_t i = 0;
   size_t j = 0;
   while (i < prev.size() || j < cur.size()) {
@@ -33,8 +67,7 @@ void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord>
       events.push_back(make_event(ContactEventType::Begin, cur[j++].contact));
     } else {
       // Touching in both steps: no event; carry the impulses over for warm starting.
-      cur[j].normal_impulse = prev[i].normal_impulse;
-      cur[j++].friction_impulse = prev[i++].friction_impulse;
+      match_points(prev[i++], cur[j++], match_distance);
     }
   }
 }

@@ -6,19 +6,35 @@
 #include <span>
 #include <vector>
 
+#include "server/physics/narrowphase.h"
 #include "server/physics/types.h"
 
 namespace impulse::physics {
 
-/// A contact as the World keeps it between steps: the public Contact plus the solver state that
-/// the next step reuses for warm starting (Catto, GDC 2005).
-struct ContactRecord {
-  Contact contact;
-  float normal_impulse = 0;  ///< accumulated normal impulse of the last solve [N·s], >= 0
-  /// Accumulated friction impulse of the last solve [N·s, world frame, tangent plane], applied
+/// One manifold point as the World keeps it between steps, with its solver state for warm
+/// starting (Catto, GDC 2005).
+struct ContactPointState {
+  Vec3 point;               ///< world frame [m], midway between the surfaces
+  float separation = 0;     ///< [m], < 0 penetrating (see ManifoldPoint)
+  uint32_t feature = 0;     ///< narrowphase feature id, matched across steps
+  float normal_impulse = 0; ///< accumulated normal impulse of the last substep [N·s], >= 0
+  /// Accumulated friction impulse of the last substep [N·s, world frame, tangent plane], applied
   /// to b (its negative to a); |friction_impulse| <= mu * normal_impulse.
   Vec3 friction_impulse;
 };
+
+/// A contact manifold as the World keeps it between steps: the public summary plus every point.
+struct ContactRecord {
+  Contact contact;          ///< summary: ids, deepest point, normal, depth
+  uint8_t point_count = 0;  ///< 1..kMaxManifoldPoints
+  bool sensor = false;      ///< a sensor is involved: events only, never solved
+  ContactPointState points[kMaxManifoldPoints];
+};
+
+/// Copies the warm-starting impulses of `prev`'s points into the matching points of `cur`: the
+/// same feature id, or failing that the nearest unmatched previous point within `match_distance`
+/// [m] (a feature id can change while the geometry barely moves, e.g. at a face-axis switch).
+void match_points(const ContactRecord& prev, ContactRecord& cur, float match_distance);
 
 /// Strict (a, b) order of contacts and events; a pair key is unique within one list.
 inline bool pair_less(ObjectID a0, ObjectID b0, ObjectID a1, ObjectID b1) {
@@ -39,10 +55,10 @@ std::span<const Contact> find_contacts_with_a(std::span<const Contact> sorted, O
 /// Merge join of the previous and current lists, both sorted by (a, b). O(n + m).
 ///  - appends to `events` one End per pair only in `prev` (with its last point and normal) and
 ///    one Begin per pair only in `cur`, in (a, b) order;
-///  - copies the previous normal and friction impulses into each pair present in both (warm
-///    starting); pairs only in `cur` keep theirs (0 from the narrowphase).
+///  - matches the points of each pair present in both (match_points), so their impulses warm
+///    start this step; pairs only in `cur` keep theirs (0 from the narrowphase).
 void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
-                   std::vector<ContactEvent>& events);
+                   std::vector<ContactEvent>& events, float match_distance);
 
 /// Merges two sorted lists into `out` (cleared first). The lists must not share a pair.
 void merge_records(std::span<const ContactRecord> x, std::span<const ContactRecord> y,

@@ -1,57 +1,103 @@
-// Narrowphase: exact contact generation per shape pair, dispatched through a table of free
-// functions indexed by ShapeKind (no virtual calls). Closest-point tests follow Ericson,
-// "Real-Time Collision Detection", 2005, §4.2 (AABBs), §5.1.3 (point-AABB), §5.2.5 (sphere-AABB).
+// Narrowphase: contact manifolds per shape pair, dispatched through a table of free functions
+// indexed by ShapeKind (no virtual calls). Box-box uses the separating axis test over 15 axes
+// with a face-axis bias, Sutherland-Hodgman clipping of the incident face against the reference
+// face's side planes, and reduction to 4 points (Gregorius, "The Separating Axis Test between
+// Convex Polyhedra", GDC 2013; "Robust Contact Creation for Physics Simulations", GDC 2015).
+// Closest-point tests follow Ericson, "Real-Time Collision Detection", 2005 (§5.1, §5.2, §5.3).
 #pragma once
+
+#include <cstdint>
 
 #include "server/physics/types.h"
 
 namespace impulse::physics {
 
-/// The contact between two shapes: one point, the normal from A towards B, the depth.
-/// Convention: moving B by +normal * depth (or A by -normal * depth) separates the shapes.
-struct ContactPoint {
-  Vec3 point;   ///< world frame [m], midway between the two surfaces
-  Vec3 normal;  ///< world frame, unit, from A towards B (always defined, even when concentric)
-  float depth = 0;  ///< penetration [m] >= 0; 0 when exactly touching
+/// Points per manifold at most.
+inline constexpr int kMaxManifoldPoints = 4;
+
+/// One point of a contact manifold.
+struct ManifoldPoint {
+  Vec3 point;  ///< world frame [m], midway between the two surfaces along the normal
+  /// Signed distance between the surfaces along the manifold normal [m]: < 0 penetrating,
+  /// > 0 a gap (a speculative point, kept while the gap is <= the margin passed to collide()).
+  float separation = 0;
+  /// Identifies the pair of features (vertex, edge, face indices of A and B) that made this point,
+  /// so the World can match it with last step's point and warm-start it. Stable while the same
+  /// features touch; any value is allowed, but distinct points of one manifold differ. Encodings
+  /// are per pair kind (see narrowphase_box.cpp); the World should match ids within one pair only.
+  uint32_t feature = 0;
 };
 
-/// The world-frame AABB of a shape at `position` [m]: min = position - extent, max = position + extent,
-/// where extent is the radius on every axis (sphere) or the half extents (box).
-Aabb compute_aabb(const Shape& shape, Vec3 position);
+/// All contact points of one shape pair, sharing one normal.
+struct Manifold {
+  Vec3 normal;              ///< world frame, unit, from A towards B
+  int point_count = 0;      ///< 0..kMaxManifoldPoints; 0 = no contact
+  ManifoldPoint points[kMaxManifoldPoints];
+};
 
-/// Distance [m] below which a centre-to-centre direction is treated as undefined.
+/// The exact world-frame AABB of a shape under a transform [m], without any margin (the World adds
+/// the speculative margin). Box: the half extents through |R|; capsule: the core's end points +-
+/// radius. A plane gets +-1e18 m on its unbounded axes; when its normal is axis-aligned (the other
+/// two components within 1e-6) that axis is bounded at the plane: normal +Y at y = h gives
+/// max.y = h, min.y = -1e18. A kind outside [0, ShapeKind::Count) gives the point AABB at the position.
+Aabb compute_aabb(const Shape& shape, const Transform& transform);
+
+/// Distance [m] below which a direction is treated as undefined (concentric spheres, a point on
+/// a segment). Degenerate geometry gets a documented, deterministic normal, never NaN.
 inline constexpr float kNarrowphaseEpsilon = 1.0e-6f;
 
-// Each collide_* returns true and fills `out` when the shapes overlap or touch (distance <= 0);
-// otherwise returns false and leaves `out` untouched. Shapes are in their local frame, centred
-// on the world positions pa, pb [m]. The caller passes shapes of the kinds named by the
-// function (use collide() to dispatch).
-//
-// Degenerate geometry has a documented, deterministic normal so the solver never sees NaN:
-//  - a direction shorter than kNarrowphaseEpsilon (concentric spheres) falls back to +Y;
-//  - ties between axes of equal penetration prefer Y, then X, then Z;
-//  - centres equal along the chosen axis give the +axis direction.
+// Each collide_* fills `out` with every contact point whose separation is <= margin [m, >= 0]
+// and returns true when out.point_count > 0; otherwise returns false (out.point_count = 0).
+// Shapes are in their local frames, placed by the transforms. The caller passes shapes of the
+// kinds named by the function (use collide() to dispatch). Normal from A to B.
 
-/// Sphere A vs sphere B. normal = (pb - pa) / |pb - pa|, depth = ra + rb - |pb - pa|.
-bool collide_sphere_sphere(const Shape& a, Vec3 pa, const Shape& b, Vec3 pb, ContactPoint& out);
-
-/// Sphere A vs axis-aligned box B (Ericson §5.2.5). With the sphere centre outside the box the
-/// normal points from the centre to its closest point on the box. With the centre inside (or on
-/// the surface) the sphere is pushed out through the face of least penetration:
-/// depth = radius + distance to that face, normal = minus that face's outward normal.
-bool collide_sphere_box(const Shape& a, Vec3 pa, const Shape& b, Vec3 pb, ContactPoint& out);
-
-/// Axis-aligned box A vs axis-aligned box B (separating axis test on the three world axes,
-/// Ericson §4.2). On each axis the translation that separates the boxes is min(a.max - b.min,
-/// b.max - a.min); the axis with the smallest one is the normal, its sign from the centre
-/// difference, and that translation is the depth (it equals the overlap width unless one box
-/// spans the other on that axis). Point: on the normal axis the midpoint between the two
-/// touching faces, on the other axes the centre of the overlap region.
-bool collide_box_box(const Shape& a, Vec3 pa, const Shape& b, Vec3 pb, ContactPoint& out);
+/// Sphere-sphere: one point. Concentric spheres get normal +Y.
+bool collide_sphere_sphere(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                           float margin, Manifold& out);
+/// Sphere A vs oriented box B: one point (Ericson §5.2.5 in B's frame); a centre inside the box
+/// is pushed out through the face of least penetration.
+bool collide_sphere_box(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                        float margin, Manifold& out);
+/// Sphere A vs capsule B: one point, sphere centre vs the closest point of B's segment.
+bool collide_sphere_capsule(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                            float margin, Manifold& out);
+/// Capsule-capsule: the closest points of the two segments (Ericson §5.1.9); two points when the
+/// segments are parallel and overlap along their length (so a capsule lying on another is stable).
+bool collide_capsule_capsule(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                             float margin, Manifold& out);
+/// Capsule A vs oriented box B, in B's frame. Closest points of the core segment and the box: the
+/// squared distance is convex and piecewise quadratic in the segment parameter, minimised exactly
+/// on each piece between slab crossings (Ericson §5.1.3 per piece). When the normal is within ~18
+/// degrees of a face normal and the core is parallel to that face (sin <= 0.02), the core is
+/// clipped to the face's side planes for two points (a capsule lying on a box is stable); else one
+/// point. A core touching or inside the box uses a SAT over the 3 face normals and the 3 crosses
+/// core x box axis, face-biased like box-box.
+bool collide_capsule_box(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                         float margin, Manifold& out);
+/// Oriented box-box by SAT over the 15 axes (3 face normals of each box, 9 edge cross products;
+/// near-parallel edge pairs skipped), preferring a face axis unless an edge axis separates or
+/// penetrates clearly less, and A's face over B's within a tolerance (constants and reasons in
+/// narrowphase_box.cpp), for frame-to-frame coherence. Face contact: the incident face (the face of
+/// the other box most anti-parallel to the reference normal) is clipped against the side planes of
+/// the reference face (Sutherland-Hodgman), points beyond the margin are dropped, clipped points
+/// within 1 % of the box size of an incident vertex or reference corner are welded onto it (stable
+/// ids for flush stacks), and at most 4 are kept: the deepest, then those maximising the manifold's
+/// area. Edge contact: one point, midway between the closest points of the two edges.
+bool collide_box_box(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                     float margin, Manifold& out);
+/// Any shape B vs plane A (the plane must be A): sphere 1 point, capsule 2 (segment end points),
+/// box up to 4 (the deepest vertices within the margin). Normal = the plane's outward normal.
+bool collide_plane_sphere(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                          float margin, Manifold& out);
+bool collide_plane_box(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                       float margin, Manifold& out);
+bool collide_plane_capsule(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
+                           float margin, Manifold& out);
 
 /// Dispatches on (a.kind, b.kind) through the table; a pair stored as (B, A) is swapped and its
-/// normal flipped so the result always points from A towards B. Returns false for a kind outside
-/// [0, ShapeKind::Count). Adding a shape kind means adding functions and table entries only.
-bool collide(const Shape& a, Vec3 pa, const Shape& b, Vec3 pb, ContactPoint& out);
+/// normal flipped so the result always points from A towards B. Returns false (point_count 0) for
+/// plane-plane and for a kind outside [0, ShapeKind::Count).
+bool collide(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+             Manifold& out);
 
 }  // namespace impulse::physics

@@ -7,6 +7,16 @@
 
 namespace impulse::physics {
 
+/// How two bodies' coefficients combine into one contact's (WorldSettings::friction_mix,
+/// restitution_mix). A material-pair entry (World::set_material_pair) overrides both.
+enum class MixRule : uint8_t {
+  GeometricMean = 0,  ///< sqrt(a * b): 0 on either side gives 0 (Box2D's friction default)
+  Max = 1,            ///< max(a, b): the bouncier surface wins (Box2D's restitution default)
+  Min = 2,            ///< min(a, b)
+  Average = 3,        ///< (a + b) / 2 (PhysX's default)
+  Multiply = 4,       ///< a * b
+};
+
 struct WorldSettings {
   /// Gravity acceleration, world frame [m/s^2].
   Vec3 gravity{0.0f, -9.81f, 0.0f};
@@ -16,31 +26,52 @@ struct WorldSettings {
   /// A body whose AABB covers more cells than this is kept in the broadphase's "large" list and
   /// tested against moving bodies directly, so a 100 m ground box never fills thousands of cells.
   uint32_t max_cells_per_body = 64;
+  /// Contacts are kept while the surfaces are at most this far apart [m] (speculative contacts):
+  /// the solver then stops an approaching body exactly at the surface instead of one step late,
+  /// and a resting contact never flickers out. AABBs are enlarged by it. 2 cm = 4 x linear_slop,
+  /// the ratio Box2D v3 uses for its speculative distance.
+  float speculative_margin = 0.02f;
 
-  /// Velocity iterations over the contacts per step, each solving friction then the normal impulse
-  /// of every contact. More iterations settle stacks better.
-  int solver_iterations = 8;
-  /// Baumgarte positional correction (seed 004): the fraction of penetration beyond the slop
-  /// removed per step. 20 % corrects within a few steps without visible popping.
-  float baumgarte = 0.2f;
-  /// Penetration [m] allowed without correction, so resting contacts do not flicker in and out.
-  float slop = 0.01f;
+  /// Substeps per step of the soft-step solver (Catto, "Solver2D", 2024; Box2D v3): each substep
+  /// integrates velocities, solves the contacts with a soft bias, integrates positions and relaxes.
+  /// Contacts are found once per step. More substeps make stiffer, more accurate stacks.
+  int substeps = 4;
+  /// Extra bias-free velocity sweeps per substep (relax iterations; Box2D v3 uses 1).
+  int relax_iterations = 1;
+  /// Contact stiffness [Hz] of the soft constraint; capped at a quarter of the substep rate so the
+  /// implicit spring stays stable. Box2D v3 default 30 Hz.
+  float contact_hertz = 30.0f;
+  /// Damping ratio of the soft contact (>1: overdamped, no bounce from position correction).
+  float contact_damping_ratio = 10.0f;
+  /// Largest speed [m/s] at which penetration is pushed out, so a deep overlap (a body spawned
+  /// inside another) separates calmly instead of exploding. Box2D v3 default 3 m/s.
+  float contact_push_max_speed = 3.0f;
+  /// Penetration [m] allowed without correction, so resting contacts keep a stable overlap.
+  float linear_slop = 0.005f;
   /// Approach speed [m/s] below which restitution is ignored: without it a resting body bounces
-  /// off the ground by g*dt every step and never sleeps. Contact is detected up to one step late,
-  /// which adds up to |g|*dt to each impact, so a bounce sustains itself unless the threshold is at
-  /// least |g|*dt / (1 - e): 0.82 m/s for e = 0.8 at 60 Hz. 1 m/s (Box2D's default) covers e <= 0.83.
+  /// off the ground by g*dt every step and never sleeps. 1 m/s is Box2D's default.
   float restitution_threshold = 1.0f;
+  /// Mixing rules of per-body coefficients (see MixRule).
+  MixRule friction_mix = MixRule::GeometricMean;
+  MixRule restitution_mix = MixRule::Max;
 
-  /// A body whose speed stays below this [m/s] for sleep_time_s falls asleep (seed 000).
+  /// An island sleeps when every body in it has stayed below these speeds for sleep_time_s.
+  /// Linear [m/s]; the angular test uses |w| times the body's largest extent, so a spinning body
+  /// is judged by the speed of its surface (Box2D v3's sleep threshold).
   float sleep_speed = 0.05f;
-  /// [s] below sleep_speed before sleeping.
+  /// [s] below sleep_speed before an island sleeps.
   float sleep_time_s = 0.5f;
+  /// When false nothing ever sleeps (benchmarks with sleep off).
+  bool allow_sleep = true;
 
   /// Largest accepted |position component| [m]; larger values are rejected as InvalidArgument.
   float max_coordinate = 100000.0f;
-  /// Largest accepted |velocity component| [m/s].
+  /// Largest accepted |velocity component| [m/s]; each component is also clamped to it in the step.
   float max_speed = 10000.0f;
-  /// Largest accepted sphere radius or box half extent [m].
+  /// Largest angular speed [rad/s] a body keeps (clamped in the step; commands beyond it are
+  /// rejected). 100 rad/s is about 16 turns per second, far above any believable tumble.
+  float max_angular_speed = 100.0f;
+  /// Largest accepted sphere radius, box half extent or capsule half height [m].
   float max_extent = 1000.0f;
   /// Largest accepted mass [kg].
   float max_mass = 1.0e6f;

@@ -1,6 +1,5 @@
-// Sequential impulses with clamped accumulated normal and Coulomb friction impulses and warm
-// starting (Catto, GDC 2005 and GDC 2006) and Baumgarte positional correction (seed 004), linear
-// only.
+// Soft-step sequential impulses in 3D (Catto, "Solver2D", 2024; "Soft Constraints", GDC 2011;
+// "Iterative Dynamics with Temporal Coherence", GDC 2005). See solver.h for the scheme.
 #include "server/physics/solver.h"
 
 #include <algorithm>
@@ -8,15 +7,9 @@
 
 namespace impulse::physics {
 
-void tangent_basis(Vec3 n, Vec3& t0, Vec3& t1) {
-  // 0.57735 ~ 1/sqrt(3): a unit vector has at least one component that large, so whichever pair
-  // is used, the vector built from it has length >= 1/sqrt(3): no cancellation, no division by ~0.
-  const Vec3 b = std::fabs(n.x) >= 0.57735027f ? Vec3{n.y, -n.x, 0.0f} : Vec3{0.0f, n.z, -n.y};
-  t0 = b * (1.0f / length(b));
-  t1 = cross(n, t0);
-}
-
 namespace {
+
+constexpr float kTwoPi = 6.28318530717958647692f;
 
 // Scales (x, y) onto the disc of radius r if it lies outside. r >= 0.
 void clamp_to_disc(float& x, float& y, float r) {
@@ -27,91 +20,257 @@ void clamp_to_disc(float& x, float& y, float r) {
   y *= s;
 }
 
+// 1 / (J M^-1 J^T) for the direction `dir` at anchors ra, rb; 0 when nothing can move.
+float effective_mass(const SolverBody& a, const SolverBody& b, Vec3 ra, Vec3 rb, Vec3 dir) {
+  const Vec3 rna = cross(ra, dir);
+  const Vec3 rnb = cross(rb, dir);
+  const float k = a.inv_mass + b.inv_mass + dot(rna, a.inv_inertia * rna) + dot(rnb, b.inv_inertia * rnb);
+  return k > 0 ? 1.0f / k : 0.0f;
+}
+
+Vec3 point_velocity(const SolverBody& body, Vec3 r) { return body.velocity + cross(body.angular_velocity, r); }
+
+// Applies impulse p at anchor rb to b and -p at ra to a. The immovable body has zero inverse mass
+// and inertia, so the update leaves it at exactly zero without a branch.
+void apply_impulse(SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, Vec3 p) {
+  a.velocity -= p * a.inv_mass;
+  a.angular_velocity -= a.inv_inertia * cross(ra, p);
+  b.velocity += p * b.inv_mass;
+  b.angular_velocity += b.inv_inertia * cross(rb, p);
+}
+
 }  // namespace
 
-void prepare_contacts(std::span<SolverContact> contacts, std::span<const Motion> motion,
-                      std::span<const Material> material, float restitution_threshold) {
-  for (SolverContact& c : contacts) {
-    const float inv_mass_sum = c.inv_mass_a + c.inv_mass_b;
-    c.normal_mass = inv_mass_sum > 0 ? 1.0f / inv_mass_sum : 0.0f;
-    // Restitution from the approach speed before any impulse of this step: computing it inside
-    // the iterations would chase a target that moves as the other contacts push.
-    const float approach_speed = -dot(motion[c.body_b].velocity - motion[c.body_a].velocity, c.normal);
-    const float e = std::max(material[c.body_a].restitution, material[c.body_b].restitution);
-    c.target_speed = approach_speed > restitution_threshold ? e * approach_speed : 0.0f;
+Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h) {
+  const Vec3 iw = mul(inertia, w);
+  const Vec3 f = cross(w, iw) * h;
+  // J = I + h (skew(w) I - skew(I w)), columns j.
+  auto skew_col = [](Vec3 v, int j) {  // column j of skew(v)
+    return j == 0 ? Vec3{0.0f, v.z, -v.y} : (j == 1 ? Vec3{-v.z, 0.0f, v.x} : Vec3{v.y, -v.x, 0.0f});
+  };
+  Mat3 jm;
+  Vec3* cols[3] = {&jm.c0, &jm.c1, &jm.c2};
+  for (int j = 0; j < 3; ++j) {
+    Vec3 e{};
+    if (j == 0) e.x = inertia.x; else if (j == 1) e.y = inertia.y; else e.z = inertia.z;
+    *cols[j] = e + (skew_col(w, j) * component(inertia, j) - skew_col(iw, j)) * h;
+  }
+  // Cramer's rule on J dw = -f.
+  const Vec3 c01 = cross(jm.c1, jm.c2);
+  const float det = dot(jm.c0, c01);
+  if (!(std::fabs(det) > 1.0e-30f) || !std::isfinite(det)) return w;
+  const Vec3 rhs = -f;
+  const float inv_det = 1.0f / det;
+  const Vec3 dw{dot(rhs, c01) * inv_det, dot(jm.c0, cross(rhs, jm.c2)) * inv_det,
+                dot(jm.c0, cross(jm.c1, rhs)) * inv_det};
+  const Vec3 out = w + dw;
+  return is_finite(out) ? out : w;
+}
 
-    c.friction = std::sqrt(material[c.body_a].friction * material[c.body_b].friction);
-    tangent_basis(c.normal, c.tangent[0], c.tangent[1]);
-    // Linear only: J M^-1 J^T along any unit direction is inv_mass_a + inv_mass_b.
-    c.tangent_mass[0] = c.normal_mass;
-    c.tangent_mass[1] = c.normal_mass;
-    // Last step's friction, seen in this step's basis: the part along the (possibly turned)
-    // normal is dropped, and the rest stays inside this step's cone.
-    c.tangent_impulse[0] = dot(c.friction_impulse, c.tangent[0]);
-    c.tangent_impulse[1] = dot(c.friction_impulse, c.tangent[1]);
-    clamp_to_disc(c.tangent_impulse[0], c.tangent_impulse[1], c.friction * c.accumulated_impulse);
+namespace {
+
+void integrate_velocities(std::span<SolverBody> bodies, std::span<const BodyForces> forces, float h,
+                          const SolverConfig& c) {
+  const float vmax = c.max_speed;
+  const Vec3 lo{-vmax, -vmax, -vmax};
+  const Vec3 hi{vmax, vmax, vmax};
+  const float wmax_sq = c.max_angular_speed * c.max_angular_speed;
+  for (size_t i = 0; i < forces.size(); ++i) {
+    const BodyForces& f = forces[i];
+    if (!f.dynamic) continue;
+    SolverBody& b = bodies[i];
+    Vec3 v = b.velocity + (c.gravity + f.linear) * h;
+    Vec3 w = b.angular_velocity + f.angular * h;
+    if (w != Vec3{} && f.inertia != Vec3{}) {
+      // Gyroscopic torque -w x (I w), implicit in the body frame at the current orientation.
+      const Quat q = b.delta_rotation * f.orientation;
+      w = rotate(q, implicit_gyroscopic(inverse_rotate(q, w), f.inertia, h));
+    }
+    v *= 1.0f / (1.0f + h * f.linear_damping);
+    w *= 1.0f / (1.0f + h * f.angular_damping);
+    // Safety nets, inactive in any sane scene: a huge force on a tiny body must not drive the
+    // state to infinity (and NaN) on a server fed by clients.
+    b.velocity = min(max(v, lo), hi);
+    const float w_sq = length_squared(w);
+    if (w_sq > wmax_sq) w *= c.max_angular_speed / std::sqrt(w_sq);
+    b.angular_velocity = w;
   }
 }
 
-void warm_start(std::span<const SolverContact> contacts, std::span<Motion> motion) {
-  for (const SolverContact& c : contacts) {
-    if (c.normal_mass == 0) continue;
-    const Vec3 p = c.normal * c.accumulated_impulse + c.tangent[0] * c.tangent_impulse[0] +
-                   c.tangent[1] * c.tangent_impulse[1];
-    if (p == Vec3{}) continue;
-    if (c.inv_mass_a > 0) motion[c.body_a].velocity -= p * c.inv_mass_a;
-    if (c.inv_mass_b > 0) motion[c.body_b].velocity += p * c.inv_mass_b;
+void integrate_positions(std::span<SolverBody> bodies, size_t movable, float h) {
+  for (size_t i = 0; i < movable; ++i) {
+    SolverBody& b = bodies[i];
+    b.delta_position += b.velocity * h;
+    b.delta_rotation = integrate_rotation(b.delta_rotation, b.angular_velocity, h);
   }
 }
 
-void solve_contacts(std::span<SolverContact> contacts, std::span<Motion> motion, int iterations) {
-  for (int it = 0; it < iterations; ++it) {
-    for (SolverContact& c : contacts) {
-      if (c.normal_mass == 0) continue;
-      Vec3& va = motion[c.body_a].velocity;
-      Vec3& vb = motion[c.body_b].velocity;
-
-      // Friction first, bounded by the current normal impulse; the normal, solved last, wins.
-      const float max_friction = c.friction * c.accumulated_impulse;
-      if (max_friction > 0 || c.tangent_impulse[0] != 0 || c.tangent_impulse[1] != 0) {
-        const Vec3 slip = vb - va;
-        float t0 = c.tangent_impulse[0] - c.tangent_mass[0] * dot(slip, c.tangent[0]);
-        float t1 = c.tangent_impulse[1] - c.tangent_mass[1] * dot(slip, c.tangent[1]);
-        // Clamp the accumulated vector, not the increment (as for the normal), to the disc.
-        clamp_to_disc(t0, t1, max_friction);
-        const Vec3 p = c.tangent[0] * (t0 - c.tangent_impulse[0]) + c.tangent[1] * (t1 - c.tangent_impulse[1]);
-        c.tangent_impulse[0] = t0;
-        c.tangent_impulse[1] = t1;
-        if (c.inv_mass_a > 0) va -= p * c.inv_mass_a;
-        if (c.inv_mass_b > 0) vb += p * c.inv_mass_b;
-      }
-
-      const float normal_speed = dot(vb - va, c.normal);
-      const float impulse = c.normal_mass * (c.target_speed - normal_speed);
-      // Clamp the total, not the increment: a later sweep may take back part of an earlier
-      // push, but the contact as a whole never pulls the bodies together.
-      const float total = std::max(c.accumulated_impulse + impulse, 0.0f);
-      const float applied = total - c.accumulated_impulse;
-      c.accumulated_impulse = total;
-      const Vec3 p = c.normal * applied;
-      if (c.inv_mass_a > 0) va -= p * c.inv_mass_a;
-      if (c.inv_mass_b > 0) vb += p * c.inv_mass_b;
+void warm_start(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies) {
+  for (SolverManifold& m : manifolds) {
+    SolverBody& a = bodies[m.body_a];
+    SolverBody& b = bodies[m.body_b];
+    for (int i = 0; i < m.point_count; ++i) {
+      const SolverPoint& p = m.points[i];
+      const Vec3 impulse = m.normal * p.normal_impulse + m.tangent[0] * p.tangent_impulse[0] +
+                           m.tangent[1] * p.tangent_impulse[1];
+      apply_impulse(a, b, p.anchor_a, p.anchor_b, impulse);
     }
   }
-  for (SolverContact& c : contacts) {
-    c.friction_impulse = c.tangent[0] * c.tangent_impulse[0] + c.tangent[1] * c.tangent_impulse[1];
+}
+
+void solve(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, const Softness& soft,
+           const Softness& static_soft, float inv_h, float push_max_speed, bool use_bias) {
+  for (SolverManifold& m : manifolds) {
+    SolverBody& a = bodies[m.body_a];
+    SolverBody& b = bodies[m.body_b];
+    const Softness& s = m.immovable_partner ? static_soft : soft;
+    const Vec3 n = m.normal;
+    const Vec3 dp = b.delta_position - a.delta_position;
+
+    // Non-penetration first, then friction bounded by this substep's normal impulses.
+    for (int i = 0; i < m.point_count; ++i) {
+      SolverPoint& p = m.points[i];
+      // Separation now, from how far each body moved and turned since the step began.
+      const Vec3 d = dp + rotate(b.delta_rotation, p.anchor_b) - rotate(a.delta_rotation, p.anchor_a);
+      const float separation = dot(d, n) + p.base_separation;
+      float bias = 0;
+      float mass_scale = 1;
+      float impulse_scale = 0;
+      if (separation > 0) {
+        bias = separation * inv_h;  // speculative: allow closing exactly the gap this substep
+      } else if (use_bias) {
+        bias = std::max(s.bias_rate * separation, -push_max_speed);
+        mass_scale = s.mass_scale;
+        impulse_scale = s.impulse_scale;
+      }
+      const float vn = dot(point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a), n);
+      const float impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
+      // Clamp the total, not the increment: the contact as a whole only ever pushes.
+      const float total = std::max(p.normal_impulse + impulse, 0.0f);
+      const float applied = total - p.normal_impulse;
+      p.normal_impulse = total;
+      p.max_normal_impulse = std::max(p.max_normal_impulse, applied);
+      apply_impulse(a, b, p.anchor_a, p.anchor_b, n * applied);
+    }
+
+    if (m.friction <= 0) continue;
+    for (int i = 0; i < m.point_count; ++i) {
+      SolverPoint& p = m.points[i];
+      const Vec3 dv = point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a);
+      float t0 = p.tangent_impulse[0] - p.tangent_mass[0] * dot(dv, m.tangent[0]);
+      float t1 = p.tangent_impulse[1] - p.tangent_mass[1] * dot(dv, m.tangent[1]);
+      // Coulomb: the accumulated 2D vector stays inside the disc mu * lambda_n.
+      clamp_to_disc(t0, t1, m.friction * p.normal_impulse);
+      const Vec3 impulse = m.tangent[0] * (t0 - p.tangent_impulse[0]) + m.tangent[1] * (t1 - p.tangent_impulse[1]);
+      p.tangent_impulse[0] = t0;
+      p.tangent_impulse[1] = t1;
+      apply_impulse(a, b, p.anchor_a, p.anchor_b, impulse);
+    }
   }
 }
 
-void correct_positions(std::span<const SolverContact> contacts, std::span<Pose> pose, float percent,
-                       float slop) {
-  for (const SolverContact& c : contacts) {
-    if (c.normal_mass == 0) continue;
-    const float excess = std::max(c.depth - slop, 0.0f);
-    if (excess == 0) continue;
-    const Vec3 correction = c.normal * (percent * excess * c.normal_mass);
-    if (c.inv_mass_a > 0) pose[c.body_a].position -= correction * c.inv_mass_a;
-    if (c.inv_mass_b > 0) pose[c.body_b].position += correction * c.inv_mass_b;
+void apply_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold) {
+  for (SolverManifold& m : manifolds) {
+    if (m.restitution == 0) continue;
+    SolverBody& a = bodies[m.body_a];
+    SolverBody& b = bodies[m.body_b];
+    for (int i = 0; i < m.point_count; ++i) {
+      SolverPoint& p = m.points[i];
+      // Only points that approached fast enough and actually pushed this step bounce.
+      if (p.relative_velocity > -threshold || p.max_normal_impulse == 0) continue;
+      const float vn = dot(point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a), m.normal);
+      const float impulse = -p.normal_mass * (vn + m.restitution * p.relative_velocity);
+      const float total = std::max(p.normal_impulse + impulse, 0.0f);
+      const float applied = total - p.normal_impulse;
+      p.normal_impulse = total;
+      p.max_normal_impulse = std::max(p.max_normal_impulse, applied);
+      apply_impulse(a, b, p.anchor_a, p.anchor_b, m.normal * applied);
+    }
+  }
+}
+
+}  // namespace
+
+Softness make_softness(float hertz, float zeta, float h) {
+  if (hertz == 0) return Softness{0.0f, 1.0f, 0.0f};
+  const float omega = kTwoPi * hertz;
+  const float a1 = 2.0f * zeta + h * omega;
+  const float a2 = h * omega * a1;
+  const float a3 = 1.0f / (1.0f + a2);
+  return Softness{omega / a1, a2 * a3, a3};
+}
+
+void tangent_basis(Vec3 n, Vec3& t0, Vec3& t1) {
+  // 0.57735 ~ 1/sqrt(3): a unit vector has at least one component that large, so whichever pair
+  // is used, the vector built from it has length >= 1/sqrt(3): no cancellation, no division by ~0.
+  const Vec3 b = std::fabs(n.x) >= 0.57735027f ? Vec3{n.y, -n.x, 0.0f} : Vec3{0.0f, n.z, -n.y};
+  t0 = b * (1.0f / length(b));
+  t1 = cross(n, t0);
+}
+
+void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const SolverBody> bodies,
+                       std::span<const Vec3> centers, std::span<const ContactRecord> records) {
+  for (SolverManifold& m : manifolds) {
+    const SolverBody& a = bodies[m.body_a];
+    const SolverBody& b = bodies[m.body_b];
+    const Vec3 ca = centers[m.body_a];
+    const Vec3 cb = centers[m.body_b];
+    const ContactRecord& rec = records[m.record];
+    const Vec3 n = m.normal;
+    tangent_basis(n, m.tangent[0], m.tangent[1]);
+    m.point_count = rec.point_count;
+    for (int i = 0; i < rec.point_count; ++i) {
+      const ContactPointState& cp = rec.points[i];
+      SolverPoint& p = m.points[i];
+      p.anchor_a = cp.point - ca;
+      p.anchor_b = cp.point - cb;
+      p.base_separation = cp.separation - dot(p.anchor_b - p.anchor_a, n);
+      p.normal_mass = effective_mass(a, b, p.anchor_a, p.anchor_b, n);
+      p.tangent_mass[0] = effective_mass(a, b, p.anchor_a, p.anchor_b, m.tangent[0]);
+      p.tangent_mass[1] = effective_mass(a, b, p.anchor_a, p.anchor_b, m.tangent[1]);
+      p.normal_impulse = cp.normal_impulse;
+      // Last step's friction seen in this step's basis: the part along a turned normal is dropped
+      // and the rest stays inside this step's cone.
+      p.tangent_impulse[0] = dot(cp.friction_impulse, m.tangent[0]);
+      p.tangent_impulse[1] = dot(cp.friction_impulse, m.tangent[1]);
+      clamp_to_disc(p.tangent_impulse[0], p.tangent_impulse[1], m.friction * p.normal_impulse);
+      p.max_normal_impulse = 0;
+      p.relative_velocity = dot(point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a), n);
+    }
+  }
+}
+
+void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
+                     std::span<const BodyForces> forces, std::span<ContactRecord> records,
+                     const SolverConfig& c) {
+  const int substeps = std::max(c.substeps, 1);
+  const float h = c.dt / static_cast<float>(substeps);
+  const float inv_h = 1.0f / h;
+  // The implicit spring is stable for any stiffness, but above a quarter of the substep rate it
+  // stops converging in the few sweeps given (Box2D v3 caps it the same way).
+  const float hertz = std::min(c.contact_hertz, 0.25f * inv_h);
+  const Softness soft = make_softness(hertz, c.contact_damping_ratio, h);
+  const Softness static_soft = make_softness(std::min(2.0f * hertz, 0.25f * inv_h), c.contact_damping_ratio, h);
+  const size_t movable = forces.size();
+
+  for (int s = 0; s < substeps; ++s) {
+    integrate_velocities(bodies, forces, h, c);
+    warm_start(manifolds, bodies);
+    solve(manifolds, bodies, soft, static_soft, inv_h, c.contact_push_max_speed, true);
+    integrate_positions(bodies, movable, h);
+    for (int r = 0; r < c.relax_iterations; ++r) {
+      solve(manifolds, bodies, soft, static_soft, inv_h, c.contact_push_max_speed, false);
+    }
+  }
+  apply_restitution(manifolds, bodies, c.restitution_threshold);
+
+  for (const SolverManifold& m : manifolds) {
+    ContactRecord& rec = records[m.record];
+    for (int i = 0; i < m.point_count; ++i) {
+      const SolverPoint& p = m.points[i];
+      rec.points[i].normal_impulse = p.normal_impulse;
+      rec.points[i].friction_impulse = m.tangent[0] * p.tangent_impulse[0] + m.tangent[1] * p.tangent_impulse[1];
+    }
   }
 }
 

@@ -1,94 +1,129 @@
-// Contact solver: sequential impulses with clamped accumulated normal and Coulomb friction impulses
-// and warm starting (Catto, "Iterative Dynamics with Temporal Coherence", GDC 2005; "Fast and
-// Simple Physics using Sequential Impulses", GDC 2006), linear only, and Baumgarte positional
-// correction (seed 004: slop and percentage of the penetration beyond it).
+// Contact solver: soft-step sequential impulses (Catto, "Solver2D" blog post and GDC 2024 talk
+// "Box2D v3"; the soft constraint of Catto, "Soft Constraints", GDC 2011) in 3D. Per step the
+// contacts are prepared once; then each of `substeps` substeps integrates velocities, warm starts,
+// solves every contact with a soft position bias, integrates positions and relaxes (the same sweep
+// without bias, removing the velocity the bias added, so position correction adds no energy).
+// Restitution is one extra sweep at the end. Sequential impulses with clamped accumulated impulses
+// and warm starting follow Catto, "Iterative Dynamics with Temporal Coherence", GDC 2005.
 //
-// Friction model. Each contact has two tangent directions built from the normal alone
-// (tangent_basis(), Catto's "Computing a Basis", 2014), so a persisting contact with an unchanged
-// normal keeps the same basis from step to step. The two tangent impulses are solved together as
-// one 2D block and their accumulated vector is clamped to the disc |lambda_t| <= mu * lambda_n
-// (circular friction cone, isotropic: the box clamp per tangent would let a body sliding along a
-// diagonal feel up to sqrt(2) times the friction of one sliding along a tangent). mu =
-// sqrt(mu_a * mu_b): either surface at 0 makes the contact frictionless. Per contact and sweep
-// friction is solved before the normal, as in Box2D, so non-penetration, solved last, wins.
-// Angular terms (rotation issue): the effective masses become 1 / (J M^-1 J^T) per direction with
-// the r x n / r x t rows; tangent_mass is per direction so they slot in without changing the
-// layout, and the 2D block then takes the per-direction diagonal approximation.
+// Friction: two tangents per manifold from the normal alone (tangent_basis, Catto "Computing a
+// Basis", 2014), per point a 2D tangent impulse clamped to the disc mu * lambda_n (circular
+// Coulomb cone). The separation of each point is tracked through the substeps from the bodies'
+// position and rotation change since the step began, so a contact found once per step stays
+// accurate over its substeps.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
 #include "server/physics/body_columns.h"
+#include "server/physics/contact_list.h"
+#include "server/physics/narrowphase.h"
 
 namespace impulse::physics {
 
-/// One contact prepared for the solver. Bodies are dense indices into the World's columns.
-/// A body that must not move here (static, kinematic, sleeping) has inverse mass 0.
-struct SolverContact {
+/// Per-step state of one body that can move in the solver (awake dynamic or kinematic), plus one
+/// immovable body (all zero) shared by every static and sleeping partner.
+struct SolverBody {
+  Vec3 velocity;          ///< [m/s], world frame
+  Vec3 angular_velocity;  ///< [rad/s], world frame
+  Vec3 delta_position;    ///< position change since the step began [m]
+  Quat delta_rotation;    ///< rotation since the step began (world frame, applied after the start orientation)
+  Mat3 inv_inertia;       ///< world frame inverse inertia [1/(kg·m^2)], fixed over the step
+  float inv_mass = 0;     ///< [1/kg]; 0 for kinematic and the immovable body
+};
+
+/// Soft constraint coefficients for one substep length h (Catto, "Soft Constraints", GDC 2011):
+/// a spring of frequency hertz and damping ratio zeta solved implicitly.
+struct Softness {
+  float bias_rate = 0;      ///< [1/s]: velocity bias per metre of penetration
+  float mass_scale = 1;     ///< scales the effective mass
+  float impulse_scale = 0;  ///< fraction of the accumulated impulse removed per solve
+};
+/// omega = 2 pi hertz; a1 = 2 zeta + h omega; a2 = h omega a1; a3 = 1 / (1 + a2);
+/// bias_rate = omega / a1, mass_scale = a2 a3, impulse_scale = a3. hertz 0 gives a rigid (zero) softness.
+Softness make_softness(float hertz, float zeta, float h);
+
+/// One manifold point prepared for the solver.
+struct SolverPoint {
+  Vec3 anchor_a;            ///< contact point minus A's centre at step start, world frame [m]
+  Vec3 anchor_b;            ///< contact point minus B's centre at step start, world frame [m]
+  float base_separation = 0;  ///< separation - dot(anchor_b - anchor_a, normal) [m]
+  float normal_mass = 0;      ///< 1 / (J M^-1 J^T) along the normal [kg]
+  float tangent_mass[2] = {}; ///< the same along each tangent [kg]
+  float normal_impulse = 0;   ///< accumulated [N·s] of the current substep
+  float tangent_impulse[2] = {};
+  float max_normal_impulse = 0;  ///< largest normal impulse applied this step (restitution test)
+  float relative_velocity = 0;   ///< normal velocity at step start [m/s], < 0 approaching
+};
+
+/// One manifold prepared for the solver. Bodies index the SolverBody array.
+struct SolverManifold {
   uint32_t body_a = 0;
   uint32_t body_b = 0;
-  uint32_t record = 0;     ///< index of the caller's contact record (to store the impulse back)
-  Vec3 normal;             ///< unit, world frame, from a towards b
-  float depth = 0;         ///< penetration [m] from the narrowphase
-  float inv_mass_a = 0;    ///< [1/kg]
-  float inv_mass_b = 0;    ///< [1/kg]
-  float normal_mass = 0;   ///< 1 / (inv_mass_a + inv_mass_b) [kg]
-  float target_speed = 0;  ///< desired separating normal speed [m/s] (restitution), >= 0
-  /// Accumulated normal impulse [N·s], >= 0. The caller seeds it with the last step's value for
-  /// a persisting contact (0 for a new one); after solve_contacts it holds this step's total.
-  float accumulated_impulse = 0;
-  /// Accumulated friction impulse [N·s, world frame, in the tangent plane], applied to b (and its
-  /// negative to a), like accumulated_impulse along the normal. The caller seeds it with the last
-  /// step's value (0 for a new contact); prepare_contacts projects it onto this step's tangent
-  /// plane, so a normal that turned a little still warm-starts; after solve_contacts it holds this
-  /// step's total, |friction_impulse| <= friction * accumulated_impulse.
-  Vec3 friction_impulse;
-
-  // Filled by prepare_contacts.
-  float friction = 0;         ///< Coulomb coefficient mu = sqrt(mu_a * mu_b), >= 0
-  Vec3 tangent[2];            ///< unit, world frame; {normal, tangent[0], tangent[1]} orthonormal
-  float tangent_mass[2] = {}; ///< effective mass along each tangent [kg]; linear: = normal_mass
-  float tangent_impulse[2] = {};  ///< friction_impulse in the tangent basis during the solve [N·s]
+  uint32_t record = 0;    ///< index of the World's ContactRecord (impulses are stored back)
+  Vec3 normal;            ///< unit, world frame, from a towards b
+  Vec3 tangent[2];        ///< {normal, tangent[0], tangent[1]} right-handed orthonormal
+  float friction = 0;     ///< mixed Coulomb coefficient
+  float restitution = 0;  ///< mixed coefficient of restitution
+  bool immovable_partner = false;  ///< one side cannot move: the stiffer static softness applies
+  int point_count = 0;
+  SolverPoint points[kMaxManifoldPoints];
 };
 
 /// Two unit tangents t0, t1 such that {n, t0, t1} is a right-handed orthonormal basis, a function
 /// of the unit normal n alone (deterministic): t0 is built perpendicular to n from the two
-/// components of n that are not both small (|n.x| >= 1/sqrt(3) picks (n.y, -n.x, 0), else
-/// (0, n.z, -n.y)), normalised, then t1 = n x t0. Catto, "Computing a Basis", Box2D blog, 2014.
+/// components of n that are not both small, normalised, then t1 = n x t0. Catto, "Computing a
+/// Basis", Box2D blog, 2014.
 void tangent_basis(Vec3 n, Vec3& t0, Vec3& t1);
 
-/// Fills normal_mass, target_speed, friction, tangent, tangent_mass and tangent_impulse. The
-/// caller has filled the bodies, normal, depth, inverse masses and the seed impulses. Friction
-/// mixes as mu = sqrt(mu_a * mu_b) (the geometric mean, as in Box2D: a frictionless surface
-/// makes any contact on it frictionless); the friction seed is projected onto the tangent plane
-/// and clamped to the cone mu * (seed normal impulse). Restitution uses the approach speed before any impulse of this
-/// step, v0 = -dot(v_b - v_a, n): target = e * v0 when v0 > restitution_threshold, else 0, with
-/// e = max(e_a, e_b) (the bouncier surface wins, as in Box2D's default mixing).
-/// Contacts whose both inverse masses are 0 get normal_mass 0 and are ignored by the solver.
-void prepare_contacts(std::span<SolverContact> contacts, std::span<const Motion> motion,
-                      std::span<const Material> material, float restitution_threshold);
+/// Solver tuning for one step, from WorldSettings.
+struct SolverConfig {
+  float dt = 0;                      ///< step [s]
+  int substeps = 4;
+  int relax_iterations = 1;
+  Vec3 gravity;                      ///< [m/s^2]
+  float contact_hertz = 30;
+  float contact_damping_ratio = 10;
+  float contact_push_max_speed = 3;  ///< [m/s]
+  float linear_slop = 0.005f;        ///< [m]
+  float restitution_threshold = 1;   ///< [m/s]
+  float max_speed = 1e4f;            ///< per component [m/s]
+  float max_angular_speed = 100;     ///< magnitude [rad/s]
+};
 
-/// Warm starting: applies each contact's seed impulses (normal and friction) to the velocities, so a resting contact
-/// starts from last step's answer and a stack converges over steps instead of within one step's
-/// few iterations. Call after prepare_contacts (restitution must see the unmodified velocities).
-void warm_start(std::span<const SolverContact> contacts, std::span<Motion> motion);
+/// Fills each manifold's anchors, base separations, effective masses, tangents and relative
+/// velocities from the bodies at step start; seeds the accumulated impulses from `records` (the
+/// friction seed projected onto this step's tangent plane and clamped to its cone).
+/// `centers` gives each solver body's centre at step start [m] (the immovable body: any value).
+void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const SolverBody> bodies,
+                       std::span<const Vec3> centers, std::span<const ContactRecord> records);
 
-/// Runs `iterations` Gauss-Seidel sweeps over the contacts in order. Per contact, a sweep first
-/// solves friction: the 2D tangent impulse that brings the relative tangential velocity to zero,
-/// with the accumulated tangent impulse vector clamped to the disc of radius
-/// friction * accumulated_impulse (Coulomb: sticking inside the cone, sliding on its edge, never
-/// accelerating the pair). Then the normal: the impulse that brings the relative normal speed to
-/// target_speed, with the accumulated impulse clamped to >= 0 (contacts push, never pull). Each
-/// change is applied to both velocities. Finally writes friction_impulse back in world frame.
-/// Writes only the velocities of bodies with inverse mass > 0.
-void solve_contacts(std::span<SolverContact> contacts, std::span<Motion> motion, int iterations);
+/// Per-body forces for integrate_velocities: linear acceleration from force / mass and angular
+/// acceleration from I^-1 torque, per solver body (the immovable body last, zero).
+struct BodyForces {
+  Vec3 linear;   ///< [m/s^2], gravity excluded
+  Vec3 angular;  ///< [rad/s^2], world frame
+  float linear_damping = 0;   ///< [1/s]
+  float angular_damping = 0;  ///< [1/s]
+  bool dynamic = false;       ///< gravity and damping apply (kinematic bodies keep their velocity)
+  /// Principal moments of inertia [kg·m^2] (local) and the orientation at step start, for the
+  /// implicit gyroscopic update each substep (Catto, "Numerical Methods", GDC 2015). Zero inertia
+  /// skips it.
+  Vec3 inertia;
+  Quat orientation;
+};
 
-/// Baumgarte-style positional correction, once per step after position integration: each dynamic
-/// body moves along the normal by percent * max(depth - slop, 0) / (inv_mass_a + inv_mass_b),
-/// scaled by its inverse mass (A backwards, B forwards). Uses the narrowphase depth. Writes only
-/// the positions of bodies with inverse mass > 0; the caller refreshes their AABBs.
-void correct_positions(std::span<const SolverContact> contacts, std::span<Pose> pose, float percent,
-                       float slop);
+/// One Newton step of the implicit gyroscopic update of the body-frame angular velocity w over h:
+/// solves (I + h (skew(w) I - skew(I w))) dw = -h w x (I w). I diagonal [kg·m^2]. Returns w
+/// unchanged if the system is singular or the result not finite.
+Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h);
+
+/// Runs the whole soft step: substeps x (integrate velocities, warm start, solve with bias,
+/// integrate positions, relax), then restitution, then writes the accumulated impulses back into
+/// `records`. `bodies` holds the movable bodies followed by the immovable one (last).
+void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
+                     std::span<const BodyForces> forces, std::span<ContactRecord> records,
+                     const SolverConfig& config);
 
 }  // namespace impulse::physics

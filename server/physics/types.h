@@ -14,36 +14,61 @@ enum class BodyKind : uint8_t {
   Kinematic = 2,  ///< moves at its set velocity, pushes dynamic bodies, ignores forces; infinite mass
 };
 
-/// Shape kinds index the narrowphase dispatch table. New kinds (oriented box, capsule, plane)
-/// are appended before Count; nothing else in the step switches on them.
+/// Shape kinds index the narrowphase dispatch table; nothing else in the step switches on them.
 enum class ShapeKind : uint8_t {
-  Sphere = 0,
-  Box = 1,  ///< axis-aligned box (rotation arrives with the rigid-body issue)
+  Sphere = 0,   ///< radius
+  Box = 1,      ///< oriented box: half_extents along the body's local axes
+  Capsule = 2,  ///< segment from local (0, -half_height, 0) to (0, +half_height, 0), swept by radius
+  Plane = 3,    ///< half-space below the body's local plane y = 0 (outward normal local +Y); static only
   Count,
 };
 
-/// Collision shape in the body's local frame, centred on the body's position.
+/// Collision shape in the body's local frame, centred on the body's position (its centre of mass).
+/// Only the fields of its kind are meaningful; make_* fill the others consistently.
 struct Shape {
   ShapeKind kind = ShapeKind::Sphere;
-  float radius = 0.5f;           ///< sphere radius [m]
-  Vec3 half_extents{0.5f, 0.5f, 0.5f};  ///< box half extents [m]
+  float radius = 0.5f;                  ///< sphere and capsule radius [m]
+  Vec3 half_extents{0.5f, 0.5f, 0.5f};  ///< box half extents [m], local axes
+  float half_height = 0.0f;             ///< capsule: half the length of the core segment [m]
 };
 
-constexpr Shape make_sphere(float radius) { return Shape{ShapeKind::Sphere, radius, {radius, radius, radius}}; }
-constexpr Shape make_box(Vec3 half_extents) { return Shape{ShapeKind::Box, 0.0f, half_extents}; }
+constexpr Shape make_sphere(float radius) {
+  return Shape{ShapeKind::Sphere, radius, {radius, radius, radius}, 0.0f};
+}
+constexpr Shape make_box(Vec3 half_extents) { return Shape{ShapeKind::Box, 0.0f, half_extents, 0.0f}; }
+/// Capsule along local Y: total height 2 (half_height + radius).
+constexpr Shape make_capsule(float radius, float half_height) {
+  return Shape{ShapeKind::Capsule, radius, {radius, half_height + radius, radius}, half_height};
+}
+/// Infinite plane through the body position, outward normal = the body's local +Y axis.
+constexpr Shape make_plane() { return Shape{ShapeKind::Plane, 0.0f, {0.0f, 0.0f, 0.0f}, 0.0f}; }
+
+/// A rigid transform from a body's local frame to the world frame: x_world = position + rotate(rotation, x_local).
+struct Transform {
+  Vec3 position;  ///< [m], world frame
+  Quat rotation;  ///< unit quaternion
+};
 
 /// Everything needed to create an object. Validated by World::create_object.
 struct BodyDesc {
   BodyKind kind = BodyKind::Dynamic;
   Shape shape;
-  Vec3 position;             ///< world frame [m]
+  Vec3 position;             ///< centre of mass, world frame [m]
+  Quat orientation;          ///< local to world; normalised on creation (must have |q| near 1)
   Vec3 velocity;             ///< world frame [m/s]; ignored for static bodies
+  Vec3 angular_velocity;     ///< world frame [rad/s]; ignored for static bodies
   float mass = 1.0f;         ///< [kg], > 0; dynamic only (static and kinematic have infinite mass)
-  float restitution = 0.0f;  ///< [0, 1]; mixed with max(e_a, e_b)
-  /// Coulomb friction coefficient, >= 0; mixed with sqrt(mu_a * mu_b), so 0 on either body makes
-  /// the contact frictionless. Linear-only bodies slide (they cannot roll), spheres included.
+  /// Coefficient of restitution in [0, 1]. Mixed per WorldSettings::restitution_mix (default max).
+  float restitution = 0.0f;
+  /// Coulomb friction coefficient, >= 0. Mixed per WorldSettings::friction_mix (default geometric
+  /// mean sqrt(mu_a mu_b), so 0 on either body makes the contact frictionless).
   float friction = 0.5f;
-  float linear_damping = 0.0f;  ///< [1/s], >= 0: v *= 1 / (1 + dt * damping) each step
+  float linear_damping = 0.0f;   ///< [1/s], >= 0: v *= 1 / (1 + dt * damping) each step
+  float angular_damping = 0.05f; ///< [1/s], >= 0: w *= 1 / (1 + dt * damping) each step
+  /// Material id for the world's material-pair table (World::set_material_pair); 0 = default.
+  uint16_t material = 0;
+  /// A sensor reports Begin/End contact events but gets and gives no contact response.
+  bool sensor = false;
 };
 
 /// Result codes of world operations. A failed operation leaves the world unchanged.
@@ -62,11 +87,15 @@ struct BodyState {
   ObjectID id;
   BodyKind kind = BodyKind::Dynamic;
   Shape shape;
-  Vec3 position;    ///< [m]
-  Vec3 velocity;    ///< [m/s]
-  float mass = 0;   ///< [kg]; 0 for static and kinematic (infinite)
+  Vec3 position;          ///< centre of mass [m], world frame
+  Quat orientation;       ///< local to world
+  Vec3 velocity;          ///< [m/s], world frame
+  Vec3 angular_velocity;  ///< [rad/s], world frame
+  float mass = 0;         ///< [kg]; 0 for static and kinematic (infinite)
   float restitution = 0;
   float friction = 0;
+  uint16_t material = 0;
+  bool sensor = false;
   bool sleeping = false;
 };
 
@@ -74,9 +103,11 @@ struct BodyState {
 struct Contact {
   ObjectID a;
   ObjectID b;
-  Vec3 point;   ///< world frame [m], midway between the surfaces
+  Vec3 point;   ///< world frame [m]: the deepest manifold point, midway between the surfaces
   Vec3 normal;  ///< world frame, unit, pointing from a towards b
-  float depth;  ///< penetration [m], >= 0
+  /// Largest penetration of the manifold [m]. Contacts are kept within the speculative margin
+  /// (WorldSettings::speculative_margin), so a value down to -margin means a gap that small.
+  float depth;
 };
 
 enum class ContactEventType : uint8_t { Begin = 0, End = 1 };
@@ -88,6 +119,14 @@ struct ContactEvent {
   ObjectID b;
   Vec3 point;   ///< world frame [m]; for End, the last known contact point
   Vec3 normal;  ///< from a towards b
+};
+
+/// One raycast hit (World::raycast_closest, World::raycast_all).
+struct RayHit {
+  ObjectID id;
+  Vec3 point;      ///< world frame [m] on the shape's surface
+  Vec3 normal;     ///< world frame, unit, the surface's outward normal at `point`
+  float fraction;  ///< point = origin + fraction * translation, in [0, 1]
 };
 
 }  // namespace impulse::physics

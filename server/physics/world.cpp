@@ -1,7 +1,7 @@
-// The fixed step of a linear rigid-body world: semi-implicit Euler, sort-based spatial hashing,
-// sequential impulses with Coulomb friction and warm starting (Catto, "Iterative Dynamics with
-// Temporal Coherence", GDC 2005), Baumgarte correction (seed 004) and per-body sleep (seed 000)
-// over slot-map columns.
+// The fixed step of a 3D rigid-body world: sort-based spatial hashing, SAT contact manifolds with
+// feature-matched warm starting, a soft-step sequential-impulse solver (Catto, "Solver2D", 2024;
+// "Iterative Dynamics with Temporal Coherence", GDC 2005), islands and island sleep (as in Box2D
+// and seed 000), over slot-map columns.
 //
 // step(dt) runs these stages in order. "Awake" bodies are the dynamic and kinematic bodies in the
 // awake list; static and sleeping bodies are "parked": no stage reads or writes them except as
@@ -9,52 +9,44 @@
 //  0. reactivate   If bodies woke since the last step (commands, destroy, a new static body),
 //                  move their frozen resting contacts back into the previous-step contact list,
 //                  so the event diff sees them.      reads/writes: resting_, contacts_
-//  1. integrate velocities  For each awake body remember |v|^2 (the "moving" test of stage 3);
-//                  dynamic: v += (g + F / m) dt, then v *= 1 / (1 + dt c), then each component
-//                  clamped to max_speed; F = 0 (semi-implicit Euler, first half). Kinematic
-//                  bodies keep their set velocity.
-//                                                    reads/writes: motion
+//  1. forces       Per awake dynamic body: the world inverse inertia R diag(I^-1) R^T, the
+//                  accelerations F/m and I^-1 tau for the substeps, and the gyroscopic torque
+//                  -w x (I w) applied implicitly to w over dt (one Newton step in the body frame,
+//                  Catto, "Numerical Methods", GDC 2015), so a free spinning body keeps its angular
+//                  momentum and does not gain energy. Force and torque accumulators cleared.
+//                                                    reads/writes: motion   writes: forces, solver bodies
 //  2. broadphase   Awake bodies are the moving proxies (id = slot index, AABB from the end of the
-//                  last step); SpatialHash::find_pairs pairs them with each other and with the
-//                  parked proxies, sorted by (a, b).  reads: pose.aabb   writes: pairs
-//  3. narrowphase  collide() per pair (normal from a to b). Pairs without a dynamic body
-//                  (kinematic-static, kinematic-kinematic) are skipped: no contact, no event.
-//                  A sleeping dynamic body touched by an awake body that was moving at the start
-//                  of the step (dynamic: |v| > sleep_speed; kinematic: v != 0) is marked for
-//                  waking. A slow body leaves it asleep, so a body resting on a sleeping stack
-//                  does not keep waking it.           reads: pose, shape, info   writes: found
+//                  last step, enlarged by the speculative margin); SpatialHash::find_pairs pairs
+//                  them with each other and with the parked proxies, sorted by (a, b).
+//                                                    reads: pose.aabb   writes: pairs
+//  3. narrowphase  collide() per pair with the speculative margin: a manifold of up to 4 points.
+//                  Pairs without a dynamic body or sensor, and sensor-sensor pairs, are skipped.
+//                  A sleeping dynamic body touched (not as a sensor) by an awake dynamic body or a
+//                  moving kinematic body is marked for waking.
+//                                                    reads: pose, shape, info   writes: found
 //  4. events       Merge join of the previous contact list and `found`: Begin/End events (merged
 //                  with the End events of bodies destroyed since the last step), per-body contact
-//                  counts, and the previous normal impulse of each persisting pair (warm start).
-//                  A sleeping body that lost a contact with an awake body is marked for waking:
-//                  whatever held it up may have gone.  reads: contacts_, found   writes: events_
-//  5. wake         Marked bodies join the awake list (velocity 0) and leave the parked set. Their
-//                  resting contacts are still exact (both bodies were at rest) and the broadphase
-//                  already ran without them, so they join this step's list:
-//                  contacts_ = found + reactivated.   writes: info, awake_, broadphase, contacts_
-//  6. solve        Per contact: inverse masses (0 for static, kinematic and sleeping bodies:
-//                  infinite mass), the restitution target from the pre-solve approach speed
-//                  (e = max(e_a, e_b): a bouncy ball bounces on any floor, as in Box2D; only above
-//                  restitution_threshold), the friction coefficient mu = sqrt(mu_a mu_b) and a
-//                  tangent basis built from the normal alone; warm start with last step's normal
-//                  and friction impulses; then solver_iterations sweeps of sequential impulses:
-//                  per contact, Coulomb friction (the 2D tangent impulse stopping the slip, its
-//                  accumulated vector clamped to the disc mu * lambda_n), then the normal (its
-//                  accumulated impulse clamped >= 0). A sleeping body that absorbed, over its
-//                  sleep, enough impulse (normal plus friction) other than the load pressing it
-//                  down along gravity to move it faster than sleep_speed is woken (lifted,
-//                  shoved or dragged, not merely sat on).
-//                                                    reads: contacts_, material
-//                                                    writes: motion.velocity, contacts_ impulses, info
-//  7. integrate positions  x += v dt for awake bodies (semi-implicit Euler, second half).
-//                                                    writes: pose.position
-//  8. correct positions  Baumgarte as in seed 004: each dynamic body moves along the normal by
-//                  its share of baumgarte * max(depth - slop, 0). Then the AABBs of awake bodies
-//                  are refreshed.                     writes: pose
-//  9. sleep        Dynamic: |v| < sleep_speed for sleep_time_s; kinematic: v == 0 for
-//                  sleep_time_s -> asleep: v = 0, parked, off the awake list. Contacts between
-//                  two parked bodies move to the resting list with their geometry and impulse
-//                  frozen (no End event: a sleeping stack keeps reporting its contacts).
+//                  counts, and the impulses of each persisting point matched by feature id (warm
+//                  start). A sleeping body that lost a contact with an awake body is marked for
+//                  waking.                             reads: contacts_, found   writes: events_
+//  5. wake         The islands of marked bodies wake (velocity 0) and leave the parked set. Their
+//                  resting contacts are still exact and the broadphase already ran without them,
+//                  so they join this step's list: contacts_ = found + reactivated.
+//                                                    writes: info, awake_, broadphase, contacts_
+//  6. solve        One SolverManifold per non-sensor contact with a movable body: anchors, masses,
+//                  mixed friction and restitution (material-pair table, else the mixing rules).
+//                  Then the soft step (solver.h): substeps x (integrate velocities with gravity and
+//                  forces, warm start, solve with soft bias, integrate positions, relax), then
+//                  restitution; impulses stored back. Poses written from the solver's position and
+//                  rotation deltas (quaternion renormalised), AABBs refreshed.
+//                                                    reads: contacts_, material, pose, motion
+//                                                    writes: pose, motion, contacts_ impulses
+//  7. islands      Sleep timers (linear speed and angular speed x extent below sleep_speed;
+//                  kinematic: stopped; a body touching a moving kinematic body never rests). Union-
+//                  find over the awake dynamic bodies joined by solved manifolds gives the islands;
+//                  an island whose every body rested for sleep_time_s falls asleep: velocities 0,
+//                  parked, members recorded, and contacts between two parked bodies move to the
+//                  resting list with their geometry and impulses frozen (no End event).
 //                                                    writes: info, awake_, broadphase, resting_
 // Every loop runs over dense arrays in an order fixed by the operation history (awake list,
 // sorted pair and contact lists), never over an unordered container, so the same inputs give
@@ -84,6 +76,8 @@ const char* to_string(Error e) {
 
 float max_force(const WorldSettings& s) { return s.max_mass * s.max_speed; }
 float max_impulse(const WorldSettings& s) { return s.max_mass * s.max_speed; }
+float max_torque(const WorldSettings& s) { return max_force(s) * s.max_extent; }
+float max_angular_impulse(const WorldSettings& s) { return max_impulse(s) * s.max_extent; }
 
 namespace {
 
@@ -94,31 +88,117 @@ bool within(Vec3 v, float bound) {
   return is_finite(v) && std::fabs(v.x) <= bound && std::fabs(v.y) <= bound && std::fabs(v.z) <= bound;
 }
 
+bool is_valid_shape(const Shape& shape, BodyKind kind, const WorldSettings& s) {
+  switch (shape.kind) {
+    case ShapeKind::Sphere:
+      return is_finite_positive(shape.radius) && shape.radius <= s.max_extent;
+    case ShapeKind::Box: {
+      const Vec3 h = shape.half_extents;
+      return within(h, s.max_extent) && h.x > 0 && h.y > 0 && h.z > 0;
+    }
+    case ShapeKind::Capsule:
+      return is_finite_positive(shape.radius) && shape.radius <= s.max_extent &&
+             is_finite_non_negative(shape.half_height) && shape.half_height <= s.max_extent;
+    case ShapeKind::Plane:
+      return kind == BodyKind::Static;
+    case ShapeKind::Count:
+      break;
+  }
+  return false;
+}
+
 bool is_valid_desc(const BodyDesc& d, const WorldSettings& s) {
   if (static_cast<uint8_t>(d.kind) > static_cast<uint8_t>(BodyKind::Kinematic)) return false;
   if (static_cast<uint8_t>(d.shape.kind) >= static_cast<uint8_t>(ShapeKind::Count)) return false;
-  if (d.shape.kind == ShapeKind::Sphere) {
-    if (!is_finite_positive(d.shape.radius) || d.shape.radius > s.max_extent) return false;
-  } else {
-    const Vec3 h = d.shape.half_extents;
-    if (!is_finite(h) || !(h.x > 0 && h.y > 0 && h.z > 0)) return false;
-    if (!within(h, s.max_extent)) return false;
+  if (!is_valid_shape(d.shape, d.kind, s)) return false;
+  if (!is_finite(d.orientation) || std::fabs(std::sqrt(dot(d.orientation, d.orientation)) - 1.0f) > 1.0e-3f) {
+    return false;
   }
   if (!within(d.position, s.max_coordinate) || !within(d.velocity, s.max_speed)) return false;
+  if (!within(d.angular_velocity, s.max_angular_speed)) return false;
   if (!std::isfinite(d.mass)) return false;
   // A subnormal mass would make 1 / mass infinite.
   if (d.kind == BodyKind::Dynamic && !(d.mass > 0 && d.mass <= s.max_mass && std::isfinite(1.0f / d.mass))) {
     return false;
   }
   if (!(d.restitution >= 0 && d.restitution <= 1)) return false;
-  if (!is_finite_non_negative(d.friction) || !is_finite_non_negative(d.linear_damping)) return false;
+  if (!is_finite_non_negative(d.friction) || !is_finite_non_negative(d.linear_damping) ||
+      !is_finite_non_negative(d.angular_damping)) {
+    return false;
+  }
   return true;
 }
 
 // Only the fields the shape kind uses are kept; the rest are made consistent.
 Shape normalize_shape(const Shape& shape) {
-  if (shape.kind == ShapeKind::Sphere) return make_sphere(shape.radius);
-  return make_box(shape.half_extents);
+  switch (shape.kind) {
+    case ShapeKind::Sphere: return make_sphere(shape.radius);
+    case ShapeKind::Box: return make_box(shape.half_extents);
+    case ShapeKind::Capsule: return make_capsule(shape.radius, shape.half_height);
+    default: return make_plane();
+  }
+}
+
+// Principal moments of inertia [kg m^2] of the solid shape with uniform density, local axes.
+Vec3 shape_inertia(const Shape& shape, float mass) {
+  switch (shape.kind) {
+    case ShapeKind::Sphere: {
+      const float i = 0.4f * mass * shape.radius * shape.radius;
+      return {i, i, i};
+    }
+    case ShapeKind::Box: {
+      const Vec3 h = shape.half_extents;
+      const float k = mass / 3.0f;  // m (b^2 + c^2) / 3 for half extents b, c
+      return {k * (h.y * h.y + h.z * h.z), k * (h.x * h.x + h.z * h.z), k * (h.x * h.x + h.y * h.y)};
+    }
+    case ShapeKind::Capsule: {
+      // Cylinder of length 2h plus two hemispheres (each hemisphere's centroid 3r/8 from its
+      // flat face; parallel-axis theorem), masses split by volume.
+      const float r = shape.radius;
+      const float h = shape.half_height;
+      const float cylinder_volume = 2.0f * h * r * r;           // / pi
+      const float sphere_volume = (4.0f / 3.0f) * r * r * r;    // / pi
+      const float mc = mass * cylinder_volume / (cylinder_volume + sphere_volume);
+      const float mh = 0.5f * (mass - mc);  // each hemisphere
+      const float axial = 0.5f * mc * r * r + 2.0f * mh * 0.4f * r * r;
+      const float transverse =
+          mc * (0.25f * r * r + h * h / 3.0f) + 2.0f * mh * (0.4f * r * r + h * h + 0.75f * h * r);
+      return {transverse, axial, transverse};
+    }
+    default: return {};
+  }
+}
+
+float shape_extent(const Shape& shape) {
+  switch (shape.kind) {
+    case ShapeKind::Sphere: return shape.radius;
+    case ShapeKind::Box: return length(shape.half_extents);
+    case ShapeKind::Capsule: return shape.half_height + shape.radius;
+    default: return 0.0f;
+  }
+}
+
+Vec3 safe_inverse(Vec3 v) {
+  return {v.x > 0 ? 1.0f / v.x : 0.0f, v.y > 0 ? 1.0f / v.y : 0.0f, v.z > 0 ? 1.0f / v.z : 0.0f};
+}
+
+float mix(MixRule rule, float a, float b) {
+  switch (rule) {
+    case MixRule::GeometricMean: return std::sqrt(a * b);
+    case MixRule::Max: return std::max(a, b);
+    case MixRule::Min: return std::min(a, b);
+    case MixRule::Average: return 0.5f * (a + b);
+    case MixRule::Multiply: return a * b;
+  }
+  return std::sqrt(a * b);
+}
+
+Aabb fat_aabb(const Shape& shape, const Transform& t, float margin) {
+  Aabb box = compute_aabb(shape, t);
+  const Vec3 m{margin, margin, margin};
+  box.min -= m;
+  box.max += m;
+  return box;
 }
 
 class StageTimer {
@@ -148,6 +228,12 @@ class Fnv1a {
     add_float(v.y);
     add_float(v.z);
   }
+  void add_quat(Quat q) {
+    add_float(q.x);
+    add_float(q.y);
+    add_float(q.z);
+    add_float(q.w);
+  }
   uint64_t value() const { return hash_; }
 
  private:
@@ -163,19 +249,32 @@ class Fnv1a {
 const char* check_settings(const WorldSettings& s) {
   if (!is_finite(s.gravity)) return "gravity must be finite";
   if (!is_finite_positive(s.cell_size)) return "cell_size must be finite and > 0";
-  if (s.solver_iterations < 0 || s.solver_iterations > 1000) return "solver_iterations must be in [0, 1000]";
-  if (!(s.baumgarte >= 0 && s.baumgarte <= 1)) return "baumgarte must be in [0, 1]";
-  if (!is_finite_non_negative(s.slop)) return "slop must be finite and >= 0";
+  if (!is_finite_non_negative(s.speculative_margin) || s.speculative_margin > 1.0f) {
+    return "speculative_margin must be in [0, 1] m";
+  }
+  if (s.substeps < 1 || s.substeps > 64) return "substeps must be in [1, 64]";
+  if (s.relax_iterations < 0 || s.relax_iterations > 64) return "relax_iterations must be in [0, 64]";
+  if (!is_finite_positive(s.contact_hertz)) return "contact_hertz must be finite and > 0";
+  if (!is_finite_non_negative(s.contact_damping_ratio)) return "contact_damping_ratio must be finite and >= 0";
+  if (!is_finite_positive(s.contact_push_max_speed)) return "contact_push_max_speed must be finite and > 0";
+  if (!is_finite_non_negative(s.linear_slop)) return "linear_slop must be finite and >= 0";
   if (!is_finite_non_negative(s.restitution_threshold)) {
     return "restitution_threshold must be finite and >= 0";
+  }
+  if (static_cast<uint8_t>(s.friction_mix) > static_cast<uint8_t>(MixRule::Multiply) ||
+      static_cast<uint8_t>(s.restitution_mix) > static_cast<uint8_t>(MixRule::Multiply)) {
+    return "friction_mix and restitution_mix must be known MixRule values";
   }
   if (!is_finite_non_negative(s.sleep_speed)) return "sleep_speed must be finite and >= 0";
   if (!is_finite_non_negative(s.sleep_time_s)) return "sleep_time_s must be finite and >= 0";
   if (!is_finite_positive(s.max_coordinate)) return "max_coordinate must be finite and > 0";
   if (!is_finite_positive(s.max_speed)) return "max_speed must be finite and > 0";
+  if (!is_finite_positive(s.max_angular_speed)) return "max_angular_speed must be finite and > 0";
   if (!is_finite_positive(s.max_extent)) return "max_extent must be finite and > 0";
   if (!is_finite_positive(s.max_mass)) return "max_mass must be finite and > 0";
-  if (!std::isfinite(s.max_mass * s.max_speed)) return "max_mass * max_speed must be finite";
+  if (!std::isfinite(s.max_mass * s.max_speed * s.max_extent)) {
+    return "max_mass * max_speed * max_extent must be finite";
+  }
   if (s.max_objects == 0) return "max_objects must be > 0";
   return nullptr;
 }
@@ -186,19 +285,31 @@ WorldSettings sanitize(WorldSettings s) {
   const WorldSettings d;
   if (!is_finite(s.gravity)) s.gravity = d.gravity;
   if (!is_finite_positive(s.cell_size)) s.cell_size = d.cell_size;
-  if (s.solver_iterations < 0 || s.solver_iterations > 1000) s.solver_iterations = d.solver_iterations;
-  if (!(s.baumgarte >= 0 && s.baumgarte <= 1)) s.baumgarte = d.baumgarte;
-  if (!is_finite_non_negative(s.slop)) s.slop = d.slop;
+  if (!is_finite_non_negative(s.speculative_margin) || s.speculative_margin > 1.0f) {
+    s.speculative_margin = d.speculative_margin;
+  }
+  if (s.substeps < 1 || s.substeps > 64) s.substeps = d.substeps;
+  if (s.relax_iterations < 0 || s.relax_iterations > 64) s.relax_iterations = d.relax_iterations;
+  if (!is_finite_positive(s.contact_hertz)) s.contact_hertz = d.contact_hertz;
+  if (!is_finite_non_negative(s.contact_damping_ratio)) s.contact_damping_ratio = d.contact_damping_ratio;
+  if (!is_finite_positive(s.contact_push_max_speed)) s.contact_push_max_speed = d.contact_push_max_speed;
+  if (!is_finite_non_negative(s.linear_slop)) s.linear_slop = d.linear_slop;
   if (!is_finite_non_negative(s.restitution_threshold)) s.restitution_threshold = d.restitution_threshold;
+  if (static_cast<uint8_t>(s.friction_mix) > static_cast<uint8_t>(MixRule::Multiply)) s.friction_mix = d.friction_mix;
+  if (static_cast<uint8_t>(s.restitution_mix) > static_cast<uint8_t>(MixRule::Multiply)) {
+    s.restitution_mix = d.restitution_mix;
+  }
   if (!is_finite_non_negative(s.sleep_speed)) s.sleep_speed = d.sleep_speed;
   if (!is_finite_non_negative(s.sleep_time_s)) s.sleep_time_s = d.sleep_time_s;
   if (!is_finite_positive(s.max_coordinate)) s.max_coordinate = d.max_coordinate;
   if (!is_finite_positive(s.max_speed)) s.max_speed = d.max_speed;
+  if (!is_finite_positive(s.max_angular_speed)) s.max_angular_speed = d.max_angular_speed;
   if (!is_finite_positive(s.max_extent)) s.max_extent = d.max_extent;
   if (!is_finite_positive(s.max_mass)) s.max_mass = d.max_mass;
-  if (!std::isfinite(s.max_mass * s.max_speed)) {
+  if (!std::isfinite(s.max_mass * s.max_speed * s.max_extent)) {
     s.max_mass = d.max_mass;
     s.max_speed = d.max_speed;
+    s.max_extent = d.max_extent;
   }
   if (s.max_objects == 0) s.max_objects = d.max_objects;
   return s;
@@ -218,19 +329,27 @@ CreateResult World::create_object(const BodyDesc& desc) {
   if (id.is_null()) return {Error::WorldFull, {}};
 
   const Shape shape = normalize_shape(desc.shape);
-  Pose pose{desc.position, compute_aabb(shape, desc.position)};
+  const Quat orientation = normalize(desc.orientation);
+  Pose pose{desc.position, orientation,
+            fat_aabb(shape, Transform{desc.position, orientation}, settings_.speculative_margin)};
   Motion motion;
   BodyInfo info;
   info.kind = desc.kind;
+  info.sensor = desc.sensor;
+  info.extent = shape_extent(shape);
   if (desc.kind == BodyKind::Dynamic) {
     motion.velocity = desc.velocity;
+    motion.angular_velocity = desc.angular_velocity;
     motion.inv_mass = 1.0f / desc.mass;
+    motion.inv_inertia = safe_inverse(shape_inertia(shape, desc.mass));
     motion.linear_damping = desc.linear_damping;
+    motion.angular_damping = desc.angular_damping;
     info.mass = desc.mass;
   } else if (desc.kind == BodyKind::Kinematic) {
     motion.velocity = desc.velocity;
+    motion.angular_velocity = desc.angular_velocity;
   }
-  bodies_.push_back(pose, motion, shape, Material{desc.restitution, desc.friction}, info);
+  bodies_.push_back(pose, motion, shape, Material{desc.restitution, desc.friction, desc.material}, info);
   const uint32_t dense = bodies_.size() - 1;
 
   if (desc.kind == BodyKind::Static) {
@@ -240,10 +359,7 @@ CreateResult World::create_object(const BodyDesc& desc) {
     for (const uint32_t slot : scratch_.query_hits) {
       const uint32_t other = slots_.dense_of_slot(slot);
       if (other == SlotMap::kNone || other == dense) continue;
-      const BodyInfo& oi = bodies_.info[other];
-      if (oi.sleeping && oi.kind == BodyKind::Dynamic && overlaps(bodies_.pose[other].aabb, pose.aabb)) {
-        wake_body(other);
-      }
+      if (bodies_.info[other].sleeping && overlaps(bodies_.pose[other].aabb, pose.aabb)) wake_body(other);
     }
     broadphase_.add_parked(id.index, pose.aabb);
   } else {
@@ -255,6 +371,9 @@ CreateResult World::create_object(const BodyDesc& desc) {
 Error World::destroy_object(ObjectID id) {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return Error::StaleId;
+
+  // A sleeping body leaves its island; the rest of the island wakes below (its support changed).
+  if (bodies_.info[dense].sleeping) wake_body(dense);
 
   if (bodies_.info[dense].contact_count > 0) {
     // Drop its contacts from both lists (one compaction pass each), end them with the next step's
@@ -269,9 +388,8 @@ Error World::destroy_object(ObjectID id) {
         }
         pending_events_.push_back(make_event(ContactEventType::End, c));
         const uint32_t partner = slots_.find(c.a == id ? c.b : c.a);
-        BodyInfo& pi = bodies_.info[partner];
-        --pi.contact_count;
-        if (pi.sleeping && pi.kind == BodyKind::Dynamic) wake_body(partner);
+        --bodies_.info[partner].contact_count;
+        wake_body(partner);
       }
       list->resize(keep);
     }
@@ -301,15 +419,20 @@ uint32_t World::awake_count() const { return static_cast<uint32_t>(awake_.size()
 
 BodyState World::state_at_dense(uint32_t dense) const {
   const BodyInfo& info = bodies_.info[dense];
+  const Motion& m = bodies_.motion[dense];
   BodyState s;
   s.id = slots_.id_at(dense);
   s.kind = info.kind;
   s.shape = bodies_.shape[dense];
   s.position = bodies_.pose[dense].position;
-  s.velocity = bodies_.motion[dense].velocity;
+  s.orientation = bodies_.pose[dense].orientation;
+  s.velocity = m.velocity;
+  s.angular_velocity = m.angular_velocity;
   s.mass = info.mass;
   s.restitution = bodies_.material[dense].restitution;
   s.friction = bodies_.material[dense].friction;
+  s.material = bodies_.material[dense].id;
+  s.sensor = info.sensor;
   s.sleeping = info.sleeping;
   return s;
 }
@@ -333,13 +456,32 @@ void World::remove_awake(uint32_t dense) {
 }
 
 void World::wake_body(uint32_t dense) {
-  BodyInfo& info = bodies_.info[dense];
+  const BodyInfo& info = bodies_.info[dense];
   if (!info.sleeping) return;
-  info.sleeping = false;
-  info.sleep_timer = 0;
-  info.push = Vec3{};
-  add_awake(dense);
-  broadphase_.remove_parked(slots_.slot_at(dense));
+  if (info.kind != BodyKind::Dynamic) {
+    // A kinematic body sleeps alone.
+    BodyInfo& k = bodies_.info[dense];
+    k.sleeping = false;
+    k.sleep_timer = 0;
+    add_awake(dense);
+    broadphase_.remove_parked(slots_.slot_at(dense));
+    resting_dirty_ = true;
+    return;
+  }
+  const uint32_t island = info.island;
+  std::vector<uint32_t>& members = sleeping_islands_[island];
+  for (const uint32_t slot : members) {
+    const uint32_t d = slots_.dense_of_slot(slot);
+    if (d == SlotMap::kNone) continue;  // destroyed while asleep (ids are checked below)
+    BodyInfo& mi = bodies_.info[d];
+    if (!mi.sleeping || mi.island != island) continue;
+    mi.sleeping = false;
+    mi.sleep_timer = 0;
+    add_awake(d);
+    broadphase_.remove_parked(slot);
+  }
+  members.clear();
+  free_islands_.push_back(island);
   resting_dirty_ = true;
 }
 
@@ -361,35 +503,57 @@ void World::reactivate_resting(std::vector<ContactRecord>& out) {
 
 // --- Commands ------------------------------------------------------------------------------------
 
-namespace {
-bool is_valid_point(const std::optional<Vec3>& point, const WorldSettings& s) {
-  return !point || within(*point, s.max_coordinate);
-}
-}  // namespace
-
-Error World::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point) {
-  const uint32_t dense = slots_.find(id);
+Error World::check_command_target(ObjectID id, uint32_t& dense) const {
+  dense = slots_.find(id);
   if (dense == SlotMap::kNone) return Error::StaleId;
   if (bodies_.info[dense].kind != BodyKind::Dynamic) return Error::NotDynamic;
-  if (!within(force, max_force(settings_)) || !is_valid_point(point, settings_)) {
-    return Error::InvalidArgument;
+  return Error::Ok;
+}
+
+Error World::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point) {
+  uint32_t dense = 0;
+  if (const Error e = check_command_target(id, dense); e != Error::Ok) return e;
+  if (!within(force, max_force(settings_))) return Error::InvalidArgument;
+  Vec3 torque{};
+  if (point) {
+    if (!within(*point, settings_.max_coordinate)) return Error::InvalidArgument;
+    torque = cross(*point - bodies_.pose[dense].position, force);
+    if (!within(torque, max_torque(settings_))) return Error::InvalidArgument;
   }
-  bodies_.motion[dense].force += force;
+  Motion& m = bodies_.motion[dense];
+  m.force += force;
+  m.torque += torque;
+  wake_body(dense);
+  return Error::Ok;
+}
+
+Error World::apply_torque(ObjectID id, Vec3 torque) {
+  uint32_t dense = 0;
+  if (const Error e = check_command_target(id, dense); e != Error::Ok) return e;
+  if (!within(torque, max_torque(settings_))) return Error::InvalidArgument;
+  bodies_.motion[dense].torque += torque;
   wake_body(dense);
   return Error::Ok;
 }
 
 Error World::apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point) {
-  const uint32_t dense = slots_.find(id);
-  if (dense == SlotMap::kNone) return Error::StaleId;
-  if (bodies_.info[dense].kind != BodyKind::Dynamic) return Error::NotDynamic;
-  if (!within(impulse, max_impulse(settings_)) || !is_valid_point(point, settings_)) {
-    return Error::InvalidArgument;
-  }
+  uint32_t dense = 0;
+  if (const Error e = check_command_target(id, dense); e != Error::Ok) return e;
+  if (!within(impulse, max_impulse(settings_))) return Error::InvalidArgument;
   Motion& m = bodies_.motion[dense];
   const Vec3 velocity = m.velocity + impulse * m.inv_mass;
   if (!within(velocity, settings_.max_speed)) return Error::InvalidArgument;
+  Vec3 angular_velocity = m.angular_velocity;
+  if (point) {
+    if (!within(*point, settings_.max_coordinate)) return Error::InvalidArgument;
+    const Pose& p = bodies_.pose[dense];
+    const Vec3 angular_impulse = cross(*point - p.position, impulse);
+    const Mat3 inv_inertia = rotate_diagonal(to_mat3(p.orientation), m.inv_inertia);
+    angular_velocity += inv_inertia * angular_impulse;
+    if (!within(angular_velocity, settings_.max_angular_speed)) return Error::InvalidArgument;
+  }
   m.velocity = velocity;
+  m.angular_velocity = angular_velocity;
   wake_body(dense);
   return Error::Ok;
 }
@@ -402,6 +566,44 @@ Error World::set_velocity(ObjectID id, Vec3 velocity) {
   bodies_.motion[dense].velocity = velocity;
   wake_body(dense);
   return Error::Ok;
+}
+
+Error World::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone) return Error::StaleId;
+  if (bodies_.info[dense].kind == BodyKind::Static) return Error::NotDynamic;
+  if (!within(angular_velocity, settings_.max_angular_speed)) return Error::InvalidArgument;
+  bodies_.motion[dense].angular_velocity = angular_velocity;
+  wake_body(dense);
+  return Error::Ok;
+}
+
+Error World::set_material_pair(uint16_t a, uint16_t b, const MaterialPair& pair) {
+  if (!is_finite_non_negative(pair.friction) || !(pair.restitution >= 0 && pair.restitution <= 1)) {
+    return Error::InvalidArgument;
+  }
+  const uint32_t key = (static_cast<uint32_t>(std::min(a, b)) << 16) | std::max(a, b);
+  auto it = std::lower_bound(material_pairs_.begin(), material_pairs_.end(), key,
+                             [](const auto& e, uint32_t k) { return e.first < k; });
+  if (it != material_pairs_.end() && it->first == key) {
+    it->second = pair;
+  } else {
+    material_pairs_.insert(it, {key, pair});
+  }
+  return Error::Ok;
+}
+
+MaterialPair World::mix_materials(uint32_t da, uint32_t db) const {
+  const Material& a = bodies_.material[da];
+  const Material& b = bodies_.material[db];
+  if (!material_pairs_.empty()) {
+    const uint32_t key = (static_cast<uint32_t>(std::min(a.id, b.id)) << 16) | std::max(a.id, b.id);
+    auto it = std::lower_bound(material_pairs_.begin(), material_pairs_.end(), key,
+                               [](const auto& e, uint32_t k) { return e.first < k; });
+    if (it != material_pairs_.end() && it->first == key) return it->second;
+  }
+  return MaterialPair{mix(settings_.friction_mix, a.friction, b.friction),
+                      mix(settings_.restitution_mix, a.restitution, b.restitution)};
 }
 
 // --- Step ----------------------------------------------------------------------------------------
@@ -420,7 +622,7 @@ void World::step(float dt) {
   }
   profile_.awake_count = awake_count();
 
-  integrate_velocities(dt);  // 1
+  integrate_forces(dt);  // 1
   profile_.integrate_ms += timer.lap();
   update_broadphase();  // 2
   profile_.broadphase_ms = timer.lap();
@@ -430,33 +632,17 @@ void World::step(float dt) {
   profile_.events_ms = timer.lap();
   apply_wakes();  // 5
   profile_.narrowphase_ms += timer.lap();
-  solve(dt);         // 6, 7, 8: times itself into solve_ms and integrate_ms
-  update_sleep(dt);  // 9: times itself into sleep_ms
+  solve(dt);            // 6: times itself into solve_ms and integrate_ms
+  update_islands(dt);   // 7: times itself into islands_ms
 
   invalidate_queries();
   ++tick_;
   profile_.total_ms = total.lap();
 }
 
-void World::integrate_velocities(float dt) {
-  scratch_.start_speed_sq.resize(bodies_.size());
-  const Vec3 gravity = settings_.gravity;
-  const float vmax = settings_.max_speed;
-  const Vec3 lo{-vmax, -vmax, -vmax};
-  const Vec3 hi{vmax, vmax, vmax};
-  for (const uint32_t slot : awake_) {
-    const uint32_t d = slots_.dense_of_slot(slot);
-    Motion& m = bodies_.motion[d];
-    scratch_.start_speed_sq[d] = length_squared(m.velocity);
-    if (bodies_.info[d].kind == BodyKind::Dynamic) {
-      m.velocity += (gravity + m.force * m.inv_mass) * dt;
-      m.velocity *= 1.0f / (1.0f + dt * m.linear_damping);
-      // Safety net, inactive in any sane scene: a large accumulated force on a very light body
-      // must not drive the state to infinity (and NaN) on a server fed by clients.
-      m.velocity = min(max(m.velocity, lo), hi);
-    }
-    m.force = Vec3{};
-  }
+void World::integrate_forces(float /*dt*/) {
+  // Gravity, forces, torques and the gyroscopic term are integrated per substep by the solver
+  // (stage 6), which sees the bodies woken in stage 5 too; nothing to do before the broadphase.
 }
 
 void World::update_broadphase() {
@@ -473,29 +659,52 @@ void World::update_broadphase() {
 void World::collide_pairs() {
   scratch_.found.clear();
   scratch_.wake_requests.clear();
-  const float moving_sq = settings_.sleep_speed * settings_.sleep_speed;
-  // A sleeping dynamic body is woken by a partner that is awake and was moving at step start:
-  // a dynamic body faster than sleep_speed, or a kinematic body with any velocity (it never
-  // stops by itself, so even a slow one would push into the sleeper forever).
+  const float margin = settings_.speculative_margin;
+  // A sleeping dynamic body wakes when an awake dynamic body, or a kinematic body that moves,
+  // touches it (Box2D's rule: touching an awake body links the islands).
   auto wakes = [&](uint32_t sleeper, uint32_t other) {
     const BodyInfo& si = bodies_.info[sleeper];
     if (!si.sleeping || si.kind != BodyKind::Dynamic || is_parked(other)) return false;
-    const float threshold = bodies_.info[other].kind == BodyKind::Kinematic ? 0.0f : moving_sq;
-    return scratch_.start_speed_sq[other] > threshold;
+    if (bodies_.info[other].kind == BodyKind::Dynamic) return true;
+    const Motion& m = bodies_.motion[other];
+    return m.velocity != Vec3{} || m.angular_velocity != Vec3{};
   };
   for (const ProxyPair& pair : scratch_.pairs) {
     const uint32_t da = slots_.dense_of_slot(pair.a);
     const uint32_t db = slots_.dense_of_slot(pair.b);
-    // No response is defined without a dynamic body (kinematic-static, kinematic-kinematic).
-    if (bodies_.info[da].kind != BodyKind::Dynamic && bodies_.info[db].kind != BodyKind::Dynamic) continue;
-    ContactPoint cp;
-    if (!collide(bodies_.shape[da], bodies_.pose[da].position, bodies_.shape[db], bodies_.pose[db].position,
-                 cp)) {
+    const BodyInfo& ia = bodies_.info[da];
+    const BodyInfo& ib = bodies_.info[db];
+    const bool sensor = ia.sensor || ib.sensor;
+    if (ia.sensor && ib.sensor) continue;
+    // No response is defined without a dynamic body (kinematic-static, kinematic-kinematic),
+    // but a sensor reports any body that is not static.
+    if (ia.kind != BodyKind::Dynamic && ib.kind != BodyKind::Dynamic &&
+        (!sensor || ia.kind == BodyKind::Static || ib.kind == BodyKind::Static)) {
       continue;
     }
+    const Pose& pa = bodies_.pose[da];
+    const Pose& pb = bodies_.pose[db];
+    Manifold m;
+    if (!collide(bodies_.shape[da], Transform{pa.position, pa.orientation}, bodies_.shape[db],
+                 Transform{pb.position, pb.orientation}, margin, m)) {
+      continue;
+    }
+    ContactRecord rec;
+    rec.sensor = sensor;
+    rec.point_count = static_cast<uint8_t>(m.point_count);
+    int deepest = 0;
+    for (int i = 0; i < m.point_count; ++i) {
+      ContactPointState& p = rec.points[i];
+      p.point = m.points[i].point;
+      p.separation = m.points[i].separation;
+      p.feature = m.points[i].feature;
+      if (p.separation < rec.points[deepest].separation) deepest = i;
+    }
     // Slot order equals ObjectID order for live ids (indices are unique), so `found` is sorted.
-    scratch_.found.push_back(
-        {Contact{slots_.id_at(da), slots_.id_at(db), cp.point, cp.normal, cp.depth}, 0.0f, Vec3{}});
+    rec.contact = Contact{slots_.id_at(da), slots_.id_at(db), rec.points[deepest].point, m.normal,
+                          -rec.points[deepest].separation};
+    scratch_.found.push_back(rec);
+    if (sensor) continue;
     if (wakes(da, db)) scratch_.wake_requests.push_back(da);
     if (wakes(db, da)) scratch_.wake_requests.push_back(db);
   }
@@ -504,7 +713,8 @@ void World::collide_pairs() {
 
 void World::update_events() {
   scratch_.events.clear();
-  diff_contacts(contacts_, scratch_.found, scratch_.events);
+  // A point that moved less than a quarter of the margin between steps is the same point.
+  diff_contacts(contacts_, scratch_.found, scratch_.events, 4.0f * settings_.linear_slop);
   for (const ContactEvent& e : scratch_.events) {
     const uint32_t da = slots_.find(e.a);
     const uint32_t db = slots_.find(e.b);
@@ -531,13 +741,11 @@ void World::update_events() {
 }
 
 void World::apply_wakes() {
-  for (const uint32_t d : scratch_.wake_requests) {
-    if (!bodies_.info[d].sleeping) continue;  // requested twice
-    wake_body(d);
-    ++profile_.woken_count;
-  }
+  const uint32_t before = awake_count();
+  for (const uint32_t d : scratch_.wake_requests) wake_body(d);  // no-op when already awake
+  profile_.woken_count += awake_count() - before;
   if (resting_dirty_) {
-    // Woken mid-step: the body's resting contacts are still exact (nothing in them moved), and
+    // Woken mid-step: the island's resting contacts are still exact (nothing in them moved), and
     // the broadphase already ran without it, so they join this step's list directly.
     reactivate_resting(scratch_.reactivated);
     merge_records(scratch_.found, scratch_.reactivated, contacts_);
@@ -548,114 +756,191 @@ void World::apply_wakes() {
 
 void World::solve(float dt) {
   StageTimer timer;
-  // 6. solve velocities
-  std::vector<SolverContact>& sc = scratch_.solver_contacts;
-  sc.clear();
-  auto inverse_mass = [&](uint32_t d) {
-    const BodyInfo& info = bodies_.info[d];
-    return info.kind == BodyKind::Dynamic && !info.sleeping ? bodies_.motion[d].inv_mass : 0.0f;
-  };
-  for (uint32_t i = 0; i < contacts_.size(); ++i) {
-    const Contact& c = contacts_[i].contact;
-    SolverContact s;
-    s.body_a = slots_.find(c.a);
-    s.body_b = slots_.find(c.b);
-    s.record = i;
-    s.inv_mass_a = inverse_mass(s.body_a);
-    s.inv_mass_b = inverse_mass(s.body_b);
-    if (s.inv_mass_a == 0 && s.inv_mass_b == 0) continue;  // nothing can move
-    s.normal = c.normal;
-    s.depth = c.depth;
-    s.accumulated_impulse = contacts_[i].normal_impulse;
-    s.friction_impulse = contacts_[i].friction_impulse;
-    sc.push_back(s);
+  // Solver bodies: the awake list in order, then one immovable body for every parked partner.
+  const uint32_t movable = awake_count();
+  std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  std::vector<Vec3>& centers = scratch_.solver_centers;
+  std::vector<BodyForces>& forces = scratch_.forces;
+  sb.resize(movable + 1);
+  centers.resize(movable + 1);
+  forces.resize(movable);
+  scratch_.solver_index.resize(bodies_.size());
+  for (uint32_t i = 0; i < movable; ++i) {
+    const uint32_t d = slots_.dense_of_slot(awake_[i]);
+    scratch_.solver_index[d] = i;
+    Motion& m = bodies_.motion[d];
+    const Pose& p = bodies_.pose[d];
+    const bool dynamic = bodies_.info[d].kind == BodyKind::Dynamic;
+    SolverBody& b = sb[i];
+    b.velocity = m.velocity;
+    b.angular_velocity = m.angular_velocity;
+    b.delta_position = Vec3{};
+    b.delta_rotation = Quat{};
+    b.inv_mass = m.inv_mass;
+    b.inv_inertia = dynamic ? rotate_diagonal(to_mat3(p.orientation), m.inv_inertia) : Mat3{Vec3{}, Vec3{}, Vec3{}};
+    centers[i] = p.position;
+    BodyForces& f = forces[i];
+    f.dynamic = dynamic;
+    f.linear = m.force * m.inv_mass;
+    f.angular = b.inv_inertia * m.torque;
+    f.linear_damping = m.linear_damping;
+    f.angular_damping = m.angular_damping;
+    f.inertia = dynamic ? safe_inverse(m.inv_inertia) : Vec3{};
+    f.orientation = p.orientation;
+    m.force = Vec3{};
+    m.torque = Vec3{};
   }
-  prepare_contacts(sc, bodies_.motion, bodies_.material, settings_.restitution_threshold);
-  warm_start(sc, bodies_.motion);
-  solve_contacts(sc, bodies_.motion, settings_.solver_iterations);
-  for (const SolverContact& s : sc) {
-    contacts_[s.record].normal_impulse = s.accumulated_impulse;
-    contacts_[s.record].friction_impulse = s.friction_impulse;
+  sb[movable] = SolverBody{Vec3{}, Vec3{}, Vec3{}, Quat{}, Mat3{Vec3{}, Vec3{}, Vec3{}}, 0.0f};
+  centers[movable] = Vec3{};
+
+  std::vector<SolverManifold>& manifolds = scratch_.manifolds;
+  manifolds.clear();
+  uint32_t points = 0;
+  for (uint32_t r = 0; r < contacts_.size(); ++r) {
+    const ContactRecord& rec = contacts_[r];
+    if (rec.sensor) continue;
+    const uint32_t da = slots_.find(rec.contact.a);
+    const uint32_t db = slots_.find(rec.contact.b);
+    const bool pa = is_parked(da);
+    const bool pb = is_parked(db);
+    const uint32_t ia = pa ? movable : scratch_.solver_index[da];
+    const uint32_t ib = pb ? movable : scratch_.solver_index[db];
+    if (sb[ia].inv_mass == 0 && sb[ib].inv_mass == 0) continue;  // nothing can move
+    SolverManifold& m = manifolds.emplace_back();
+    m.body_a = ia;
+    m.body_b = ib;
+    m.record = r;
+    m.normal = rec.contact.normal;
+    const MaterialPair mat = mix_materials(da, db);
+    m.friction = mat.friction;
+    m.restitution = mat.restitution;
+    m.immovable_partner = sb[ia].inv_mass == 0 || sb[ib].inv_mass == 0;
+    points += rec.point_count;
   }
-  wake_pushed_sleepers(sc);
+  profile_.point_count = points;
+  prepare_manifolds(manifolds, sb, centers, contacts_);
+
+  SolverConfig config;
+  config.dt = dt;
+  config.substeps = settings_.substeps;
+  config.relax_iterations = settings_.relax_iterations;
+  config.gravity = settings_.gravity;
+  config.contact_hertz = settings_.contact_hertz;
+  config.contact_damping_ratio = settings_.contact_damping_ratio;
+  config.contact_push_max_speed = settings_.contact_push_max_speed;
+  config.linear_slop = settings_.linear_slop;
+  config.restitution_threshold = settings_.restitution_threshold;
+  config.max_speed = settings_.max_speed;
+  config.max_angular_speed = settings_.max_angular_speed;
+  solve_soft_step(manifolds, sb, forces, contacts_, config);
   profile_.solve_ms = timer.lap();
 
-  // 7. integrate positions
-  for (const uint32_t slot : awake_) {
-    const uint32_t d = slots_.dense_of_slot(slot);
-    bodies_.pose[d].position += bodies_.motion[d].velocity * dt;
-  }
-  profile_.integrate_ms += timer.lap();
-
-  // 8. correct positions, then refresh the AABBs of everything that moved
-  correct_positions(sc, bodies_.pose, settings_.baumgarte, settings_.slop);
-  profile_.solve_ms += timer.lap();
-  for (const uint32_t slot : awake_) {
-    const uint32_t d = slots_.dense_of_slot(slot);
+  // Write the poses back and refresh the AABBs of everything that moved.
+  const float margin = settings_.speculative_margin;
+  for (uint32_t i = 0; i < movable; ++i) {
+    const uint32_t d = slots_.dense_of_slot(awake_[i]);
+    Motion& m = bodies_.motion[d];
     Pose& p = bodies_.pose[d];
-    p.aabb = compute_aabb(bodies_.shape[d], p.position);
+    const SolverBody& b = sb[i];
+    m.velocity = b.velocity;
+    m.angular_velocity = b.angular_velocity;
+    p.position += b.delta_position;
+    p.orientation = normalize(b.delta_rotation * p.orientation);
+    p.aabb = fat_aabb(bodies_.shape[d], Transform{p.position, p.orientation}, margin);
   }
   profile_.integrate_ms += timer.lap();
 }
 
-void World::wake_pushed_sleepers(std::span<const SolverContact> contacts) {
-  // A sleeping body is infinite mass in the solve, so a body resting on it is held without
-  // waking it. But a body pushing it any other way (lifted from below, shoved sideways by a
-  // force, dragged along by friction) would be blocked forever: accumulate the impulse (normal
-  // plus friction) it absorbs, except the part pressing it along gravity onto whatever supports
-  // it, and wake it once that would have moved it faster than sleep_speed. Exact for
-  // axis-aligned resting contacts (that part is exactly zero).
-  const float g = length(settings_.gravity);
-  const Vec3 down = g > 0 ? settings_.gravity * (1.0f / g) : Vec3{};
-  const float wake_speed_sq = settings_.sleep_speed * settings_.sleep_speed;
-  auto absorb = [&](uint32_t d, Vec3 impulse) {
-    BodyInfo& info = bodies_.info[d];
-    if (!info.sleeping || info.kind != BodyKind::Dynamic) return;
-    const float along = dot(impulse, down);
-    info.push += along > 0 ? impulse - down * along : impulse;
-    const float inv_mass = bodies_.motion[d].inv_mass;
-    if (length_squared(info.push) * (inv_mass * inv_mass) > wake_speed_sq) {
-      wake_body(d);
-      ++profile_.woken_count;
-    }
-  };
-  for (const SolverContact& c : contacts) {
-    // Both act on b as +p and on a as -p.
-    const Vec3 p = c.normal * c.accumulated_impulse + c.friction_impulse;
-    if (p == Vec3{}) continue;
-    if (c.inv_mass_a == 0) absorb(c.body_a, -p);
-    if (c.inv_mass_b == 0) absorb(c.body_b, p);
-  }
-}
-
-void World::update_sleep(float dt) {
+void World::update_islands(float dt) {
   StageTimer timer;
+  const uint32_t n = awake_count();
   const float slow_sq = settings_.sleep_speed * settings_.sleep_speed;
-  uint32_t slept = 0;
-  // Forward scan with swap-remove: the element moved into position i has not been visited yet.
-  for (size_t i = 0; i < awake_.size();) {
+
+  // Sleep timers. A dynamic body rests while slow (linear speed, and the surface speed of its
+  // spin); a kinematic body only while stopped.
+  for (uint32_t i = 0; i < n; ++i) {
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
     BodyInfo& info = bodies_.info[d];
-    Motion& m = bodies_.motion[d];
-    // A kinematic body keeps its set velocity until told otherwise: it sleeps only when stopped.
-    const bool slow =
-        info.kind == BodyKind::Kinematic ? m.velocity == Vec3{} : length_squared(m.velocity) < slow_sq;
-    if (!slow) {
-      info.sleep_timer = 0;
-      ++i;
-      continue;
+    const Motion& m = bodies_.motion[d];
+    bool slow;
+    if (info.kind == BodyKind::Kinematic) {
+      slow = m.velocity == Vec3{} && m.angular_velocity == Vec3{};
+    } else {
+      const float spin = length_squared(m.angular_velocity) * info.extent * info.extent;
+      slow = length_squared(m.velocity) < slow_sq && spin < slow_sq;
     }
-    info.sleep_timer += dt;
-    if (info.sleep_timer < settings_.sleep_time_s) {
-      ++i;
-      continue;
+    info.sleep_timer = slow ? info.sleep_timer + dt : 0.0f;
+  }
+
+  // Islands: union-find over awake indices, joined by solved manifolds between two dynamic bodies
+  // (static, sleeping and kinematic partners map to the immovable index n and join nothing).
+  std::vector<uint32_t>& parent = scratch_.island_parent;
+  parent.resize(n);
+  std::iota(parent.begin(), parent.end(), 0u);
+  auto find = [&](uint32_t x) {
+    while (parent[x] != x) {
+      parent[x] = parent[parent[x]];  // path halving
+      x = parent[x];
     }
-    m.velocity = Vec3{};
-    m.force = Vec3{};
-    info.sleeping = true;
-    remove_awake(d);
-    broadphase_.add_parked(slots_.slot_at(d), bodies_.pose[d].aabb);
-    ++slept;
+    return x;
+  };
+  const std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  auto is_kinematic = [&](uint32_t i) { return i < n && !scratch_.forces[i].dynamic; };
+  auto is_moving = [&](uint32_t i) { return sb[i].velocity != Vec3{} || sb[i].angular_velocity != Vec3{}; };
+  for (const SolverManifold& m : scratch_.manifolds) {
+    const bool a_kinematic = is_kinematic(m.body_a);
+    const bool b_kinematic = is_kinematic(m.body_b);
+    // A body pushed or carried by a moving kinematic body is not resting, whatever its speed.
+    if (a_kinematic && m.body_b < n && is_moving(m.body_a)) {
+      bodies_.info[slots_.dense_of_slot(awake_[m.body_b])].sleep_timer = 0;
+    }
+    if (b_kinematic && m.body_a < n && is_moving(m.body_b)) {
+      bodies_.info[slots_.dense_of_slot(awake_[m.body_a])].sleep_timer = 0;
+    }
+    if (m.body_a >= n || m.body_b >= n || a_kinematic || b_kinematic) continue;
+    const uint32_t ra = find(m.body_a);
+    const uint32_t rb = find(m.body_b);
+    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);  // smaller index is the root
+  }
+
+  // Minimum sleep timer per island root.
+  std::vector<float>& min_timer = scratch_.island_min_timer;
+  min_timer.assign(n, INFINITY);
+  uint32_t islands = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t root = find(i);
+    if (root == i) ++islands;
+    const uint32_t d = slots_.dense_of_slot(awake_[i]);
+    min_timer[root] = std::min(min_timer[root], bodies_.info[d].sleep_timer);
+  }
+  profile_.island_count = islands;
+
+  uint32_t slept = 0;
+  if (settings_.allow_sleep) {
+    // Group the sleepy islands' members (awake indices, ascending within an island), then park.
+    std::vector<uint32_t>& order = scratch_.island_order;
+    order.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      if (min_timer[find(i)] >= settings_.sleep_time_s) order.push_back(i);
+    }
+    if (!order.empty()) {
+      std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return find(x) < find(y); });
+      // Parking swap-removes from awake_, so resolve every dense index and root first.
+      std::vector<uint32_t>& dense = scratch_.island_members;
+      dense.clear();
+      for (uint32_t& i : order) {
+        dense.push_back(slots_.dense_of_slot(awake_[i]));
+        i = find(i);
+      }
+      size_t begin = 0;
+      while (begin < order.size()) {
+        size_t end = begin + 1;
+        while (end < order.size() && order[end] == order[begin]) ++end;
+        sleep_island(std::span<const uint32_t>(dense.data() + begin, end - begin));
+        slept += static_cast<uint32_t>(end - begin);
+        begin = end;
+      }
+    }
   }
   profile_.slept_count = slept;
 
@@ -678,7 +963,44 @@ void World::update_sleep(float dt) {
       resting_.swap(scratch_.merged);
     }
   }
-  profile_.sleep_ms = timer.lap();
+  profile_.islands_ms = timer.lap();
+}
+
+void World::sleep_island(std::span<const uint32_t> dense_members) {
+  if (dense_members.size() == 1 && bodies_.info[dense_members[0]].kind == BodyKind::Kinematic) {
+    // A kinematic body never joins an island: it sleeps (and wakes) alone.
+    const uint32_t d = dense_members[0];
+    bodies_.info[d].sleeping = true;
+    bodies_.motion[d].force = Vec3{};
+    bodies_.motion[d].torque = Vec3{};
+    remove_awake(d);
+    broadphase_.add_parked(slots_.slot_at(d), bodies_.pose[d].aabb);
+    return;
+  }
+  uint32_t island;
+  if (!free_islands_.empty()) {
+    island = free_islands_.back();
+    free_islands_.pop_back();
+  } else {
+    island = static_cast<uint32_t>(sleeping_islands_.size());
+    sleeping_islands_.emplace_back();
+  }
+  std::vector<uint32_t>& list = sleeping_islands_[island];
+  list.clear();
+  for (const uint32_t d : dense_members) {
+    BodyInfo& info = bodies_.info[d];
+    Motion& m = bodies_.motion[d];
+    m.velocity = Vec3{};
+    m.angular_velocity = Vec3{};
+    m.force = Vec3{};
+    m.torque = Vec3{};
+    info.sleeping = true;
+    info.island = island;
+    remove_awake(d);
+    const uint32_t slot = slots_.slot_at(d);
+    broadphase_.add_parked(slot, bodies_.pose[d].aabb);
+    list.push_back(slot);
+  }
 }
 
 uint64_t World::world_hash() const {
@@ -694,20 +1016,44 @@ uint64_t World::world_hash() const {
     h.add_u32(id.index);
     h.add_u32(id.generation);
     h.add_u32(static_cast<uint32_t>(info.kind));
-    h.add_u32(info.sleeping ? 1u : 0u);
+    h.add_u32((info.sleeping ? 1u : 0u) | (info.sensor ? 2u : 0u));
     h.add_float(info.sleep_timer);
     h.add_float(info.mass);
-    h.add_vec(info.push);
     h.add_u32(static_cast<uint32_t>(s.kind));
     h.add_float(s.radius);
     h.add_vec(s.half_extents);
+    h.add_float(s.half_height);
     h.add_vec(p.position);
+    h.add_quat(p.orientation);
     h.add_vec(m.velocity);
+    h.add_vec(m.angular_velocity);
     h.add_vec(m.force);
+    h.add_vec(m.torque);
+    h.add_vec(m.inv_inertia);
     h.add_float(m.inv_mass);
     h.add_float(m.linear_damping);
+    h.add_float(m.angular_damping);
     h.add_float(mat.restitution);
     h.add_float(mat.friction);
+    h.add_u32(mat.id);
+  }
+  // The contact caches decide the next step's warm start, so they are part of the state.
+  for (const std::vector<ContactRecord>* list : {&contacts_, &resting_}) {
+    h.add_u32(static_cast<uint32_t>(list->size()));
+    for (const ContactRecord& r : *list) {
+      h.add_u32(r.contact.a.index);
+      h.add_u32(r.contact.b.index);
+      h.add_vec(r.contact.normal);
+      h.add_u32(r.point_count | (r.sensor ? 0x100u : 0u));
+      for (int i = 0; i < r.point_count; ++i) {
+        const ContactPointState& p = r.points[i];
+        h.add_vec(p.point);
+        h.add_float(p.separation);
+        h.add_u32(p.feature);
+        h.add_float(p.normal_impulse);
+        h.add_vec(p.friction_impulse);
+      }
+    }
   }
   return h.value();
 }

@@ -19,18 +19,20 @@ namespace impulse::physics {
 
 /// Per-stage wall-clock timings of the last step [ms]. The stages are listed in world.cpp.
 struct StepProfile {
-  double integrate_ms = 0;    ///< velocity integration + position integration + AABB refresh
+  double integrate_ms = 0;    ///< force integration, final pose write-back and AABB refresh
   double broadphase_ms = 0;   ///< gathering moving proxies + SpatialHash::find_pairs
-  double narrowphase_ms = 0;  ///< collide() per pair + wake decisions + resting-contact reactivation
-  double solve_ms = 0;        ///< contact preparation + velocity iterations + position correction
-  double sleep_ms = 0;        ///< sleep timers, parking + freezing resting contacts
+  double narrowphase_ms = 0;  ///< collide() per pair, contact matching, wake decisions
+  double solve_ms = 0;        ///< contact preparation + substeps (velocities, positions, relax) + restitution
+  double islands_ms = 0;      ///< island building, sleep timers, parking + freezing resting contacts
   double events_ms = 0;       ///< Begin/End merge-diff
   double total_ms = 0;
-  uint32_t pair_count = 0;     ///< broadphase candidate pairs
-  uint32_t contact_count = 0;  ///< touching pairs after narrowphase (awake)
-  uint32_t awake_count = 0;    ///< bodies integrated this step
-  uint32_t woken_count = 0;    ///< sleeping bodies woken during this step
-  uint32_t slept_count = 0;    ///< bodies that fell asleep this step
+  uint32_t pair_count = 0;      ///< broadphase candidate pairs
+  uint32_t contact_count = 0;   ///< touching pairs (manifolds) after narrowphase (awake)
+  uint32_t point_count = 0;     ///< manifold points given to the solver
+  uint32_t awake_count = 0;     ///< bodies integrated this step
+  uint32_t island_count = 0;    ///< awake islands built this step
+  uint32_t woken_count = 0;     ///< sleeping bodies woken during this step
+  uint32_t slept_count = 0;     ///< bodies that fell asleep this step
 };
 
 /// Bounds of the commands, derived from the settings so that anything a valid body can do is
@@ -38,10 +40,15 @@ struct StepProfile {
 ///  - |impulse component| <= max_mass * max_speed [N·s]: enough to take the heaviest body from
 ///    rest to max_speed at once;
 ///  - |force component| <= max_mass * max_speed * 1/s [N]: the same velocity change over 1 s;
-///  - after an impulse, |velocity component| must stay <= max_speed, else InvalidArgument.
+///  - |torque component| <= max_torque() [N·m] and |angular impulse component| <=
+///    max_angular_impulse() [N·m·s]: max_force() and max_impulse() times max_extent;
+///  - after an impulse, |velocity component| must stay <= max_speed (and |angular velocity
+///    component| <= max_angular_speed), else InvalidArgument.
 /// (The wire limits kMaxForce, kMaxImpulse in shared/wire/codec.h lie inside these bounds.)
 float max_force(const WorldSettings& settings);
 float max_impulse(const WorldSettings& settings);
+float max_torque(const WorldSettings& settings);
+float max_angular_impulse(const WorldSettings& settings);
 
 /// Reason a setting is unusable (e.g. "cell_size must be finite and > 0"), or nullptr when all are
 /// usable. World's constructor replaces each unusable field by its default instead of failing;
@@ -53,36 +60,47 @@ struct CreateResult {
   ObjectID id;  ///< valid only when error == Ok
 };
 
+/// Coefficients for contacts between two material ids, overriding the mixing rules.
+struct MaterialPair {
+  float friction = 0.5f;     ///< Coulomb coefficient, >= 0
+  float restitution = 0.0f;  ///< [0, 1]
+};
+
 /// The simulation: storage, commands, the fixed step, queries and contact events.
 /// Single-threaded: not safe for concurrent calls, including concurrent const queries (they may
 /// fill an internal cache). Spans returned by queries stay valid until the next non-const call.
 ///
-/// Sleep (per body, seed 000): a dynamic body slower than sleep_speed for sleep_time_s (a
-/// kinematic body: stopped for sleep_time_s) sleeps: velocity zeroed, parked in the broadphase,
-/// skipped by every stage, an immovable partner in contacts, contacts kept. It wakes on
-/// apply_force, apply_impulse or set_velocity; on contact with an awake body that was moving
-/// (dynamic: faster than sleep_speed; kinematic: any velocity); when it loses a contact with an
-/// awake body or a touching body is destroyed; when a static body is created over it; and when
-/// the impulse it absorbs as an immovable partner, beyond the load pressing it down along
-/// gravity, would have moved it faster than sleep_speed (lifted or shoved, not merely sat on).
+/// Islands and sleep: each step the awake dynamic bodies are split into islands, the connected
+/// components of the graph whose edges are their non-sensor contacts (static and kinematic
+/// bodies do not join islands, so one floor does not merge everything). An island falls asleep
+/// when every body in it has stayed slower than sleep_speed (linear, and angular times the body's
+/// extent) for sleep_time_s: velocities zeroed, bodies parked in the broadphase and skipped by
+/// every stage, contacts frozen and still reported. A sleeping island costs nothing per step.
+/// The whole island wakes when one of its bodies gets a command (force, torque, impulse,
+/// velocity), when an awake dynamic body or a moving kinematic body touches one of its bodies,
+/// when a body touching it is destroyed, when it loses a contact with an awake body, and when a
+/// static body is created over it.
 class World {
  public:
   /// @param settings  copied; unusable fields (see check_settings) are replaced by defaults
   explicit World(const WorldSettings& settings = {});
 
   // --- Storage ------------------------------------------------------------------------------
-  /// Creates an object. Validation: a known kind and shape kind; every float finite;
-  /// 0 < radius (sphere) or half extents (box) <= max_extent; 0 < mass <= max_mass with a finite
-  /// 1 / mass for dynamic bodies (ignored otherwise); restitution in [0, 1]; friction >= 0; damping >= 0;
-  /// |position component| <= max_coordinate; |velocity component| <= max_speed.
+  /// Creates an object. Validation: a known kind and shape kind; a plane only as a static body;
+  /// every float finite; 0 < radius (sphere, capsule), half extents (box) <= max_extent, 0 <=
+  /// half_height (capsule) <= max_extent; an orientation with | |q| - 1 | <= 1e-3 (normalised on
+  /// creation); 0 < mass <= max_mass with a finite 1 / mass for dynamic bodies (ignored
+  /// otherwise); restitution in [0, 1]; friction >= 0; damping >= 0; |position component| <=
+  /// max_coordinate; |velocity component| <= max_speed; |angular velocity component| <=
+  /// max_angular_speed. Inertia is the solid shape's of uniform density (sphere 2/5 m r^2, box
+  /// m (b^2 + c^2) / 3 per axis for half extents, capsule cylinder plus two hemispheres).
   /// Dynamic and kinematic bodies start awake; a static body wakes the sleeping bodies its AABB
-  /// overlaps (they were never tested against it). O(1) amortised, plus one broadphase query for
-  /// a static body.
+  /// overlaps. O(1) amortised, plus one broadphase query for a static body.
   /// @return InvalidArgument or WorldFull (max_objects, or slot indices exhausted) with a null id
   ///         and the world unchanged, else Ok and the new id.
   CreateResult create_object(const BodyDesc& desc);
   /// Destroys an object. Its contacts disappear from the queries at once; their End events are
-  /// reported with the next step's events. Sleeping bodies that were touching it are woken.
+  /// reported with the next step's events. Sleeping islands that were touching it are woken.
   /// Cost O(1) for a body without contacts, else O(contacts in the world).
   /// @return StaleId (world unchanged) or Ok.
   Error destroy_object(ObjectID id);
@@ -100,53 +118,61 @@ class World {
     for (uint32_t d = 0; d < object_count(); ++d) fn(state_at_dense(d));
   }
 
-  // --- Commands (take effect at the next step) -------------------------------------------------
-  /// Adds a force [N, world frame] for the next step only (forces accumulate until then).
-  /// `point` (world frame [m]) is accepted for forward compatibility; without rotation a force
-  /// acts at the centre of mass. Wakes the body.
-  /// @return StaleId, NotDynamic, InvalidArgument (non-finite, |component| > max_force(), or a
-  ///         point that is non-finite or beyond max_coordinate) or Ok. On error nothing changes.
+  // --- Commands (take effect at the next step; each wakes the body's island) --------------------
+  /// Adds a force [N, world frame] for the next step only (forces accumulate until then). With
+  /// `point` (world frame [m]) it also adds the torque (point - centre) x force.
+  /// @return StaleId, NotDynamic, InvalidArgument (non-finite, |component| > max_force(), a point
+  ///         that is non-finite or beyond max_coordinate, or a torque beyond max_torque()) or Ok.
+  ///         On error nothing changes.
   Error apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
-  /// Changes velocity by impulse / mass [N·s, world frame] immediately. Wakes the body.
+  /// Adds a torque [N·m, world frame] for the next step only.
+  /// @return StaleId, NotDynamic, InvalidArgument (non-finite or |component| > max_torque()) or Ok.
+  Error apply_torque(ObjectID id, Vec3 torque);
+  /// Changes velocity by impulse / mass [N·s, world frame] immediately; with `point` (world [m])
+  /// also the angular velocity by I^-1 ((point - centre) x impulse).
   /// @return StaleId, NotDynamic, InvalidArgument (non-finite, |component| > max_impulse(), a
-  ///         resulting |velocity component| > max_speed, or a bad point) or Ok.
+  ///         resulting speed beyond max_speed or max_angular_speed, or a bad point) or Ok.
   Error apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point = std::nullopt);
-  /// Sets the velocity [m/s, world frame] of a dynamic or kinematic body. Wakes it.
+  /// Sets the velocity [m/s, world frame] of a dynamic or kinematic body.
   /// @return StaleId, NotDynamic (static body), InvalidArgument (non-finite or |component| >
   ///         max_speed) or Ok.
   Error set_velocity(ObjectID id, Vec3 velocity);
+  /// Sets the angular velocity [rad/s, world frame] of a dynamic or kinematic body.
+  /// @return StaleId, NotDynamic (static body), InvalidArgument (non-finite or |component| >
+  ///         max_angular_speed) or Ok.
+  Error set_angular_velocity(ObjectID id, Vec3 angular_velocity);
+  /// Sets the coefficients used for every contact between material ids a and b (either order),
+  /// instead of the mixing rules. Takes effect at the next step. O(log pairs).
+  /// @return InvalidArgument (friction not finite or < 0, restitution outside [0, 1]) or Ok.
+  Error set_material_pair(uint16_t a, uint16_t b, const MaterialPair& pair);
 
   // --- Step ----------------------------------------------------------------------------------
   /// Advances the world by dt [s] (fixed, typically 1/60). A dt that is not finite or <= 0 makes
   /// the call a no-op (no tick, no events change). The stages are listed in world.cpp.
-  /// After force integration each velocity component of a dynamic body is clamped to
-  /// max_speed, so no sequence of accepted commands can drive the state to infinity.
   /// No heap allocation once the scratch buffers have grown to the scene.
   void step(float dt);
   /// Steps taken so far.
   uint64_t tick() const { return tick_; }
   const StepProfile& profile() const { return profile_; }
   const WorldSettings& settings() const { return settings_; }
-  /// Hash of all body state (ids, kinds, shapes, positions, velocities, accumulated forces, mass,
-  /// damping, materials, sleep state and timers), bit-exact. 64-bit FNV-1a (Fowler, Noll, Vo)
-  /// over the dense columns in storage order. O(live).
+  /// Hash of all body state (ids, kinds, shapes, poses, velocities, accumulated forces and
+  /// torques, mass, inertia, damping, materials, sensor flag, sleep state and timers) and of the
+  /// contact caches (manifold points and their warm-starting impulses), bit-exact. 64-bit FNV-1a
+  /// (Fowler, Noll, Vo) over the dense columns in storage order and the sorted contact lists.
+  /// O(live + contacts).
   uint64_t world_hash() const;
 
   // --- Queries (seed 000), answered from the last step's contact data ---------------------------
   /// Every touching pair after the last step, sorted by (a, b). Includes resting contacts of
-  /// sleeping bodies (a body falling asleep does not end its contacts; their geometry is frozen
-  /// as of the step it fell asleep). Merged lazily from the active and resting lists: O(contacts)
-  /// on the first call after a change, then O(1).
+  /// sleeping bodies and sensor contacts. Merged lazily from the active and resting lists:
+  /// O(contacts) on the first call after a change, then O(1).
   std::span<const Contact> get_collisions() const;
-  /// True when the object touched anything after the last step (false for a stale id). O(1):
-  /// a per-body contact count.
+  /// True when the object touched anything after the last step (false for a stale id). O(1).
   bool is_colliding(ObjectID id) const;
   /// True when a and b touched after the last step (either order; false for stale ids).
   /// O(log contacts): binary search of the sorted lists.
   bool are_colliding(ObjectID a, ObjectID b) const;
-  /// The contacts of one object after the last step, sorted by (a, b); empty for a stale id or
-  /// a body without contacts (O(1)). Otherwise O(log contacts + result), plus the one-off
-  /// O(contacts log contacts) cache build of get_collisions() after a step or destroy.
+  /// The contacts of one object after the last step, sorted by (a, b); empty for a stale id.
   std::vector<Contact> get_collisions_for(ObjectID id) const;
   /// Begin and end events of the last step, sorted by (a, b). A pair never gets both in one step.
   /// Includes End events of bodies destroyed since the step before (with their old ids).
@@ -154,25 +180,40 @@ class World {
   /// Contacts frozen because both bodies sleep (or one is static). Diagnostics. O(1).
   uint32_t resting_contact_count() const { return static_cast<uint32_t>(resting_.size()); }
 
+  // --- Spatial queries through the broadphase (server/physics/world_queries.cpp) ---------------
+  /// The first shape hit by the segment origin + t * translation, t in [0, 1] (world frame [m]),
+  /// or nullopt. Ties in fraction go to the smaller ObjectID. A ray starting inside a shape hits
+  /// it at fraction 0 with normal -translation/|translation|. Sensors are included.
+  std::optional<RayHit> raycast_closest(Vec3 origin, Vec3 translation) const;
+  /// Every shape hit by the segment, one hit per object (its first), sorted by (fraction, id).
+  /// `out` is cleared first.
+  void raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out) const;
+  /// Every object whose (speculative-margin enlarged) AABB overlaps `box` (world frame [m]),
+  /// sorted by ObjectID. `out` is cleared first.
+  void overlap_aabb(const Aabb& box, std::vector<ObjectID>& out) const;
+
  private:
   BodyState state_at_dense(uint32_t dense) const;
   bool is_parked(uint32_t dense) const;  // static or sleeping: a parked broadphase proxy
   void add_awake(uint32_t dense);
   void remove_awake(uint32_t dense);
+  /// Wakes the sleeping island of a sleeping dynamic body (no-op for awake or non-dynamic bodies).
   void wake_body(uint32_t dense);
   void reactivate_resting(std::vector<ContactRecord>& out);
   void invalidate_queries() { query_cache_.valid = false; }
   void build_query_cache() const;
+  Error check_command_target(ObjectID id, uint32_t& dense) const;
+  MaterialPair mix_materials(uint32_t da, uint32_t db) const;
 
   // Stages of step(), in order (see world.cpp).
-  void integrate_velocities(float dt);
+  void integrate_forces(float dt);
   void update_broadphase();
   void collide_pairs();
   void update_events();
   void apply_wakes();
   void solve(float dt);
-  void wake_pushed_sleepers(std::span<const SolverContact> contacts);
-  void update_sleep(float dt);
+  void update_islands(float dt);
+  void sleep_island(std::span<const uint32_t> dense_members);
 
   WorldSettings settings_;
   uint64_t tick_ = 0;
@@ -185,12 +226,20 @@ class World {
 
   // Contacts, both sorted by (a, b) and disjoint. Active: pairs with an awake body, computed by
   // the last step. Resting: pairs of two parked bodies, frozen when the later one fell asleep.
-  // Each keeps its last normal and friction impulses for warm starting.
+  // Each keeps its manifold points with their impulses for warm starting.
   std::vector<ContactRecord> contacts_;
   std::vector<ContactRecord> resting_;
   bool resting_dirty_ = false;                // a body woke since the resting list was last partitioned
   std::vector<ContactEvent> events_;          // of the last step, sorted
   std::vector<ContactEvent> pending_events_;  // End events of destroyed bodies, for the next step
+
+  // Sleeping islands: member slot indices per island; BodyInfo::island names a sleeping body's.
+  // Freed islands keep their capacity and are reused last-in first-out.
+  std::vector<std::vector<uint32_t>> sleeping_islands_;
+  std::vector<uint32_t> free_islands_;
+
+  // Material-pair overrides, sorted by key (min id << 16 | max id).
+  std::vector<std::pair<uint32_t, MaterialPair>> material_pairs_;
 
   // Per-step scratch, reused so the step does not allocate in steady state.
   struct Scratch {
@@ -201,8 +250,15 @@ class World {
     std::vector<ContactRecord> merged;
     std::vector<ContactRecord> reactivated;
     std::vector<uint32_t> wake_requests;  // dense indices
-    std::vector<float> start_speed_sq;    // per dense index, valid for awake bodies [m^2/s^2]
-    std::vector<SolverContact> solver_contacts;
+    std::vector<uint32_t> solver_index;   // per dense index: its SolverBody, valid for awake bodies
+    std::vector<SolverBody> solver_bodies;
+    std::vector<Vec3> solver_centers;
+    std::vector<BodyForces> forces;
+    std::vector<SolverManifold> manifolds;
+    std::vector<uint32_t> island_parent;  // union-find over awake indices
+    std::vector<float> island_min_timer;  // per island root
+    std::vector<uint32_t> island_order;   // awake indices grouped by island
+    std::vector<uint32_t> island_members;
     std::vector<ContactEvent> events;
     std::vector<uint32_t> query_hits;
   } scratch_;

@@ -29,6 +29,18 @@ bool within(const wire::Vec3& v, float limit) {
 }
 
 bool in_open_closed(float x, float hi) { return x > 0.0f && x <= hi; }
+bool in_closed(float x, float lo, float hi) { return x >= lo && x <= hi; }  // NaN fails
+
+bool is_finite(const wire::Quat& q) {
+  return std::isfinite(q.x()) && std::isfinite(q.y()) && std::isfinite(q.z()) && std::isfinite(q.w());
+}
+
+// | |q| - 1 | <= kQuatNormTolerance, in double so the test itself adds no rounding doubt.
+bool is_near_unit(const wire::Quat& q) {
+  const double len = std::sqrt(static_cast<double>(q.x()) * q.x() + static_cast<double>(q.y()) * q.y() +
+                               static_cast<double>(q.z()) * q.z() + static_cast<double>(q.w()) * q.w());
+  return std::fabs(len - 1.0) <= static_cast<double>(kQuatNormTolerance);
+}
 
 // A vector of 8-byte-aligned structs must start on an 8-byte boundary of the buffer, or reading
 // its u64 members is undefined behaviour. FlatBuffers 2.0.8's Verifier only checks 4 bytes (and
@@ -89,6 +101,9 @@ bool is_sent_by_client(Message type) {
     case Message::ApplyForce:
     case Message::ApplyImpulse:
     case Message::SetVelocity:
+    case Message::ApplyTorque:
+    case Message::SetAngularVelocity:
+    case Message::Raycast:
     case Message::Ping:
     case Message::Disconnect:
       return true;
@@ -106,6 +121,7 @@ bool is_sent_by_server(Message type) {
     case Message::Snapshot:
     case Message::CollisionEvents:
     case Message::Pong:
+    case Message::RaycastResult:
       return true;
     default:
       return false;
@@ -146,6 +162,8 @@ Verified verify_datagram(std::span<const uint8_t> bytes, Direction expected) {
     if (!is_struct_vector_aligned(s->objects(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
   } else if (const CollisionEvents* e = envelope->message_as_CollisionEvents()) {
     if (!is_struct_vector_aligned(e->events(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
+  } else if (const RaycastResult* r = envelope->message_as_RaycastResult()) {
+    if (!is_struct_vector_aligned(r->hits(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
   }
   return {envelope, DropReason::None};
 }
@@ -157,14 +175,33 @@ Check check_request(const CreateObject& m) {
   if (m.kind() < BodyKind::MIN || m.kind() > BodyKind::MAX) return {kInvalid, "kind: unknown body kind"};
   if (m.shape() < ShapeKind::MIN || m.shape() > ShapeKind::MAX) return {kInvalid, "shape: unknown shape kind"};
 
+  if (m.shape() == ShapeKind::Plane && m.kind() != BodyKind::Static) {
+    return {kInvalid, "shape: a Plane must be a Static body (kind = Static)"};
+  }
+
   const wire::Vec3* dims = m.dims();
-  if (dims == nullptr) return {kInvalid, "dims: required"};
-  if (!is_finite(*dims)) return {kInvalid, "dims: must be finite"};
-  if (m.shape() == ShapeKind::Sphere) {
-    if (!in_open_closed(dims->x(), kMaxExtent)) return {kInvalid, "dims.x (radius): must be in (0, 1000] m"};
-  } else if (!in_open_closed(dims->x(), kMaxExtent) || !in_open_closed(dims->y(), kMaxExtent) ||
-             !in_open_closed(dims->z(), kMaxExtent)) {
-    return {kInvalid, "dims (half extents): each must be in (0, 1000] m"};
+  if (dims == nullptr && m.shape() != ShapeKind::Plane) return {kInvalid, "dims: required"};
+  if (dims != nullptr && !is_finite(*dims)) return {kInvalid, "dims: must be finite"};
+  switch (m.shape()) {
+    case ShapeKind::Sphere:
+      if (!in_open_closed(dims->x(), kMaxExtent)) return {kInvalid, "dims.x (radius): must be in (0, 1000] m"};
+      break;
+    case ShapeKind::Box:
+      if (!in_open_closed(dims->x(), kMaxExtent) || !in_open_closed(dims->y(), kMaxExtent) ||
+          !in_open_closed(dims->z(), kMaxExtent)) {
+        return {kInvalid, "dims (half extents): each must be in (0, 1000] m"};
+      }
+      break;
+    case ShapeKind::Capsule:
+      if (!in_open_closed(dims->x(), kMaxExtent)) {
+        return {kInvalid, "dims.x (capsule radius): must be in (0, 1000] m"};
+      }
+      if (!in_closed(dims->y(), 0.0f, kMaxExtent)) {
+        return {kInvalid, "dims.y (capsule half_height): must be in [0, 1000] m"};
+      }
+      break;
+    case ShapeKind::Plane:
+      break;  // dims are ignored
   }
 
   if (m.position() != nullptr && !within(*m.position(), kMaxCoordinate)) {
@@ -182,6 +219,15 @@ Check check_request(const CreateObject& m) {
   }
   if (!(m.friction() >= 0.0f && m.friction() <= kMaxFriction)) {  // also rejects NaN
     return {kInvalid, "friction: must be finite and in [0, 10]"};
+  }
+  if (const wire::Quat* q = m.orientation(); q != nullptr && !(is_finite(*q) && is_near_unit(*q))) {
+    return {kInvalid, "orientation: must be a finite unit quaternion (| |q| - 1 | <= 1e-3)"};
+  }
+  if (m.angular_velocity() != nullptr && !within(*m.angular_velocity(), kMaxAngularSpeed)) {
+    return {kInvalid, "angular_velocity: each component must be finite and |w| <= 100 rad/s"};
+  }
+  if (!in_closed(m.angular_damping(), 0.0f, kMaxAngularDamping)) {
+    return {kInvalid, "angular_damping: must be finite and in [0, 100] 1/s"};
   }
   return {};
 }
@@ -201,6 +247,40 @@ Check check_request(const ApplyImpulse& m) {
     return {ResultCode::InvalidArgument, "impulse: each component must be finite and |J| <= 1e7 N*s"};
   }
   if (m.point() != nullptr && !is_finite(*m.point())) return {ResultCode::InvalidArgument, "point: must be finite"};
+  return {};
+}
+
+Check check_request(const ApplyTorque& m) {
+  if (m.torque() == nullptr) return {ResultCode::InvalidArgument, "torque: required"};
+  if (!within(*m.torque(), kMaxTorque)) {
+    return {ResultCode::InvalidArgument, "torque: each component must be finite and |T| <= 1e9 N*m"};
+  }
+  return {};
+}
+
+Check check_request(const SetAngularVelocity& m) {
+  if (m.angular_velocity() == nullptr) return {ResultCode::InvalidArgument, "angular_velocity: required"};
+  if (!within(*m.angular_velocity(), kMaxAngularSpeed)) {
+    return {ResultCode::InvalidArgument, "angular_velocity: each component must be finite and |w| <= 100 rad/s"};
+  }
+  return {};
+}
+
+Check check_request(const Raycast& m) {
+  if (m.origin() == nullptr) return {ResultCode::InvalidArgument, "origin: required"};
+  if (!within(*m.origin(), kMaxCoordinate)) {
+    return {ResultCode::InvalidArgument, "origin: each component must be finite and |x| <= 1e5 m"};
+  }
+  if (m.translation() == nullptr) return {ResultCode::InvalidArgument, "translation: required"};
+  const wire::Vec3& t = *m.translation();
+  if (!is_finite(t)) return {ResultCode::InvalidArgument, "translation: must be finite"};
+  // In double: a finite float vector's squared length cannot overflow there.
+  const double length_sq = static_cast<double>(t.x()) * t.x() + static_cast<double>(t.y()) * t.y() +
+                           static_cast<double>(t.z()) * t.z();
+  const double max_length = static_cast<double>(kMaxRayLength);
+  if (!(length_sq > 0.0 && length_sq <= max_length * max_length)) {
+    return {ResultCode::InvalidArgument, "translation: length must be in (0, 2000] m"};
+  }
   return {};
 }
 
@@ -257,8 +337,12 @@ std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb
   const wire::Vec3 dims = to_wire(args.dims);
   const wire::Vec3 position = to_wire(args.position);
   const wire::Vec3 velocity = to_wire(args.velocity);
-  const auto message = CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity,
-                                          args.mass, args.restitution, args.friction);
+  const wire::Quat orientation = to_wire(args.orientation);
+  const wire::Vec3 angular_velocity = to_wire(args.angular_velocity);
+  const auto message =
+      CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity, args.mass,
+                         args.restitution, args.friction, &orientation, &angular_velocity, args.sensor,
+                         args.angular_damping, args.material);
   return finish(fbb, Message::CreateObject, message.Union());
 }
 
@@ -293,6 +377,31 @@ std::span<const uint8_t> build_set_velocity(flatbuffers::FlatBufferBuilder& fbb,
   const wire::Vec3 v = to_wire(velocity);
   const auto message = CreateSetVelocity(fbb, request_id, impulse::to_wire(id), &v);
   return finish(fbb, Message::SetVelocity, message.Union());
+}
+
+std::span<const uint8_t> build_apply_torque(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                            impulse::Vec3 torque) {
+  fbb.Clear();
+  const wire::Vec3 t = to_wire(torque);
+  const auto message = CreateApplyTorque(fbb, request_id, impulse::to_wire(id), &t);
+  return finish(fbb, Message::ApplyTorque, message.Union());
+}
+
+std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                                    ObjectID id, impulse::Vec3 angular_velocity) {
+  fbb.Clear();
+  const wire::Vec3 w = to_wire(angular_velocity);
+  const auto message = CreateSetAngularVelocity(fbb, request_id, impulse::to_wire(id), &w);
+  return finish(fbb, Message::SetAngularVelocity, message.Union());
+}
+
+std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                       impulse::Vec3 origin, impulse::Vec3 translation, bool all) {
+  fbb.Clear();
+  const wire::Vec3 o = to_wire(origin);
+  const wire::Vec3 t = to_wire(translation);
+  const auto message = CreateRaycast(fbb, request_id, &o, &t, all);
+  return finish(fbb, Message::Raycast, message.Union());
 }
 
 std::span<const uint8_t> build_ping(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce) {
@@ -341,7 +450,7 @@ std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_
 
 namespace {
 
-// Both probes build at most this many elements; the capacities (about 20-25) stay far below.
+// The probes build at most this many elements; the capacities (about 14-30) stay far below.
 constexpr size_t kProbeElements = 64;
 
 std::span<const uint8_t> build_snapshot_unchecked(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
@@ -351,6 +460,19 @@ std::span<const uint8_t> build_snapshot_unchecked(flatbuffers::FlatBufferBuilder
   const auto objects = fbb.CreateVectorOfStructs(slice.data(), slice.size());
   const auto message = CreateSnapshot(fbb, tick, part, part_count, object_count, objects);
   return finish_unchecked(fbb, Message::Snapshot, message.Union());
+}
+
+std::span<const uint8_t> build_raycast_result_unchecked(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                                        ResultCode code, uint64_t tick,
+                                                        std::span<const RayHitEntry> hits, bool truncated,
+                                                        std::string_view message_text) {
+  fbb.Clear();
+  const auto vec = hits.empty() ? flatbuffers::Offset<flatbuffers::Vector<const RayHitEntry*>>()
+                                : fbb.CreateVectorOfStructs(hits.data(), hits.size());
+  const auto text =
+      message_text.empty() ? flatbuffers::Offset<flatbuffers::String>() : create_string(fbb, message_text);
+  const auto message = CreateRaycastResult(fbb, request_id, code, tick, vec, truncated, text);
+  return finish_unchecked(fbb, Message::RaycastResult, message.Union());
 }
 
 std::span<const uint8_t> build_collision_events_unchecked(flatbuffers::FlatBufferBuilder& fbb,
@@ -412,6 +534,33 @@ uint32_t collision_events_per_datagram() {
     });
   }();
   return capacity;
+}
+
+uint32_t raycast_hits_per_datagram() {
+  // Worst-case header: every scalar non-default; no message (it is only written without hits).
+  static const uint32_t capacity = [] {
+    flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
+    const std::vector<RayHitEntry> probe(kProbeElements);
+    return measure_capacity(sizeof(RayHitEntry), [&](size_t n) {
+      return build_raycast_result_unchecked(fbb, UINT32_MAX, ResultCode::ShuttingDown, UINT64_MAX,
+                                            std::span<const RayHitEntry>(probe.data(), std::min(n, probe.size())),
+                                            true, {})
+          .size();
+    });
+  }();
+  return capacity;
+}
+
+std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ResultCode code, uint64_t tick, std::span<const RayHitEntry> hits,
+                                              bool truncated, std::string_view message) {
+  const bool ok = code == ResultCode::Ok;
+  const size_t kept = ok ? std::min<size_t>(hits.size(), raycast_hits_per_datagram()) : 0;
+  const bool cut = ok && (truncated || kept < hits.size());
+  const auto bytes = build_raycast_result_unchecked(fbb, request_id, code, tick, hits.first(kept), cut,
+                                                    ok ? std::string_view{} : message);
+  assert(bytes.size() <= kMaxDatagramBytes && "raycast result exceeds the datagram limit");
+  return bytes;
 }
 
 std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& fbb,

@@ -17,7 +17,8 @@
 
 namespace impulse::wire {
 
-inline constexpr uint16_t kProtocolVersion = 1;
+/// Version 2 added rotation, capsules, planes, sensors, materials and raycasts (docs/PROTOCOL.md).
+inline constexpr uint16_t kProtocolVersion = 2;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Longest client name or message string accepted [bytes].
@@ -30,13 +31,20 @@ inline constexpr size_t kDatagramAlignment = 8;
 
 // Range limits of check_request. They equal the physics WorldSettings defaults, so a request
 // that passes here is not rejected by the World for range reasons.
-inline constexpr float kMaxExtent = 1000.0f;      ///< sphere radius / box half extent [m]
+inline constexpr float kMaxExtent = 1000.0f;      ///< radius, half extent or capsule half height [m]
 inline constexpr float kMaxCoordinate = 1.0e5f;   ///< |position component| [m]
 inline constexpr float kMaxSpeed = 1.0e4f;        ///< |velocity component| [m/s]
 inline constexpr float kMaxMass = 1.0e6f;         ///< dynamic body mass [kg]
 inline constexpr float kMaxFriction = 10.0f;      ///< Coulomb friction coefficient (dimensionless)
 inline constexpr float kMaxForce = 1.0e9f;        ///< |force component| [N]
 inline constexpr float kMaxImpulse = 1.0e7f;      ///< |impulse component| [N·s]
+inline constexpr float kMaxAngularSpeed = 100.0f; ///< |angular velocity component| [rad/s]
+inline constexpr float kMaxTorque = 1.0e9f;       ///< |torque component| [N·m]
+inline constexpr float kMaxAngularDamping = 100.0f;  ///< angular damping [1/s]
+/// Largest accepted | |q| - 1 | of an orientation; the server normalises what it accepts.
+inline constexpr float kQuatNormTolerance = 1.0e-3f;
+/// Longest raycast [m]: |translation| of a Raycast. Bounds the broadphase cells one ray visits.
+inline constexpr float kMaxRayLength = 2000.0f;
 
 /// Why a datagram was dropped before any use. Each is counted by the receiver.
 enum class DropReason : uint8_t {
@@ -72,7 +80,7 @@ struct Verified {
 /// `bytes.data()` must be aligned to kDatagramAlignment (a caller bug otherwise; reported as
 /// VerifyFailed, never read). Vectors of 8-byte-aligned structs (Snapshot.objects,
 /// CollisionEvents.events) must be 8-byte aligned within the buffer; the stock Verifier does not
-/// check this, so verify_datagram does (VerifyFailed).
+/// check this, so verify_datagram does (VerifyFailed). The same holds for RaycastResult.hits.
 Verified verify_datagram(std::span<const uint8_t> bytes, Direction expected);
 
 /// Result of a semantic range check on a verified request.
@@ -86,18 +94,31 @@ struct Check {
 /// Range checks that Verifier cannot do: finite numbers, documented bounds, mass > 0, extents,
 /// known enum values, required fields. Each failure returns InvalidArgument (VersionMismatch for
 /// a Connect of another protocol version) and a static message naming the field.
-///  - CreateObject: kind and shape known; dims present and finite, each used component in
-///    (0, kMaxExtent] (sphere: dims.x, the radius; box: all three); |position| <= kMaxCoordinate;
-///    |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass] for a dynamic body; restitution
-///    in [0, 1]; friction finite and in [0, kMaxFriction]. Absent position/velocity mean zero.
+///  - CreateObject: kind and shape known; a Plane only with kind Static; dims present (except
+///    for a plane, where they are ignored and may be absent) and finite, each used component in
+///    range: sphere dims.x (radius) in (0, kMaxExtent]; box all three in (0, kMaxExtent];
+///    capsule dims.x (radius) in (0, kMaxExtent] and dims.y (half height) in [0, kMaxExtent];
+///    |position| <= kMaxCoordinate; |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass]
+///    for a dynamic body; restitution in [0, 1]; friction finite and in [0, kMaxFriction];
+///    orientation finite with | |q| - 1 | <= kQuatNormTolerance; |angular_velocity component|
+///    <= kMaxAngularSpeed; angular_damping in [0, kMaxAngularDamping]. Absent position,
+///    velocity and angular_velocity mean zero, an absent orientation the identity. Sensor and
+///    material take any value, for any kind.
 ///  - ApplyForce: force present, |component| <= kMaxForce; point (optional) finite.
 ///  - ApplyImpulse: impulse present, |component| <= kMaxImpulse; point (optional) finite.
+///  - ApplyTorque: torque present, |component| <= kMaxTorque.
 ///  - SetVelocity: velocity present, |component| <= kMaxSpeed.
+///  - SetAngularVelocity: angular_velocity present, |component| <= kMaxAngularSpeed.
+///  - Raycast: origin present, |component| <= kMaxCoordinate; translation present, finite, with
+///    0 < |translation| <= kMaxRayLength (a zero-length ray has no direction).
 ///  - Connect: protocol_version == kProtocolVersion; client_name <= kMaxClientNameBytes.
 Check check_request(const CreateObject& m);
 Check check_request(const ApplyForce& m);
 Check check_request(const ApplyImpulse& m);
+Check check_request(const ApplyTorque& m);
 Check check_request(const SetVelocity& m);
+Check check_request(const SetAngularVelocity& m);
+Check check_request(const Raycast& m);
 Check check_request(const Connect& m);
 
 /// Converts between wire and maths vectors. (Inside this namespace an unqualified `Vec3` is the
@@ -108,6 +129,9 @@ inline wire::Vec3 to_wire(const impulse::Vec3& v) { return wire::Vec3(v.x, v.y, 
 inline std::optional<impulse::Vec3> to_optional_vec3(const wire::Vec3* v) {
   return v ? std::optional<impulse::Vec3>(to_vec3(*v)) : std::nullopt;
 }
+/// Converts between wire and maths quaternions (same layout: x, y, z, then the scalar w).
+inline impulse::Quat to_quat(const wire::Quat& q) { return {q.x(), q.y(), q.z(), q.w()}; }
+inline wire::Quat to_wire(const impulse::Quat& q) { return wire::Quat(q.x, q.y, q.z, q.w); }
 
 /// Builders: each resets `fbb`, writes one finished Envelope (with identifier and version) and
 /// returns its bytes, valid until `fbb` is next used. Every builder's output is at most
@@ -122,12 +146,18 @@ std::span<const uint8_t> finish(flatbuffers::FlatBufferBuilder& fbb, Message typ
 struct CreateObjectArgs {
   BodyKind kind = BodyKind::Dynamic;
   ShapeKind shape = ShapeKind::Sphere;
-  impulse::Vec3 dims{0.5f, 0.5f, 0.5f};  ///< sphere: x = radius; box: half extents [m]
+  /// Sphere: x = radius; box: half extents; capsule: x = radius, y = half height [m]; plane: unused.
+  impulse::Vec3 dims{0.5f, 0.5f, 0.5f};
   impulse::Vec3 position;                 ///< world frame [m]
   impulse::Vec3 velocity;                 ///< world frame [m/s]
   float mass = 1.0f;                      ///< [kg], dynamic only
   float restitution = 0.0f;               ///< [0, 1]
   float friction = 0.5f;                  ///< Coulomb coefficient, [0, 10]; mixed sqrt(mu_a * mu_b)
+  impulse::Quat orientation;              ///< local to world (Hamilton, w scalar); identity default
+  impulse::Vec3 angular_velocity;         ///< world frame [rad/s]
+  float angular_damping = 0.05f;          ///< [1/s], [0, 100]
+  uint16_t material = 0;                  ///< material-pair table id; 0 = default
+  bool sensor = false;                    ///< events only, no contact response
 };
 
 /// Connect with `client_name` (for logs; truncated to kMaxStringBytes here, and the server
@@ -148,9 +178,19 @@ std::span<const uint8_t> build_apply_force(flatbuffers::FlatBufferBuilder& fbb, 
 std::span<const uint8_t> build_apply_impulse(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                              ObjectID id, impulse::Vec3 impulse,
                                              std::optional<impulse::Vec3> point = std::nullopt);
+/// torque [N·m], world frame, for the next step only.
+std::span<const uint8_t> build_apply_torque(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                            impulse::Vec3 torque);
 /// velocity [m/s], world frame.
 std::span<const uint8_t> build_set_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                             ObjectID id, impulse::Vec3 velocity);
+/// angular_velocity [rad/s], world frame.
+std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                                    ObjectID id, impulse::Vec3 angular_velocity);
+/// Raycast of the segment origin + t * translation, t in [0, 1] (world frame [m]); `all` asks
+/// for every hit instead of the closest.
+std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                       impulse::Vec3 origin, impulse::Vec3 translation, bool all);
 /// Ping carrying `nonce`, echoed by the Pong.
 std::span<const uint8_t> build_ping(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce);
 
@@ -173,6 +213,19 @@ std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fb
                                               ResultCode code, ObjectID id, std::string_view message);
 /// Pong echoing `nonce`, stamped with the server's current tick.
 std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick);
+
+/// Raycast hits that fit in one RaycastResult datagram (measured like the snapshot's capacity,
+/// with a worst-case header). Proven by a unit test.
+uint32_t raycast_hits_per_datagram();
+/// RaycastResult. On Ok, `hits` (sorted by (fraction, id) by the caller) are written, at most
+/// raycast_hits_per_datagram() of them: the first ones are kept and `truncated` is set when
+/// some were cut (or when the caller passes truncated = true); `message` is not written. On any
+/// other code, `message` (truncated to kMaxStringBytes) is written and `hits` are not. So the
+/// datagram always fits.
+/// `tick` is the server tick whose state the hits describe (0 with an error).
+std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ResultCode code, uint64_t tick, std::span<const RayHitEntry> hits,
+                                              bool truncated, std::string_view message);
 
 /// How a snapshot of `object_count` objects is split into datagrams.
 struct SnapshotPlan {

@@ -150,6 +150,10 @@ class ClientDriver {
       if (snapshots.size() > kSnapshotHistory) snapshots.erase(snapshots.begin());
     }
     results.insert(results.end(), r.results.begin(), r.results.end());
+    for (const RaycastResult& ray : r.raycasts) {
+      const auto hits = r.hits_of(ray);
+      raycasts.push_back(Raycast{ray, std::vector<RayHit>(hits.begin(), hits.end())});
+    }
     collisions.insert(collisions.end(), r.collisions.begin(), r.collisions.end());
     pongs.insert(pongs.end(), r.pongs.begin(), r.pongs.end());
     if (r.server_disconnected) {
@@ -181,6 +185,25 @@ class ClientDriver {
     if (request_id == 0) return std::nullopt;
     if (!poll_until([&] { return find_result(request_id) != nullptr; }, timeout)) return std::nullopt;
     return *find_result(request_id);
+  }
+
+  /// A raycast answer with a copy of its hits (PollResult's storage is reused by the next poll).
+  struct Raycast {
+    RaycastResult result;
+    std::vector<RayHit> hits;
+  };
+
+  /// Waits for the answer to one raycast(); nullopt on timeout.
+  std::optional<Raycast> wait_raycast(uint32_t request_id, milliseconds timeout = kWaitTimeout) {
+    if (request_id == 0) return std::nullopt;
+    auto find = [&]() -> const Raycast* {
+      for (const Raycast& r : raycasts) {
+        if (r.result.request_id == request_id) return &r;
+      }
+      return nullptr;
+    };
+    if (!poll_until([&] { return find() != nullptr; }, timeout)) return std::nullopt;
+    return *find();
   }
 
   /// Creates an object and waits for Ok; returns its id, or a null id (with a test failure).
@@ -223,6 +246,7 @@ class ClientDriver {
 
   Client client;
   std::vector<RequestResult> results;
+  std::vector<Raycast> raycasts;
   std::vector<CollisionEvent> collisions;
   std::vector<PongInfo> pongs;
   std::map<uint64_t, std::vector<ObjectState>> snapshots;  ///< tick -> objects, sorted by id

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "integration/harness.h"
 
@@ -20,7 +21,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 Bytes to_bytes(std::span<const uint8_t> s) { return Bytes(s.begin(), s.end()); }
 
 /// A Connect with an arbitrary envelope version, field version and name (bypasses the codec's
-/// builders, which would truncate the name and always write version 1 in the envelope).
+/// builders, which would truncate the name and always write kProtocolVersion in the envelope).
 Bytes make_connect(uint16_t envelope_version, uint16_t field_version, const std::string& name) {
   flatbuffers::FlatBufferBuilder fbb;
   const auto name_offset = fbb.CreateString(name);
@@ -185,7 +186,8 @@ TEST_F(BadInput, WellFormedButMeaninglessDatagramsAreDropped) {
   {
     flatbuffers::FlatBufferBuilder fbb;
     const auto ping = wire::CreatePing(fbb, 5);
-    wire::FinishEnvelopeBuffer(fbb, wire::CreateEnvelope(fbb, 2, wire::Message::Ping, ping.Union()));
+    wire::FinishEnvelopeBuffer(fbb,
+                               wire::CreateEnvelope(fbb, wire::kProtocolVersion + 1, wire::Message::Ping, ping.Union()));
     datagrams.emplace_back(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   }
   send_expecting_drops(datagrams);
@@ -197,7 +199,12 @@ TEST_F(BadInput, WellFormedButMeaninglessDatagramsAreDropped) {
 
 TEST_F(BadInput, WrongProtocolVersionConnectIsRejectedWithVersionMismatch) {
   const std::string name(wire::kMaxClientNameBytes, 'v');  // room for the reply (anti-amplification)
-  for (const auto& [envelope_version, field_version] : {std::pair<uint16_t, uint16_t>{2, 2}, {1, 2}, {0, 0}}) {
+  constexpr uint16_t kOurs = wire::kProtocolVersion;
+  constexpr uint16_t kNext = wire::kProtocolVersion + 1;
+  // A newer client, a Connect whose field disagrees with its envelope, a version-1 client (no
+  // rotation), and garbage.
+  for (const auto& [envelope_version, field_version] :
+       {std::pair<uint16_t, uint16_t>{kNext, kNext}, {kOurs, kNext}, {1, 1}, {0, 0}}) {
     SCOPED_TRACE(testing::Message() << "envelope v" << envelope_version << ", Connect v" << field_version);
     attacker.send(make_connect(envelope_version, field_version, name), server_endpoint());
     const wire::Envelope* reply = attacker.wait_from_server(wire::Message::ConnectRejected);
@@ -287,6 +294,53 @@ TEST_F(BadInput, ZeroAndNegativeMassAreRejectedWithInvalidArgument) {
   ObjectDesc unknown_shape = make_sphere(0.5f, {0.0f, 5.0f, 0.0f});
   unknown_shape.shape = static_cast<wire::ShapeKind>(9);
   expect_rejected(c.create_object(unknown_shape), invalid, "unknown shape");
+  expect_unchanged_and_serving();
+}
+
+TEST_F(BadInput, RotationShapeAndRaycastFieldsAreRangeChecked) {
+  Client& c = good.client;
+  const wire::ResultCode invalid = wire::ResultCode::InvalidArgument;
+  ObjectDesc d = make_box({0.5f, 0.5f, 0.5f}, {0.0f, 5.0f, 0.0f});
+  d.orientation = Quat{0, 0, 0, 0};
+  expect_rejected(c.create_object(d), invalid, "zero quaternion");
+  d.orientation = Quat{0, 0, 0.5f, 0.5f};
+  expect_rejected(c.create_object(d), invalid, "non-unit quaternion");
+  d.orientation = Quat{kNaN, 0, 0, 1};
+  expect_rejected(c.create_object(d), invalid, "NaN quaternion");
+  d = make_box({0.5f, 0.5f, 0.5f}, {0.0f, 5.0f, 0.0f});
+  d.angular_velocity = {0, 0, 150};
+  expect_rejected(c.create_object(d), invalid, "angular velocity out of range");
+  d.angular_velocity = {};
+  d.angular_damping = -1.0f;
+  expect_rejected(c.create_object(d), invalid, "negative angular damping");
+  ObjectDesc plane;
+  plane.shape = wire::ShapeKind::Plane;  // kind Dynamic: refused
+  expect_rejected(c.create_object(plane), invalid, "dynamic plane");
+  ObjectDesc capsule = make_box({0.25f, -0.5f, 0.0f}, {0.0f, 5.0f, 0.0f});
+  capsule.shape = wire::ShapeKind::Capsule;
+  expect_rejected(c.create_object(capsule), invalid, "negative capsule half height");
+  expect_rejected(c.apply_torque(target, {0, kNaN, 0}), invalid, "NaN torque");
+  expect_rejected(c.apply_torque(target, {0, 2e9f, 0}), invalid, "torque out of range");
+  expect_rejected(c.apply_torque(ground, {0, 1, 0}), wire::ResultCode::NotDynamic, "torque on static ground");
+  expect_rejected(c.set_angular_velocity(target, {kInf, 0, 0}), invalid, "Inf angular velocity");
+  expect_rejected(c.set_angular_velocity(ground, {0, 1, 0}), wire::ResultCode::NotDynamic, "spin on static ground");
+  for (const auto& [origin, translation, what] :
+       {std::tuple{Vec3{0, 5, 0}, Vec3{0, 0, 0}, "zero-length ray"}, std::tuple{Vec3{0, 5, 0}, Vec3{0, -3000, 0}, "long ray"},
+        std::tuple{Vec3{kNaN, 5, 0}, Vec3{0, -1, 0}, "NaN origin"}}) {
+    SCOPED_TRACE(what);
+    const std::optional<ClientDriver::Raycast> r = good.wait_raycast(c.raycast(origin, translation, true));
+    ASSERT_TRUE(r.has_value()) << "no RaycastResult";
+    EXPECT_EQ(r->result.code, invalid);
+    EXPECT_FALSE(r->result.message.empty());
+    EXPECT_TRUE(r->hits.empty());
+  }
+  // A stranger's raycast is refused in kind (and no larger than its request).
+  const auto request = to_bytes(wire::build_raycast(attacker.fbb, 80, {0, 5, 0}, {0, -10, 0}, true));
+  attacker.send(request, server_endpoint());
+  const wire::Envelope* reply = attacker.wait_from_server(wire::Message::RaycastResult);
+  ASSERT_NE(reply, nullptr);
+  EXPECT_EQ(reply->message_as_RaycastResult()->request_id(), 80u);
+  EXPECT_EQ(reply->message_as_RaycastResult()->code(), wire::ResultCode::NotConnected);
   expect_unchanged_and_serving();
 }
 

@@ -3,6 +3,7 @@
 // malformed), and hostile datagrams. The fake sends exactly what each case needs, so the client's
 // rules are tested without depending on the real server's timing.
 #include <array>
+#include <set>
 #include <thread>
 
 #include "integration/harness.h"
@@ -15,8 +16,14 @@ using FakeServer = RawSocket;
 
 wire::ObjectState make_wire_object(uint32_t index, float y) {
   return wire::ObjectState(to_wire(ObjectID{index, 1}), wire::Vec3(static_cast<float>(index), y, 0.0f),
-                           wire::Vec3(0.0f, -1.0f, 0.0f), wire::Vec3(0.5f, 0.5f, 0.5f), wire::BodyKind::Dynamic,
-                           wire::ShapeKind::Sphere, false);
+                           wire::Vec3(0.0f, -1.0f, 0.0f), wire::Vec3(0.5f, 0.5f, 0.5f), wire::Quat(0, 0, 0, 1),
+                           wire::Vec3(0.0f, 0.0f, 0.0f), wire::BodyKind::Dynamic, wire::ShapeKind::Sphere, false,
+                           false);
+}
+
+/// An object count whose snapshot takes exactly three parts (2.5 parts' worth).
+uint32_t three_parts_of_objects() {
+  return 2 * wire::snapshot_objects_per_part() + wire::snapshot_objects_per_part() / 2;
 }
 
 /// A client connected to a FakeServer that answered with ConnectAccepted.
@@ -183,8 +190,9 @@ TEST_F(FakeSession, ConnectAcceptedFillsTheSessionInfo) {
 }
 
 TEST_F(FakeSession, AssemblesMultiPartSnapshotsInAnyOrder) {
+  const uint32_t n = three_parts_of_objects();
   std::vector<wire::ObjectState> objects;
-  for (uint32_t i = 60; i > 0; --i) objects.push_back(make_wire_object(i, 10.0f));  // unsorted on purpose
+  for (uint32_t i = n; i > 0; --i) objects.push_back(make_wire_object(i, 10.0f));  // unsorted on purpose
   const wire::SnapshotPlan plan = wire::plan_snapshot(objects.size());
   ASSERT_GE(plan.part_count, 3) << "the case needs at least three parts";
   ASSERT_EQ(plan.part_count, 3) << "adjust the sends below to the plan";
@@ -199,8 +207,8 @@ TEST_F(FakeSession, AssemblesMultiPartSnapshotsInAnyOrder) {
   EXPECT_EQ(deliver(1), std::vector<uint64_t>{1010});
   EXPECT_EQ(client.snapshot_tick(), 1010u);
   const auto latest = client.objects();
-  ASSERT_EQ(latest.size(), 60u);
-  for (uint32_t i = 0; i < 60; ++i) {
+  ASSERT_EQ(latest.size(), n);
+  for (uint32_t i = 0; i < n; ++i) {
     EXPECT_EQ(latest[i].id, (ObjectID{i + 1, 1}));  // sorted by ObjectID
     EXPECT_EQ(latest[i].position, (Vec3{static_cast<float>(i + 1), 10.0f, 0.0f}));
     EXPECT_EQ(latest[i].velocity, (Vec3{0.0f, -1.0f, 0.0f}));
@@ -214,7 +222,8 @@ TEST_F(FakeSession, AssemblesMultiPartSnapshotsInAnyOrder) {
 
 TEST_F(FakeSession, NewerTickSupersedesAnIncompleteOneAndStalePartsAreIgnored) {
   std::vector<wire::ObjectState> objects;
-  for (uint32_t i = 1; i <= 60; ++i) objects.push_back(make_wire_object(i, 5.0f));
+  for (uint32_t i = 1; i <= three_parts_of_objects(); ++i) objects.push_back(make_wire_object(i, 5.0f));
+  ASSERT_EQ(wire::plan_snapshot(objects.size()).part_count, 3);
 
   send_part(1012, objects, 0);  // tick 1012 never completes
   send_part(1013, objects, 1);
@@ -338,6 +347,110 @@ TEST_F(FakeSession, DeliversResultsEventsPongsAndServerDisconnect) {
   EXPECT_EQ(disconnected_reason, std::optional<std::string>("server shutting down"));
   EXPECT_FALSE(client.connected());
   EXPECT_EQ(client.client_id(), 0u);
+}
+
+TEST_F(FakeSession, SnapshotsCarryOrientationAngularVelocityAndTheSensorFlag) {
+  const std::vector<wire::ObjectState> objects{
+      wire::ObjectState(to_wire(ObjectID{4, 2}), wire::Vec3(1, 2, 3), wire::Vec3(0, 0, 0), wire::Vec3(0.25f, 0.5f, 0.25f),
+                        wire::Quat(0.0f, 0.6f, 0.0f, 0.8f), wire::Vec3(0.5f, -1.5f, 2.5f), wire::BodyKind::Dynamic,
+                        wire::ShapeKind::Capsule, false, false),
+      wire::ObjectState(to_wire(ObjectID{5, 1}), wire::Vec3(0, 0, 0), wire::Vec3(0, 0, 0), wire::Vec3(0, 0, 0),
+                        wire::Quat(0, 0, 0, 1), wire::Vec3(0, 0, 0), wire::BodyKind::Static, wire::ShapeKind::Plane,
+                        false, true)};
+  send_part(1060, objects, 0);
+  EXPECT_EQ(deliver(1), std::vector<uint64_t>{1060});
+  const ObjectState* capsule = client.find(ObjectID{4, 2});
+  ASSERT_NE(capsule, nullptr);
+  EXPECT_EQ(capsule->shape, wire::ShapeKind::Capsule);
+  EXPECT_EQ(capsule->dims, (Vec3{0.25f, 0.5f, 0.25f}));
+  EXPECT_EQ(capsule->orientation, (Quat{0.0f, 0.6f, 0.0f, 0.8f}));
+  EXPECT_EQ(capsule->angular_velocity, (Vec3{0.5f, -1.5f, 2.5f}));
+  EXPECT_FALSE(capsule->sensor);
+  const ObjectState* plane = client.find(ObjectID{5, 1});
+  ASSERT_NE(plane, nullptr);
+  EXPECT_EQ(plane->shape, wire::ShapeKind::Plane);
+  EXPECT_TRUE(plane->sensor);
+}
+
+TEST_F(FakeSession, SendsTorqueAngularVelocityAndRaycastRequestsAndDeliversRaycastResults) {
+  // The requests reach the server as built, each with its own request id.
+  const ObjectID id{9, 3};
+  const uint32_t torque_id = client.apply_torque(id, {0, 5, 0});
+  const uint32_t spin_id = client.set_angular_velocity(id, {1, 0, 0});
+  const uint32_t closest_id = client.raycast({0, 10, 0}, {0, -20, 0});
+  const uint32_t all_id = client.raycast({0, 10, 0}, {0, -20, 0}, true);
+  const uint32_t bad_id = client.raycast({0, 10, 0}, {0, 0, 0});  // sent as is: the server judges
+  EXPECT_EQ(std::set<uint32_t>({torque_id, spin_id, closest_id, all_id, bad_id}).size(), 5u);
+  {
+    asio::ip::udp::endpoint from;
+    std::vector<wire::Message> types;
+    for (int i = 0; i < 50 && types.size() < 5; ++i) {
+      const size_t n = fake.receive(milliseconds{50}, &from);
+      if (n == 0) continue;
+      const wire::Verified v = wire::verify_datagram(fake.last(n), wire::Direction::ClientToServer);
+      ASSERT_EQ(v.reason, wire::DropReason::None);
+      const wire::Envelope& e = *v.envelope;
+      types.push_back(e.message_type());
+      if (const auto* m = e.message_as_ApplyTorque()) {
+        EXPECT_EQ(m->request_id(), torque_id);
+        EXPECT_EQ(from_wire(m->id()), id);
+        EXPECT_EQ(wire::to_vec3(*m->torque()), (Vec3{0, 5, 0}));
+      } else if (const auto* m = e.message_as_SetAngularVelocity()) {
+        EXPECT_EQ(m->request_id(), spin_id);
+        EXPECT_EQ(wire::to_vec3(*m->angular_velocity()), (Vec3{1, 0, 0}));
+      } else if (const auto* m = e.message_as_Raycast()) {
+        EXPECT_EQ(wire::to_vec3(*m->origin()), (Vec3{0, 10, 0}));
+        EXPECT_EQ(m->all(), m->request_id() == all_id);
+      }
+    }
+    EXPECT_EQ(types, (std::vector<wire::Message>{wire::Message::ApplyTorque, wire::Message::SetAngularVelocity,
+                                                 wire::Message::Raycast, wire::Message::Raycast,
+                                                 wire::Message::Raycast}));
+  }
+
+  // The answers: one hit, three hits flagged as truncated, and an error with its message.
+  const std::vector<wire::RayHitEntry> hits{
+      wire::RayHitEntry(to_wire(ObjectID{2, 1}), wire::Vec3(0, 6.5f, 0), wire::Vec3(0, 1, 0), 0.175f),
+      wire::RayHitEntry(to_wire(ObjectID{3, 1}), wire::Vec3(0, 3.5f, 0), wire::Vec3(0, 1, 0), 0.325f),
+      wire::RayHitEntry(to_wire(ObjectID{1, 1}), wire::Vec3(0, 0, 0), wire::Vec3(0, 1, 0), 0.5f)};
+  fake.send(wire::build_raycast_result(fake.fbb, closest_id, wire::ResultCode::Ok, 1070, std::span(hits).first(1),
+                                       false, {}),
+            client_endpoint);
+  fake.send(wire::build_raycast_result(fake.fbb, all_id, wire::ResultCode::Ok, 1070, hits, true, {}), client_endpoint);
+  fake.send(wire::build_raycast_result(fake.fbb, bad_id, wire::ResultCode::InvalidArgument, 0, {}, false,
+                                       "translation: length must be in (0, 2000] m"),
+            client_endpoint);
+  std::vector<RaycastResult> answers;
+  std::vector<std::vector<RayHit>> answer_hits;
+  const uint64_t target = client.stats().datagrams_in + 3;
+  const Clock::time_point deadline = Clock::now() + kWaitTimeout;
+  for (int i = 0; i < kMaxIterations && Clock::now() < deadline && client.stats().datagrams_in < target; ++i) {
+    const PollResult& r = client.poll(milliseconds{1});
+    for (const RaycastResult& ray : r.raycasts) {
+      answers.push_back(ray);
+      const auto h = r.hits_of(ray);
+      answer_hits.emplace_back(h.begin(), h.end());
+    }
+  }
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[0].request_id, closest_id);
+  EXPECT_TRUE(answers[0].ok());
+  EXPECT_EQ(answers[0].tick, 1070u);
+  EXPECT_FALSE(answers[0].truncated);
+  ASSERT_EQ(answer_hits[0].size(), 1u);
+  EXPECT_EQ(answer_hits[0][0].id, (ObjectID{2, 1}));
+  EXPECT_EQ(answer_hits[0][0].point, (Vec3{0, 6.5f, 0}));
+  EXPECT_EQ(answer_hits[0][0].normal, (Vec3{0, 1, 0}));
+  EXPECT_EQ(answer_hits[0][0].fraction, 0.175f);
+  EXPECT_EQ(answers[1].request_id, all_id);
+  EXPECT_TRUE(answers[1].truncated);
+  ASSERT_EQ(answer_hits[1].size(), 3u);
+  EXPECT_EQ(answer_hits[1][2].id, (ObjectID{1, 1}));
+  EXPECT_EQ(answers[2].request_id, bad_id);
+  EXPECT_EQ(answers[2].code, wire::ResultCode::InvalidArgument);
+  EXPECT_EQ(answers[2].message, "translation: length must be in (0, 2000] m");
+  EXPECT_TRUE(answer_hits[2].empty());
+  EXPECT_EQ(client.stats().datagrams_dropped, 0u);
 }
 
 TEST_F(FakeSession, SendsKeepalivePingsWhenIdleAndDisconnectRedundantly) {

@@ -252,6 +252,102 @@ TEST_F(Loopback, FrictionSentOverTheWireReachesTheWorld) {
   EXPECT_GT(s1->second.position.x, slippery.position.x + 3.0f * 24.0f * dt() * 0.99f);
 }
 
+TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
+  // A unit box yawed 45° about +Y, resting on the ground: it stays put, orientation unchanged.
+  const Quat yaw = normalize(quat_from_axis_angle({0, 1, 0}, 0.78539816f));
+  ObjectDesc box = make_box({0.5f, 0.5f, 0.5f}, {6.0f, 0.5f, -6.0f});
+  box.orientation = yaw;
+  const ObjectID box_id = driver.create_ok(box);
+  // A capsule (r = 0.25 m, 1.5 m long) lying along x (90° about +Z), dropped from 1 cm.
+  ObjectDesc capsule;
+  capsule.shape = wire::ShapeKind::Capsule;
+  capsule.dims = {0.25f, 0.5f, 0.0f};
+  capsule.position = {-6.0f, 0.26f, 6.0f};
+  capsule.orientation = normalize(quat_from_axis_angle({0, 0, 1}, 1.5707963f));
+  const ObjectID capsule_id = driver.create_ok(capsule);
+  // A sphere spinning at 2 rad/s about +Y high above everything, without angular damping.
+  ObjectDesc spinner = make_sphere(0.5f, {0.0f, 60.0f, 20.0f});
+  spinner.angular_velocity = {0.0f, 2.0f, 0.0f};
+  spinner.angular_damping = 0.0f;
+  const ObjectID spinner_id = driver.create_ok(spinner);
+  ASSERT_FALSE(box_id.is_null() || capsule_id.is_null() || spinner_id.is_null());
+
+  auto all_present = [&](const std::vector<ObjectState>& objects) {
+    return find_in(objects, box_id) && find_in(objects, capsule_id) && find_in(objects, spinner_id);
+  };
+  const auto t0 = driver.wait_snapshot_where(0, all_present);
+  ASSERT_TRUE(t0.has_value());
+  const auto t1 = driver.wait_snapshot_where(*t0 + 20, all_present);  // >= 1/3 s later
+  ASSERT_TRUE(t1.has_value());
+  const std::vector<ObjectState>& s0 = driver.snapshots[*t0];
+  const std::vector<ObjectState>& s1 = driver.snapshots[*t1];
+
+  const ObjectState& b = *find_in(s1, box_id);
+  EXPECT_EQ(b.shape, wire::ShapeKind::Box);
+  EXPECT_NEAR(std::fabs(dot(b.orientation, yaw)), 1.0f, 1e-4f) << "the resting box turned";
+  EXPECT_NEAR(b.position.y, 0.5f, 0.02f);
+
+  const ObjectState& c = *find_in(s1, capsule_id);
+  EXPECT_EQ(c.shape, wire::ShapeKind::Capsule);
+  EXPECT_EQ(c.dims, (Vec3{0.25f, 0.5f, 0.25f}));
+  EXPECT_NEAR(rotate(c.orientation, {0, 1, 0}).y, 0.0f, 0.02f) << "the capsule's axis should stay horizontal";
+  EXPECT_NEAR(c.position.y, 0.25f, 0.02f);
+
+  // Rigid rotation at constant w: the relative rotation between the two snapshots is a turn
+  // about +Y by w * elapsed (2 % tolerance: float integration over tens of steps).
+  const ObjectState& a0 = *find_in(s0, spinner_id);
+  const ObjectState& a1 = *find_in(s1, spinner_id);
+  EXPECT_NEAR(a1.angular_velocity.y, 2.0f, 1e-4f);
+  const Quat relative = a1.orientation * conjugate(a0.orientation);
+  const float half_angle = std::atan2(std::sqrt(relative.x * relative.x + relative.y * relative.y +
+                                                relative.z * relative.z),
+                                      std::fabs(relative.w));
+  const float elapsed = static_cast<float>(*t1 - *t0) * dt();
+  const float expected = std::fmod(2.0f * elapsed, 2.0f * 3.14159265f);
+  const float angle = 2.0f * half_angle;  // in [0, pi]: compare the equivalent turn
+  const float expected_short = expected > 3.14159265f ? 2.0f * 3.14159265f - expected : expected;
+  EXPECT_NEAR(angle, expected_short, 0.02f * expected_short + 1e-3f);
+  EXPECT_NEAR(std::fabs(relative.y) / std::sin(half_angle), 1.0f, 1e-3f) << "not a turn about +Y";
+}
+
+TEST_F(Loopback, RaycastRoundTripReturnsTheClosestAndAllHits) {
+  // A static box whose top face is at y = 2.5 m, over the ground (top face y = 0).
+  ObjectDesc pillar = make_box({0.5f, 1.25f, 0.5f}, {3.0f, 1.25f, 10.0f});
+  pillar.kind = wire::BodyKind::Static;
+  const ObjectID pillar_id = driver.create_ok(pillar);
+  ASSERT_FALSE(pillar_id.is_null());
+
+  // Straight down from 10 m, 20 m long: fraction = (10 - y) / 20.
+  const Vec3 origin{3.0f, 10.0f, 10.0f}, down{0.0f, -20.0f, 0.0f};
+  const std::optional<ClientDriver::Raycast> closest = driver.wait_raycast(driver.client.raycast(origin, down));
+  ASSERT_TRUE(closest.has_value()) << "no RaycastResult";
+  ASSERT_TRUE(closest->result.ok()) << closest->result.message;
+  EXPECT_GT(closest->result.tick, 0u);
+  EXPECT_FALSE(closest->result.truncated);
+  ASSERT_EQ(closest->hits.size(), 1u);
+  EXPECT_EQ(closest->hits[0].id, pillar_id);
+  EXPECT_NEAR(closest->hits[0].point.y, 2.5f, 1e-4f);
+  EXPECT_NEAR(closest->hits[0].point.x, 3.0f, 1e-5f);
+  EXPECT_NEAR(closest->hits[0].normal.y, 1.0f, 1e-5f);
+  EXPECT_NEAR(closest->hits[0].fraction, 7.5f / 20.0f, 1e-5f);
+
+  const std::optional<ClientDriver::Raycast> all = driver.wait_raycast(driver.client.raycast(origin, down, true));
+  ASSERT_TRUE(all.has_value());
+  ASSERT_TRUE(all->result.ok());
+  ASSERT_EQ(all->hits.size(), 2u);
+  EXPECT_EQ(all->hits[0].id, pillar_id);
+  EXPECT_EQ(all->hits[1].id, ground);
+  EXPECT_NEAR(all->hits[1].fraction, 0.5f, 1e-5f);
+  EXPECT_NEAR(all->hits[1].point.y, 0.0f, 1e-4f);
+
+  // A ray that passes beside the pillar and ends above the ground hits nothing.
+  const std::optional<ClientDriver::Raycast> miss =
+      driver.wait_raycast(driver.client.raycast({5.0f, 3.0f, 10.0f}, {0.0f, -2.0f, 0.0f}, true));
+  ASSERT_TRUE(miss.has_value());
+  EXPECT_TRUE(miss->result.ok());
+  EXPECT_TRUE(miss->hits.empty());
+}
+
 TEST_F(Loopback, DestroyedObjectDisappearsAndItsIdGoesStale) {
   const ObjectID id = driver.create_ok(make_box({0.5f, 0.5f, 0.5f}, {3.0f, 10.0f, 3.0f}));
   ASSERT_FALSE(id.is_null());

@@ -23,10 +23,11 @@ WorldSettings zero_gravity() {
   return s;
 }
 
-// Semi-implicit Euler: v_k = v0 + k g dt, x_n = x0 + dt * sum(v_1..v_n)
-//   = x0 + v0 t + g dt^2 n (n + 1) / 2 = x0 + v0 t + g t^2 / 2 + g t dt / 2,  t = n dt.
-// With dt = 1/64 and g = -8 m/s^2 every intermediate value is a multiple of 2^-9 below 2^7, so
-// float arithmetic is exact and the simulation must equal the discrete closed form bit for bit.
+// Semi-implicit Euler over the solver's substeps of h = dt / substeps: v_k = v0 + k g h,
+// x_N = x0 + h * sum(v_1..v_N) = x0 + v0 t + g h^2 N (N + 1) / 2 = x0 + v0 t + g t^2 / 2 + g t h / 2,
+// t = N h. With dt = 1/64, 4 substeps (h = 1/256) and g = -8 m/s^2 every intermediate value is a
+// multiple of 2^-13 below 2^7, so float arithmetic is exact and the simulation must equal the
+// discrete closed form bit for bit.
 TEST(Dynamics, FreeFallEqualsDiscreteClosedFormExactly) {
   WorldSettings s;
   s.gravity = {0.0f, -8.0f, 0.0f};
@@ -37,10 +38,12 @@ TEST(Dynamics, FreeFallEqualsDiscreteClosedFormExactly) {
   d.velocity = v0;
   const ObjectID id = add(world, d);
   const float dt = 1.0f / 64.0f;
+  ASSERT_EQ(world.settings().substeps, 4);
+  const double h = dt / 4.0;
   for (int n = 1; n <= 128; ++n) {
     world.step(dt);
     const double t = n * static_cast<double>(dt);
-    const double y = x0.y + v0.y * t + 0.5 * s.gravity.y * t * t + 0.5 * s.gravity.y * t * dt;
+    const double y = x0.y + v0.y * t + 0.5 * s.gravity.y * t * t + 0.5 * s.gravity.y * t * h;
     const BodyState b = state(world, id);
     ASSERT_EQ(b.position.y, static_cast<float>(y)) << "step " << n;
     ASSERT_EQ(b.position.x, static_cast<float>(x0.x + v0.x * t));
@@ -50,10 +53,10 @@ TEST(Dynamics, FreeFallEqualsDiscreteClosedFormExactly) {
 }
 
 // Realistic g and dt, where float rounding enters. Tolerances:
-//  - discrete closed form: each of the n position and velocity updates rounds by at most half an
-//    ulp; with |x| <= 30 m and |v| <= 25 m/s over n = 120 steps that bounds the error by
-//    n * eps * (max|x| + t * max|v|) = 120 * 1.19e-7 * (30 + 2 * 25) = 1.2e-3 m;
-//  - continuous closed form: the integrator's known bias g t dt / 2 (0.16 m here) plus that bound.
+//  - discrete closed form (substeps of h = dt / 4): each of the N = 480 position and velocity
+//    updates rounds by at most half an ulp; with |x| <= 30 m and |v| <= 25 m/s that bounds the
+//    error by N * eps * (max|x| + t * max|v|) = 480 * 1.19e-7 * (30 + 2 * 25) = 4.6e-3 m;
+//  - continuous closed form: the integrator's known bias g t h / 2 (0.04 m here) plus that bound.
 TEST(Dynamics, FreeFallMatchesClosedFormsWithinIntegratorError) {
   World world;  // g = -9.81
   const Vec3 x0{0.0f, 0.0f, 0.0f};
@@ -64,20 +67,23 @@ TEST(Dynamics, FreeFallMatchesClosedFormsWithinIntegratorError) {
   const double g = world.settings().gravity.y;
   const float dt = 1.0f / 60.0f;
   const int n = 120;
-  const double rounding = n * std::numeric_limits<float>::epsilon() * (30.0 + 2.0 * 25.0);
+  const int substeps = world.settings().substeps;
+  const double h = dt / static_cast<double>(substeps);
+  const double rounding = n * substeps * std::numeric_limits<float>::epsilon() * (30.0 + 2.0 * 25.0);
   for (int i = 1; i <= n; ++i) {
     world.step(dt);
     const double t = i * static_cast<double>(dt);
-    const double discrete = x0.y + v0.y * t + 0.5 * g * t * t + 0.5 * g * t * dt;
+    const double discrete = x0.y + v0.y * t + 0.5 * g * t * t + 0.5 * g * t * h;
     const double continuous = x0.y + v0.y * t + 0.5 * g * t * t;
     const double y = state(world, id).position.y;
     ASSERT_NEAR(y, discrete, rounding) << "step " << i;
-    ASSERT_LE(std::fabs(y - continuous), 0.5 * std::fabs(g) * t * dt + rounding) << "step " << i;
+    ASSERT_LE(std::fabs(y - continuous), 0.5 * std::fabs(g) * t * h + rounding) << "step " << i;
     ASSERT_NEAR(state(world, id).position.x, v0.x * t, rounding);
   }
 }
 
-// v_n = v0 / (1 + dt c)^n; 60 multiplications by a rounded factor: relative tolerance 1e-5.
+// Damping acts per substep: v = v0 / (1 + h c)^(n substeps), h = dt / substeps; 240
+// multiplications by a rounded factor (each <= 1 ulp): relative tolerance 240 * 1.2e-7 < 3e-5.
 TEST(Dynamics, LinearDampingMatchesClosedForm) {
   World world(zero_gravity());
   BodyDesc d = sphere_desc({0, 0, 0});
@@ -86,9 +92,11 @@ TEST(Dynamics, LinearDampingMatchesClosedForm) {
   const ObjectID id = add(world, d);
   const float dt = 1.0f / 60.0f;
   for (int n = 1; n <= 60; ++n) world.step(dt);
-  const double factor = std::pow(1.0 / (1.0 + dt * 2.0), 60);
-  EXPECT_NEAR(state(world, id).velocity.x, 10.0 * factor, 1e-5 * 10.0);
-  EXPECT_NEAR(state(world, id).velocity.z, -4.0 * factor, 1e-5 * 4.0);
+  const int substeps = world.settings().substeps;
+  const double h = dt / static_cast<double>(substeps);
+  const double factor = std::pow(1.0 / (1.0 + h * 2.0), 60 * substeps);
+  EXPECT_NEAR(state(world, id).velocity.x, 10.0 * factor, 3e-5 * 10.0);
+  EXPECT_NEAR(state(world, id).velocity.z, -4.0 * factor, 3e-5 * 4.0);
 }
 
 TEST(Dynamics, ForcesAccumulateForOneStepOnly) {
@@ -174,7 +182,9 @@ TEST(Dynamics, TwoBodyCollisionConservesMomentum) {
 }
 
 // A box set down on the ground (sleep disabled, so the solver has to hold it every step) must
-// not drift or jitter: after 1 s of settling, its height varies by less than 1 mm over 5 s.
+// not drift or jitter: after 1 s of settling, its height varies by less than 1 mm over 5 s and it
+// wanders sideways less than 1 mm (sequential impulses over its four manifold points are not
+// perfectly symmetric, so exact zero is not expected).
 TEST(Dynamics, RestingBodyStaysPut) {
   WorldSettings s;
   s.sleep_speed = 0;  // never sleeps: the contact is solved all 6 s
@@ -184,7 +194,7 @@ TEST(Dynamics, RestingBodyStaysPut) {
   const float dt = 1.0f / 60.0f;
   for (int i = 0; i < 60; ++i) world.step(dt);
   const float settled = state(world, box).position.y;
-  EXPECT_NEAR(settled, 0.5f, s.slop + 1e-3f);  // rests within the allowed penetration
+  EXPECT_NEAR(settled, 0.5f, s.linear_slop + 1e-3f);  // rests within the allowed penetration
   float lo = settled;
   float hi = settled;
   for (int i = 0; i < 300; ++i) {
@@ -192,8 +202,8 @@ TEST(Dynamics, RestingBodyStaysPut) {
     const BodyState b = state(world, box);
     lo = std::min(lo, b.position.y);
     hi = std::max(hi, b.position.y);
-    ASSERT_EQ(b.position.x, 0.0f);
-    ASSERT_EQ(b.position.z, 0.0f);
+    ASSERT_LT(std::fabs(b.position.x), 1e-3f);
+    ASSERT_LT(std::fabs(b.position.z), 1e-3f);
   }
   EXPECT_LT(hi - lo, 1e-3f);
   EXPECT_FALSE(state(world, box).sleeping);
@@ -219,7 +229,8 @@ TEST(Dynamics, RestingBodyFallsAsleepAndAForceWakesIt) {
 }
 
 // A kinematic box moving at 2 m/s pushes a dynamic box ahead of it (e = 0: the dynamic box
-// takes the kinematic velocity) and is itself never slowed down. Zero gravity, no friction.
+// takes the kinematic velocity, up to the soft contact's push-out) and is itself never slowed
+// down. Zero gravity, no friction.
 TEST(Dynamics, KinematicPushesDynamicBody) {
   World world(zero_gravity());
   BodyDesc kd = box_desc({0.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.5f}, 0.0f, BodyKind::Kinematic);
@@ -233,12 +244,14 @@ TEST(Dynamics, KinematicPushesDynamicBody) {
     const BodyState c = state(world, cargo);
     ASSERT_EQ(k.velocity.x, 2.0f);
     // Never deeper than one step of relative motion (2 m/s * dt = 3.3 cm) plus the slop.
-    ASSERT_GE(c.position.x - k.position.x, 1.0f - 2.0f * dt - world.settings().slop) << "step " << i;
+    ASSERT_GE(c.position.x - k.position.x, 1.0f - 2.0f * dt - world.settings().linear_slop) << "step " << i;
   }
   const BodyState k = state(world, pusher);
   const BodyState c = state(world, cargo);
   EXPECT_NEAR(k.position.x, 4.0f, 1e-4f);  // 120 steps of 2/60 m: float rounding only
-  EXPECT_NEAR(c.velocity.x, 2.0f, 1e-4f);
+  // The soft contact pushes penetration out at up to contact_push_max_speed, so the cargo may
+  // run slightly ahead of the pusher before it is caught again: within 5 %.
+  EXPECT_NEAR(c.velocity.x, 2.0f, 0.1f);
   EXPECT_GT(c.position.x, 4.9f);  // pushed at least 3.4 m from its start
 }
 

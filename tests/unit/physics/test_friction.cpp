@@ -36,8 +36,13 @@ ObjectID add_floor(World& world, float friction) {
 
 float horizontal_speed(Vec3 v) { return std::sqrt(v.x * v.x + v.z * v.z); }
 
+// With rotation the box keeps a residue of angular and sideways motion of order 1e-4 m/s from the
+// sequential point order, so "stopped" and "never rose" are judged with these tolerances.
+constexpr float kStoppedSpeed = 1.0e-2f;  // [m/s]
+constexpr float kSpeedNoise = 1.0e-3f;    // [m/s]
+
 struct SlideResult {
-  int stop_step = -1;      // first step after which the horizontal speed is 0
+  int stop_step = -1;      // first step after which the horizontal speed is below kStoppedSpeed
   float distance = 0;      // horizontal distance travelled until then [m]
   bool energy_rose = false;
   bool direction_kept = true;  // velocity never reversed or turned
@@ -52,12 +57,12 @@ SlideResult slide(World& world, ObjectID box, Vec3 v0, int max_steps) {
     world.step(kDt);
     const BodyState s = state(world, box);
     const float now = horizontal_speed(s.velocity);
-    if (now > speed) r.energy_rose = true;  // kinetic energy of the horizontal motion
+    if (now > speed + kSpeedNoise) r.energy_rose = true;  // kinetic energy of the horizontal motion
     // Parallel to v0 and in the same sense: friction only opposes the slip.
     const float along = (s.velocity.x * v0.x + s.velocity.z * v0.z) / v0_len;
-    if (along < 0 || std::fabs(along - now) > 1e-5f * v0_len) r.direction_kept = false;
+    if (along < -kSpeedNoise || std::fabs(along - now) > kSpeedNoise) r.direction_kept = false;
     speed = now;
-    if (now == 0.0f) {
+    if (now < kStoppedSpeed) {
       r.stop_step = i + 1;
       const Vec3 d = s.position - start;
       r.distance = std::sqrt(d.x * d.x + d.z * d.z);
@@ -90,12 +95,13 @@ TEST(Friction, SlidingBoxStopsAtClosedFormDistanceAndTime) {
     // direction (a box clamp per tangent would turn it towards an axis).
     EXPECT_TRUE(r.direction_kept);
     // Still resting on the floor, not lifted or sunk.
-    EXPECT_NEAR(state(world, box).position.y, 0.5f, world.settings().slop);
+    EXPECT_NEAR(state(world, box).position.y, 0.5f, world.settings().linear_slop);
   }
 }
 
-// The deceleration each step is mu g dt, for a few mu, while sliding (tolerance 1e-3 relative:
-// float rounding of the impulses).
+// The deceleration each step is mu g dt, for a few mu, while sliding. Tolerance 1 % relative: the
+// friction at the floor tips the box forward by a fraction of a degree, which shifts load
+// between its manifold points and makes the per-step deceleration wobble by < 1 %.
 TEST(Friction, DecelerationIsMuG) {
   for (const float mu : {0.1f, 0.5f, 1.0f}) {
     World world;
@@ -103,11 +109,11 @@ TEST(Friction, DecelerationIsMuG) {
     const ObjectID box = add(world, sliding_box({8.0f, 0.0f, 0.0f}, mu));
     world.step(kDt);  // the contact is created and fully loaded in its first step
     float prev = state(world, box).velocity.x;
-    EXPECT_NEAR(8.0f - prev, mu * kG * kDt, 1e-3f * mu * kG * kDt) << "mu " << mu;
+    EXPECT_NEAR(8.0f - prev, mu * kG * kDt, 1e-2f * mu * kG * kDt) << "mu " << mu;
     for (int i = 0; i < 10; ++i) {
       world.step(kDt);
       const float now = state(world, box).velocity.x;
-      EXPECT_NEAR(prev - now, mu * kG * kDt, 1e-3f * mu * kG * kDt) << "mu " << mu << " step " << i;
+      EXPECT_NEAR(prev - now, mu * kG * kDt, 1e-2f * mu * kG * kDt) << "mu " << mu << " step " << i;
       prev = now;
     }
   }
@@ -143,36 +149,38 @@ TEST(Friction, StaticFrictionHoldsBelowTheLimit) {
   for (int i = 0; i < 60; ++i) {
     ASSERT_EQ(world.apply_force(box, {9.0f, 0.0f, 0.0f}), Error::Ok);
     world.step(kDt);
-    ASSERT_EQ(state(world, box).velocity.x, 0.0f) << "step " << i;
+    ASSERT_LT(std::fabs(state(world, box).velocity.x), kSpeedNoise) << "step " << i;
   }
-  EXPECT_EQ(state(world, box).position.x, 0.0f);
+  EXPECT_LT(std::fabs(state(world, box).position.x), 1e-3f);
   const float force = 15.0f;
   for (int i = 0; i < 60; ++i) {
     ASSERT_EQ(world.apply_force(box, {force, 0.0f, 0.0f}), Error::Ok);
     world.step(kDt);
   }
   const float a = (force - 0.5f * 2.0f * kG) / 2.0f;  // 2.595 m/s^2
-  EXPECT_NEAR(state(world, box).velocity.x, a * 60 * kDt, 1e-3f * a);
+  EXPECT_NEAR(state(world, box).velocity.x, a * 60 * kDt, 1e-2f * a);
 }
 
-// A pushed box and a pushed sphere (linear only: it slides, it cannot roll) come to rest and
-// fall asleep: the failure the demo showed without friction.
-TEST(Friction, PushedBodiesStopAndSleep) {
+// A pushed box comes to rest and falls asleep (stop within v0 / (mu g) < 0.82 s, then
+// sleep_time_s 0.5 s: within 1.5 s), at the stop distance v0^2 / (2 mu g) within 5 %.
+// A pushed sphere slides until friction has spun it up to rolling without slipping; for a solid
+// sphere (I = 2/5 m r^2) that happens at v = 5/7 v0 (Goldstein-style closed form: friction
+// impulse J gives v0 - J/m = r w = 5 J / (2 m)), after which it rolls on (within 2 %).
+TEST(Friction, PushedBoxStopsAndSleepsPushedSphereRolls) {
   World world;
   add_ground(world);  // default friction 0.5
   const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}));
-  const ObjectID ball = add(world, sphere_desc({0.0f, 0.5f, 3.0f}));
+  BodyDesc bd = sphere_desc({0.0f, 0.5f, 30.0f});
+  bd.angular_damping = 0.0f;
+  const ObjectID ball = add(world, bd);
   ASSERT_EQ(world.apply_impulse(box, {4.0f, 0.0f, 0.0f}), Error::Ok);
   ASSERT_EQ(world.apply_impulse(ball, {-3.0f, 0.0f, 2.0f}), Error::Ok);
-  // Stop within v0 / (mu g) < 0.82 s, then sleep_time_s (0.5 s): within 1.5 s.
-  const int steps = test::step_until(world, kDt, 90, [&] { return world.awake_count() == 0; });
+  const int steps = test::step_until(world, kDt, 90, [&] { return state(world, box).sleeping; });
   EXPECT_LT(steps, 90);
-  EXPECT_TRUE(state(world, box).sleeping);
-  EXPECT_TRUE(state(world, ball).sleeping);
-  // Stop distance v0^2 / (2 mu g): 1.63 m for the box, 1.33 m for the ball (5 %).
   EXPECT_NEAR(state(world, box).position.x, 16.0f / (2 * 0.5f * kG), 0.05f * 16.0f / kG);
-  const Vec3 ball_moved = state(world, ball).position - Vec3{0.0f, 0.5f, 3.0f};
-  EXPECT_NEAR(horizontal_speed(ball_moved), 13.0f / (2 * 0.5f * kG), 0.05f * 13.0f / kG);
+  const float v0 = std::sqrt(13.0f);
+  EXPECT_NEAR(horizontal_speed(state(world, ball).velocity), 5.0f / 7.0f * v0, 0.02f * v0);
+  EXPECT_FALSE(state(world, ball).sleeping);
 }
 
 // Friction between two dynamic bodies is an internal force. A 1 kg box slides at 3 m/s on a
@@ -204,7 +212,7 @@ TEST(Friction, DynamicPairConservesMomentumAndReachesCommonVelocity) {
   }
   EXPECT_NEAR(state(world, lower).velocity.x, 0.75f, 1e-3f);
   EXPECT_NEAR(state(world, upper).velocity.x, 0.75f, 1e-3f);
-  EXPECT_EQ(state(world, upper).velocity.z, 0.0f);
+  EXPECT_LT(std::fabs(state(world, upper).velocity.z), 1e-6f);  // no sideways drift
 }
 
 // The tangent basis is orthonormal and right-handed for normals in every octant and on the axes.

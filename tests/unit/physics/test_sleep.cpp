@@ -99,28 +99,32 @@ TEST(Sleep, SleepingBodyWakesWhenAnotherFallsOnIt) {
   EXPECT_TRUE(world.are_colliding(box, ball));
 }
 
-// A slow body set down on a sleeping one must not wake it (else stacks never sleep): the
-// sleeper acts as infinite mass and both end up asleep.
-TEST(Sleep, SlowBodyRestingOnSleeperDoesNotWakeIt) {
+// Islands (Box2D's rule): a body set down on a sleeping one touches it while awake, which wakes
+// the sleeper's island; the two form one island and fall asleep together once both rest for
+// sleep_time_s. The lower body is barely disturbed (< 1 mm), and the stack stays stacked.
+TEST(Sleep, BodySetOnSleeperJoinsItsIslandAndBothSleep) {
   World world;
   add_ground(world);
   const ObjectID lower = add(world, box_desc({0.0f, 0.5f, 0.0f}));
   settle(world, {lower});
   const ObjectID upper = add(world, box_desc({0.0f, 1.5f, 0.0f}));  // touching, at rest
   const BodyState lower_before = state(world, lower);
-  const int steps = test::step_until(world, kDt, 600, [&] {
-    EXPECT_TRUE(state(world, lower).sleeping);
-    return state(world, upper).sleeping;
-  });
+  world.step(kDt);
+  EXPECT_FALSE(state(world, lower).sleeping);  // woken by the awake body touching it
+  const int steps = test::step_until(world, kDt, 600, [&] { return world.awake_count() == 0; });
   ASSERT_LT(steps, 600);
-  EXPECT_TRUE(same_bits(state(world, lower).position, lower_before.position));
+  EXPECT_TRUE(state(world, lower).sleeping);
+  EXPECT_TRUE(state(world, upper).sleeping);
+  EXPECT_LT(length(state(world, lower).position - lower_before.position), 1e-3f);
   EXPECT_TRUE(world.are_colliding(lower, upper));
-  EXPECT_NEAR(state(world, upper).position.y, 1.5f, world.settings().slop + 1e-3f);
+  EXPECT_NEAR(state(world, upper).position.y, 1.5f, 2e-3f);
 }
 
 // Warm starting carries each contact's impulse across steps, so a tall stack converges and
-// sleeps instead of sinking into itself. Each contact rests within its slop, so the top box ends
-// at most 10 slops below its ideal height.
+// sleeps instead of sinking into itself. Each soft contact settles at a small penetration (its
+// static deflection under the load above it, well below the 5 mm linear slop), so the top box
+// ends at most 10 slops below its ideal height, and no box wanders sideways by 1 cm (the issue's
+// stack-drift bound; sequential impulses over 4 points per manifold lean the stack by a few mm).
 TEST(Sleep, StackOfTenSettlesAndFallsAsleep) {
   World world;
   add_ground(world);
@@ -130,8 +134,8 @@ TEST(Sleep, StackOfTenSettlesAndFallsAsleep) {
   ASSERT_LT(steps, 300) << "a 10-box stack should sleep within 5 s";
   const float top = state(world, boxes.back()).position.y;
   EXPECT_LE(top, 9.5f);
-  EXPECT_GE(top, 9.5f - 10 * world.settings().slop);
-  for (const ObjectID b : boxes) EXPECT_EQ(state(world, b).position.x, 0.0f);
+  EXPECT_GE(top, 9.5f - 10 * world.settings().linear_slop);
+  for (const ObjectID b : boxes) EXPECT_LT(std::fabs(state(world, b).position.x), 1e-2f);
 }
 
 // A ball rolling into a sleeping box wakes it within the same step, and the box takes part in
@@ -177,7 +181,7 @@ TEST(Sleep, DestroyingNeighbourWakesBodyRestingOnIt) {
   EXPECT_EQ(events[1].b, upper);
   // The upper box falls 1 m onto the ground and settles there.
   for (int i = 0; i < 120; ++i) world.step(kDt);
-  EXPECT_NEAR(state(world, upper).position.y, 0.5f, world.settings().slop + 1e-3f);
+  EXPECT_NEAR(state(world, upper).position.y, 0.5f, world.settings().linear_slop + 1e-3f);
   EXPECT_TRUE(world.are_colliding(ground, upper));
 }
 
@@ -230,7 +234,7 @@ TEST(Sleep, ForceLiftsBoxCarryingSleepingSphere) {
   EXPECT_GT(state(world, ball).position.y, ball_y0 + 0.5f);
   // Still stacked: the ball rides on the box (gap = radius + half height, within the slop).
   const float gap = state(world, ball).position.y - state(world, box).position.y;
-  EXPECT_NEAR(gap, 0.8f, world.settings().slop + 1e-3f);
+  EXPECT_NEAR(gap, 0.8f, world.settings().linear_slop + 1e-3f);
 }
 
 // A weak but steady sideways push still wakes a sleeper: the impulse it absorbs accumulates.
@@ -253,7 +257,7 @@ TEST(Sleep, SteadyWeakPushWakesSleeper) {
   }
   EXPECT_GT(state(world, pushed).position.x, x0 + 0.5f);
   EXPECT_GE(state(world, pushed).position.x - state(world, pusher).position.x,
-            1.0f - world.settings().slop - 1e-3f);
+            1.0f - world.settings().linear_slop - 1e-3f);
 }
 
 // A kinematic body keeps its set velocity however slow: it never falls asleep while moving, and
@@ -272,7 +276,7 @@ TEST(Sleep, SlowKinematicKeepsMovingAndWakesSleeper) {
   EXPECT_FALSE(state(world, box).sleeping);
   // No deeper than the slop plus one step of motion.
   EXPECT_GE(state(world, box).position.x - state(world, pusher).position.x,
-            1.0f - world.settings().slop - 0.001f);
+            1.0f - world.settings().linear_slop - 0.001f);
 }
 
 // The kinematic platform rule: a moving kinematic body wakes what it touches.

@@ -4,9 +4,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "server/app/scene.h"
 #include "server/physics/world.h"
@@ -50,23 +56,145 @@ TEST(Scene, DemoLoadsAndEveryBodyIsAcceptedByTheWorld) {
   std::string error;
   ASSERT_TRUE(load_scene("demo", &scene, &error)) << error;
   EXPECT_EQ(scene.name, "demo");
-  EXPECT_GE(scene.bodies.size(), 30u);
-  EXPECT_LE(scene.bodies.size(), 60u);
+  EXPECT_EQ(scene.bodies.size(), 71u);  // as documented on make_demo_scene
+  ASSERT_EQ(scene.body_names.size(), scene.bodies.size());
   EXPECT_EQ(scene.bodies.front().kind, physics::BodyKind::Static);  // the ground
-  int spheres = 0, bouncy = 0;
-  for (const physics::BodyDesc& b : scene.bodies) {
-    if (b.shape.kind == physics::ShapeKind::Sphere) ++spheres;
-    if (b.restitution > 0.5f) ++bouncy;
+  EXPECT_EQ(scene.bodies.front().shape.kind, physics::ShapeKind::Plane);
+  int shapes[static_cast<int>(physics::ShapeKind::Count)] = {};
+  int bouncy = 0, sensors = 0, rotated = 0, spinning = 0;
+  std::set<std::string> names;
+  for (size_t i = 0; i < scene.bodies.size(); ++i) {
+    const physics::BodyDesc& b = scene.bodies[i];
+    ++shapes[static_cast<int>(b.shape.kind)];
+    bouncy += b.restitution > 0.5f;
+    sensors += b.sensor;
+    rotated += !(b.orientation == Quat{});
+    spinning += !(b.angular_velocity == Vec3{});
+    EXPECT_FALSE(scene.body_names[i].empty()) << i;
+    names.insert(scene.body_names[i]);
+    EXPECT_NEAR(dot(b.orientation, b.orientation), 1.0f, 1e-6f) << scene.body_names[i];
   }
-  EXPECT_GT(spheres, 0);
+  EXPECT_EQ(names.size(), scene.bodies.size()) << "body names must be unique";
+  EXPECT_EQ(shapes[static_cast<int>(physics::ShapeKind::Plane)], 1);
+  EXPECT_GE(shapes[static_cast<int>(physics::ShapeKind::Box)], 50);
+  EXPECT_GE(shapes[static_cast<int>(physics::ShapeKind::Capsule)], 3);
+  EXPECT_GE(shapes[static_cast<int>(physics::ShapeKind::Sphere)], 3);
   EXPECT_GT(bouncy, 0);
+  EXPECT_EQ(sensors, 1);
+  EXPECT_GE(rotated, 5);
+  EXPECT_GE(spinning, 1);
 
   physics::WorldSettings settings;
   settings.gravity = scene.gravity;
   physics::World world(settings);
+  for (size_t i = 0; i < scene.bodies.size(); ++i) {
+    EXPECT_EQ(world.create_object(scene.bodies[i]).error, physics::Error::Ok) << scene.body_names[i];
+  }
+  // 71 bodies at 14 per datagram: a snapshot takes 6 datagrams.
+  EXPECT_EQ(wire::plan_snapshot(world.object_count()).part_count, 6);
+}
+
+// The demo must look right in `make run`: the towers nobody hits stand, the one the wrecking ball
+// hits topples, the domino row falls in sequence into the sensor zone, the sticky box stays on
+// the ramp while the slippery one slides off. Simulated headless at 60 Hz, the server's rate.
+TEST(Scene, DemoStacksStandAndToppleBelievably) {
+  const Scene scene = make_demo_scene();
+  physics::WorldSettings settings;
+  settings.gravity = scene.gravity;
+  physics::World world(settings);
+  std::vector<ObjectID> ids;
+  for (const physics::BodyDesc& b : scene.bodies) ids.push_back(world.create_object(b).id);
+  auto body = [&](std::string_view name) {
+    const int i = find_body(scene, name);
+    EXPECT_GE(i, 0) << name;
+    return i >= 0 ? world.get_object(ids[static_cast<size_t>(i)]).value_or(physics::BodyState{}) : physics::BodyState{};
+  };
+  // Angle [rad] between a body's local +Y and the world's +Y.
+  auto tilt = [](const physics::BodyState& b) {
+    return std::acos(std::clamp(rotate(b.orientation, {0, 1, 0}).y, -1.0f, 1.0f));
+  };
+  ASSERT_GE(find_body(scene, "finish_zone"), 0);
+  ASSERT_GE(find_body(scene, "domino/11"), 0);
+  const ObjectID finish_zone = ids[static_cast<size_t>(find_body(scene, "finish_zone"))];
+  const ObjectID last_domino = ids[static_cast<size_t>(find_body(scene, "domino/11"))];
+  const Vec3 tower_b_top0 = body("tower_b/5").position;
+  const Vec3 tower_c_top0 = body("tower_c/6").position;
+  const Vec3 pyramid_top0 = body("pyramid/5/0").position;
+  const Vec3 tower_a_top0 = body("tower_a/7").position;
+  const Vec3 sticky0 = body("ramp_box_sticky").position;
+  const Vec3 slippery0 = body("ramp_box_slippery").position;
+
+  bool zone_entered = false;
+  constexpr int kSteps = 8 * 60;  // 8 s
+  for (int i = 0; i < kSteps; ++i) {
+    world.step(1.0f / 60.0f);
+    for (const physics::ContactEvent& e : world.contact_events()) {
+      const bool zone_and_domino =
+          (e.a == finish_zone && e.b == last_domino) || (e.b == finish_zone && e.a == last_domino);
+      zone_entered = zone_entered || (zone_and_domino && e.type == physics::ContactEventType::Begin);
+    }
+  }
+  constexpr float kStandTolerance = 0.02f;  // [m] a standing stack's top box drifts less than this
+  EXPECT_LT(length(body("tower_b/5").position - tower_b_top0), kStandTolerance);
+  EXPECT_LT(length(body("tower_c/6").position - tower_c_top0), kStandTolerance);
+  EXPECT_LT(length(body("pyramid/5/0").position - pyramid_top0), kStandTolerance);
+  EXPECT_LT(tilt(body("tower_b/5")), 0.02f);
+  // tower_a's top box fell from 7.5 m to the ground (a box resting on a face has y <= ~0.9 m on
+  // a possibly tilted neighbour; anything below 3 m means the tower came down).
+  EXPECT_LT(body("tower_a/7").position.y, 3.0f) << "tower_a did not topple";
+  EXPECT_GT(length(body("tower_a/7").position - tower_a_top0), 4.0f);
+  // Every domino fell over (tilted well past its 9.5° tipping angle), and the last one reached
+  // the sensor zone.
+  for (int i = 0; i < 12; ++i) {
+    const std::string name = fmt::format("domino/{}", i);
+    EXPECT_GT(tilt(body(name)), 0.6f) << name << " is still standing";
+  }
+  EXPECT_TRUE(zone_entered) << "the last domino never touched the finish zone";
+  // The sensor gave no contact response: nothing rests on it, the domino lies on the ground.
+  EXPECT_LT(body("domino/11").position.y, 0.45f);
+  // Friction on the 20° ramp: mu = 0.71 holds the box (stick), mu = 0.16 does not (slide).
+  EXPECT_LT(length(body("ramp_box_sticky").position - sticky0), kStandTolerance);
+  EXPECT_GT(length(body("ramp_box_slippery").position - slippery0), 1.0f);
+  // Capsules and spheres lie on the ground (a capsule on its side has y = radius).
+  EXPECT_NEAR(body("capsule_lying").position.y, 0.25f, 0.02f);
+  EXPECT_NEAR(body("capsule_upright").position.y, 0.25f, 0.05f) << "a nearly upright capsule should topple";
+  for (int i = 0; i < 6; ++i) EXPECT_LT(body(fmt::format("sphere/{}", i)).position.y, 0.5f) << i;
+}
+
+TEST(Scene, CheckedInRotationFileLoads) {
+  const std::string path = (scenes_dir() / "ramp_and_capsules.json").string();
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(load_scene(path, &scene, &error)) << error;
+  ASSERT_EQ(scene.bodies.size(), 5u);
+  EXPECT_EQ(scene.body_names[1], "ramp");
+  const physics::BodyDesc& ground = scene.bodies[0];
+  EXPECT_EQ(ground.shape.kind, physics::ShapeKind::Plane);
+  EXPECT_EQ(ground.orientation, Quat{});
+  // 20° about +z: q = (0, 0, sin 10°, cos 10°); local +X tilts up by 20°.
+  const physics::BodyDesc& ramp = scene.bodies[1];
+  EXPECT_NEAR(ramp.orientation.z, 0.17364818f, 1e-6f);
+  EXPECT_NEAR(ramp.orientation.w, 0.98480775f, 1e-6f);
+  EXPECT_NEAR(rotate(ramp.orientation, {1, 0, 0}).y, 0.34202014f, 1e-6f);
+  // An axis of length 2 is normalised: the same rotation.
+  const physics::BodyDesc& crate = scene.bodies[2];
+  EXPECT_NEAR(crate.orientation.z, ramp.orientation.z, 1e-6f);
+  EXPECT_NEAR(crate.orientation.w, ramp.orientation.w, 1e-6f);
+  EXPECT_EQ(crate.material, 2);
+  EXPECT_EQ(crate.friction, 1.0f);
+  const physics::BodyDesc& log = scene.bodies[3];
+  EXPECT_EQ(log.shape.kind, physics::ShapeKind::Capsule);
+  EXPECT_EQ(log.shape.radius, 0.25f);
+  EXPECT_EQ(log.shape.half_height, 0.5f);
+  EXPECT_NEAR(rotate(log.orientation, {0, 1, 0}).z, 1.0f, 1e-6f);  // 90° about x: local Y -> world Z
+  EXPECT_EQ(log.angular_velocity, (Vec3{0, 2, 0}));
+  EXPECT_EQ(log.angular_damping, 0.2f);
+  EXPECT_FALSE(log.sensor);
+  EXPECT_TRUE(scene.bodies[4].sensor);
+  EXPECT_EQ(scene.bodies[4].kind, physics::BodyKind::Static);
+
+  physics::World world;
   for (const physics::BodyDesc& b : scene.bodies) EXPECT_EQ(world.create_object(b).error, physics::Error::Ok);
-  // "A handful of datagrams" per snapshot.
-  EXPECT_LE(wire::plan_snapshot(world.object_count()).part_count, 4);
 }
 
 TEST(Scene, CheckedInFileLoads) {
@@ -101,6 +229,12 @@ TEST(Scene, DefaultsForOptionalFields) {
   EXPECT_EQ(scene.bodies[0].velocity, (Vec3{}));
   EXPECT_EQ(scene.bodies[0].restitution, 0.0f);
   EXPECT_EQ(scene.bodies[0].friction, 0.5f);
+  EXPECT_EQ(scene.bodies[0].orientation, Quat{});
+  EXPECT_EQ(scene.bodies[0].angular_velocity, (Vec3{}));
+  EXPECT_EQ(scene.bodies[0].angular_damping, 0.05f);
+  EXPECT_EQ(scene.bodies[0].material, 0);
+  EXPECT_FALSE(scene.bodies[0].sensor);
+  EXPECT_EQ(scene.body_names, std::vector<std::string>{""});
 
   ASSERT_TRUE(parse_scene_json("{}", "empty", &scene, &error)) << error;
   EXPECT_TRUE(scene.bodies.empty());
@@ -162,6 +296,39 @@ TEST(Scene, BadScenesNameTheFileAndTheField) {
       {"friction above 10", scene_with(body() + ", " + body(R"(, "friction": 10.5)")), "bodies[1].friction"},
       {"NaN friction", scene_with(body(R"(, "friction": nan)")), "bodies[0].friction"},
       {"NaN gravity", R"({ "gravity": {"x":0,"y":nan,"z":0} })", "gravity.y"},
+      {"dynamic plane", scene_with(R"({ "shape": "Plane", "position": {"x":0,"y":0,"z":0} })"),
+       "bodies[0].shape: a Plane must be a Static body"},
+      {"kinematic plane",
+       scene_with(R"({ "kind": "Kinematic", "shape": "Plane", "position": {"x":0,"y":0,"z":0} })"),
+       "bodies[0].shape: a Plane must be a Static body"},
+      {"missing dims", scene_with(R"({ "position": {"x":0,"y":0,"z":0} })"), "bodies[0].dims: required"},
+      {"NaN plane dims",
+       scene_with(R"({ "kind": "Static", "shape": "Plane", "dims": {"x":nan,"y":0,"z":0}, "position": {"x":0,"y":0,"z":0} })"),
+       "bodies[0].dims"},
+      {"zero capsule radius",
+       scene_with(R"({ "shape": "Capsule", "dims": {"x":0,"y":1,"z":0}, "position": {"x":0,"y":0,"z":0} })"),
+       "bodies[0].dims.x: capsule radius"},
+      {"negative capsule half height",
+       scene_with(R"({ "shape": "Capsule", "dims": {"x":0.5,"y":-1,"z":0}, "position": {"x":0,"y":0,"z":0} })"),
+       "bodies[0].dims.y: capsule half height"},
+      {"zero rotation axis",
+       scene_with(body(R"(, "rotation": { "axis": {"x":0,"y":0,"z":0}, "degrees": 10 })")), "bodies[0].rotation.axis"},
+      {"NaN rotation axis",
+       scene_with(body(R"(, "rotation": { "axis": {"x":nan,"y":1,"z":0}, "degrees": 10 })")), "bodies[0].rotation.axis"},
+      {"rotation beyond a turn",
+       scene_with(body(R"(, "rotation": { "axis": {"x":0,"y":1,"z":0}, "degrees": 400 })")),
+       "bodies[0].rotation.degrees"},
+      {"infinite rotation angle",
+       scene_with(body(R"(, "rotation": { "axis": {"x":0,"y":1,"z":0}, "degrees": inf })")),
+       "bodies[0].rotation.degrees"},
+      {"rotation without an angle", scene_with(body(R"(, "rotation": { "axis": {"x":0,"y":1,"z":0} })")), "error"},
+      {"fast spin", scene_with(body(R"(, "angular_velocity": {"x":0,"y":101,"z":0})")),
+       "bodies[0].angular_velocity.y"},
+      {"NaN spin", scene_with(body(R"(, "angular_velocity": {"x":nan,"y":0,"z":0})")),
+       "bodies[0].angular_velocity.x"},
+      {"negative angular damping", scene_with(body(R"(, "angular_damping": -1)")), "bodies[0].angular_damping"},
+      {"huge angular damping", scene_with(body(R"(, "angular_damping": 101)")), "bodies[0].angular_damping"},
+      {"negative material", scene_with(body(R"(, "material": -1)")), "error"},
       {"not an object", "[1, 2]", "error"},
   };
   for (const BadScene& c : cases) {

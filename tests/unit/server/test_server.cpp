@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "server/app/scene.h"
 #include "server/app/server.h"
 
 namespace impulse::server {
@@ -67,7 +68,8 @@ TEST(Server, RunStepsUntilStopIsCalledFromAnotherThread) {
   Server server(local_config());
   std::string error;
   ASSERT_TRUE(server.start(&error)) << error;
-  EXPECT_EQ(server.stats().objects.load(), 39u);  // the demo scene is loaded by start()
+  // The demo scene is loaded by start().
+  EXPECT_EQ(server.stats().objects.load(), make_demo_scene().bodies.size());
   std::promise<void> returned;
   std::thread runner([&] {
     server.run();

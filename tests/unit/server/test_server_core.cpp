@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,43 @@ class CoreTest : public ::testing::Test {
   }
   // The results point into the datagrams: a temporary vector would leave them dangling.
   static std::vector<const wire::RequestResult*> results(std::vector<Sent>&&) = delete;
+  static std::vector<const wire::RaycastResult*> raycasts(const std::vector<Sent>& sent) {
+    std::vector<const wire::RaycastResult*> r;
+    for (const Sent& s : sent) {
+      if (const auto* m = s.envelope()->message_as_RaycastResult()) r.push_back(m);
+    }
+    return r;
+  }
+  static std::vector<const wire::RaycastResult*> raycasts(std::vector<Sent>&&) = delete;
+
+  /// Connects a client, sends `requests` (built datagrams) and runs one step; returns what the
+  /// step sent. Every request must be queued (none answered at once).
+  std::vector<Sent> apply_in_one_step(const Endpoint& from, const std::vector<Bytes>& requests) {
+    for (const Bytes& r : requests) EXPECT_TRUE(receive(from, r).empty());
+    return advance(kStep);
+  }
+  /// Creates one object in its own step; returns its id (null on failure, with a test failure).
+  ObjectID create(const Endpoint& from, const wire::CreateObjectArgs& args) {
+    const auto sent = apply_in_one_step(from, {copy(wire::build_create_object(fbb_, next_request_++, args))});
+    const auto r = results(sent);
+    if (r.size() != 1 || r[0]->code() != ResultCode::Ok) {
+      ADD_FAILURE() << "create failed" << (r.size() == 1 && r[0]->message() ? ": " + r[0]->message()->str() : "");
+      return {};
+    }
+    return from_wire(r[0]->id());
+  }
+  /// The snapshot row of `id` in what was sent, or nullopt.
+  static std::optional<wire::ObjectState> snapshot_row(const std::vector<Sent>& sent, ObjectID id) {
+    for (const Sent& s : sent) {
+      const auto* snap = s.envelope()->message_as_Snapshot();
+      if (snap == nullptr || snap->objects() == nullptr) continue;
+      for (const wire::ObjectState* o : *snap->objects()) {
+        if (o->id() == impulse::to_wire(id)) return *o;
+      }
+    }
+    return std::nullopt;
+  }
+  uint32_t next_request_ = 1000;
 
   ServerConfig config_;
   ServerStats stats_;
@@ -148,8 +186,10 @@ TEST_F(CoreTest, ServerFullAndBadConnectsAreRejected) {
 
 TEST_F(CoreTest, VersionMismatchConnectGetsASmallRejection) {
   flatbuffers::FlatBufferBuilder fbb;
+  constexpr uint16_t kOther = wire::kProtocolVersion + 1;
   const auto name = fbb.CreateString("from the future");
-  FinishEnvelopeBuffer(fbb, wire::CreateEnvelope(fbb, 2, Message::Connect, wire::CreateConnect(fbb, 2, name).Union()));
+  FinishEnvelopeBuffer(fbb,
+                       wire::CreateEnvelope(fbb, kOther, Message::Connect, wire::CreateConnect(fbb, kOther, name).Union()));
   const Bytes request = copy({fbb.GetBufferPointer(), fbb.GetSize()});
   const auto sent = receive(endpoint(9), request);
   ASSERT_EQ(sent.size(), 1u);
@@ -384,6 +424,318 @@ TEST_F(CoreTest, AccumulatorIsCappedAndCountsDroppedSteps) {
   EXPECT_EQ(stats_.tick.load(), 4u);
   advance(kStep, &steps);  // back to real time: exactly one step
   EXPECT_EQ(steps, 1);
+}
+
+// --- Rotation, shapes, sensors and raycasts (protocol version 2) --------------------------------
+
+constexpr float kPi = 3.14159265f;
+
+TEST_F(CoreTest, CreateObjectCarriesOrientationShapesSensorAndMaterialIntoTheWorld) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  // An oriented cube, its quaternion 0.05 % too long: accepted and normalised by the server. A
+  // cube's inertia is isotropic, so its spin stays constant (no gyroscopic drift) and the
+  // closed form below holds.
+  const Quat tilt = quat_from_axis_angle({0, 0, 1}, kPi / 6.0f);
+  wire::CreateObjectArgs box;
+  box.shape = wire::ShapeKind::Box;
+  box.dims = {0.5f, 0.5f, 0.5f};
+  box.position = {0, 50, 0};
+  box.orientation = {tilt.x * 1.0005f, tilt.y * 1.0005f, tilt.z * 1.0005f, tilt.w * 1.0005f};
+  box.angular_velocity = {0.0f, 1.5f, 0.0f};
+  box.angular_damping = 0.0f;
+  box.material = 3;
+  const ObjectID box_id = create(a, box);
+  ASSERT_FALSE(box_id.is_null());
+  wire::CreateObjectArgs capsule;
+  capsule.shape = wire::ShapeKind::Capsule;
+  capsule.dims = {0.25f, 0.75f, 0.0f};
+  capsule.position = {5, 50, 0};
+  const ObjectID capsule_id = create(a, capsule);
+  ASSERT_FALSE(capsule_id.is_null());
+  wire::CreateObjectArgs zone;
+  zone.kind = wire::BodyKind::Static;
+  zone.shape = wire::ShapeKind::Box;
+  zone.dims = {1.0f, 0.5f, 2.0f};
+  zone.position = {-5, 1, 0};
+  zone.sensor = true;
+  const ObjectID zone_id = create(a, zone);
+  ASSERT_FALSE(zone_id.is_null());
+
+  const std::optional<physics::BodyState> b = core_.world().get_object(box_id);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->shape.kind, physics::ShapeKind::Box);
+  EXPECT_EQ(b->shape.half_extents, (Vec3{0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(b->material, 3);
+  EXPECT_FALSE(b->sensor);
+  // Spinning at 1.5 rad/s about +Y for the steps since creation: the local X axis, tilted 30°
+  // up, keeps its height (a rotation about +Y) and turns about Y by 1.5 rad/s * t.
+  EXPECT_NEAR(std::sqrt(dot(b->orientation, b->orientation)), 1.0f, 1e-6f);
+  const Vec3 local_x = rotate(b->orientation, {1, 0, 0});
+  EXPECT_NEAR(local_x.y, 0.5f, 1e-4f);  // sin 30°
+  EXPECT_NEAR(b->angular_velocity.y, 1.5f, 1e-5f);
+
+  const std::optional<physics::BodyState> c = core_.world().get_object(capsule_id);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->shape.kind, physics::ShapeKind::Capsule);
+  EXPECT_EQ(c->shape.radius, 0.25f);
+  EXPECT_EQ(c->shape.half_height, 0.75f);
+  EXPECT_EQ(c->orientation, Quat{});  // absent on the wire = identity
+  const std::optional<physics::BodyState> z = core_.world().get_object(zone_id);
+  ASSERT_TRUE(z.has_value());
+  EXPECT_TRUE(z->sensor);
+  EXPECT_EQ(z->kind, physics::BodyKind::Static);
+
+  // The snapshot rows carry the pose, the angular velocity, the dims and the sensor flag.
+  std::optional<wire::ObjectState> box_row, capsule_row, zone_row;
+  for (int i = 0; i < 4 && !(box_row && capsule_row && zone_row); ++i) {
+    const auto sent = advance(kStep);
+    box_row = snapshot_row(sent, box_id);
+    capsule_row = snapshot_row(sent, capsule_id);
+    zone_row = snapshot_row(sent, zone_id);
+  }
+  ASSERT_TRUE(box_row && capsule_row && zone_row) << "no snapshot with all three rows";
+  const physics::BodyState now = *core_.world().get_object(box_id);
+  EXPECT_EQ(wire::to_quat(box_row->orientation()), now.orientation);  // bit-exact copy
+  EXPECT_EQ(wire::to_vec3(box_row->angular_velocity()), now.angular_velocity);
+  EXPECT_EQ(box_row->shape(), wire::ShapeKind::Box);
+  EXPECT_EQ(capsule_row->shape(), wire::ShapeKind::Capsule);
+  EXPECT_EQ(wire::to_vec3(capsule_row->dims()), (Vec3{0.25f, 0.75f, 0.25f}));
+  EXPECT_TRUE(zone_row->sensor());
+  EXPECT_EQ(wire::to_vec3(zone_row->dims()), (Vec3{1.0f, 0.5f, 2.0f}));
+  EXPECT_FALSE(box_row->sensor());
+}
+
+TEST_F(CoreTest, PlaneIsAcceptedOnlyAsAStaticBody) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs plane;
+  plane.shape = wire::ShapeKind::Plane;
+  plane.position = {0, -2, 0};
+  plane.orientation = quat_from_axis_angle({1, 0, 0}, 0.1f);
+  for (const wire::BodyKind kind : {wire::BodyKind::Dynamic, wire::BodyKind::Kinematic}) {
+    plane.kind = kind;
+    const auto sent = receive(a, wire::build_create_object(fbb_, 1, plane));  // refused at once
+    const auto r = results(sent);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
+    EXPECT_NE(r[0]->message()->str().find("Plane"), std::string::npos) << r[0]->message()->str();
+  }
+  EXPECT_EQ(core_.queued_requests(), 0u);
+  plane.kind = wire::BodyKind::Static;
+  const ObjectID id = create(a, plane);
+  ASSERT_FALSE(id.is_null());
+  const physics::BodyState body = *core_.world().get_object(id);
+  EXPECT_EQ(body.shape.kind, physics::ShapeKind::Plane);
+  EXPECT_EQ(body.kind, physics::BodyKind::Static);
+  std::optional<wire::ObjectState> row;
+  for (int i = 0; i < 4 && !row; ++i) row = snapshot_row(advance(kStep), id);
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->shape(), wire::ShapeKind::Plane);
+  EXPECT_EQ(wire::to_vec3(row->dims()), (Vec3{}));
+  EXPECT_EQ(wire::to_quat(row->orientation()), body.orientation);
+}
+
+TEST_F(CoreTest, TorqueActsForOneStepByTheClosedForm) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  // A free-falling solid sphere, m = 2 kg, r = 0.5 m: I = 2/5 m r^2 = 0.2 kg m^2. A torque T for
+  // one step of dt = 1/60 s gives dw = T dt / I (no damping, no contact).
+  wire::CreateObjectArgs ball;
+  ball.dims = {0.5f, 0.5f, 0.5f};
+  ball.mass = 2.0f;
+  ball.position = {0, 80, 0};
+  ball.angular_damping = 0.0f;
+  const ObjectID id = create(a, ball);
+  ASSERT_FALSE(id.is_null());
+  const Vec3 torque{0.0f, 3.0f, -1.2f};
+  const auto sent = apply_in_one_step(a, {copy(wire::build_apply_torque(fbb_, 1, id, torque))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0]->code(), ResultCode::Ok);
+  EXPECT_EQ(from_wire(r[0]->id()), id);
+  const float inertia = 0.4f * 2.0f * 0.25f;
+  const Vec3 expected = torque * ((1.0f / kTickHz) / inertia);  // (0, 0.25, -0.1) rad/s
+  const Vec3 w = core_.world().get_object(id)->angular_velocity;
+  EXPECT_NEAR(w.x, 0.0f, 1e-6f);
+  EXPECT_NEAR(w.y, expected.y, 1e-4f * expected.y);
+  EXPECT_NEAR(w.z, expected.z, 1e-4f * -expected.z);
+  advance(kStep);  // the torque was for one step only: a free sphere keeps its spin
+  const Vec3 w_next = core_.world().get_object(id)->angular_velocity;
+  EXPECT_NEAR(w_next.x, w.x, 1e-6f);
+  EXPECT_NEAR(w_next.y, w.y, 1e-6f);
+  EXPECT_NEAR(w_next.z, w.z, 1e-6f);
+
+  // Errors: NotDynamic on the static ground, StaleId, and InvalidArgument at once for NaN.
+  const auto sent2 = apply_in_one_step(
+      a, {copy(wire::build_apply_torque(fbb_, 2, ground_id_, torque)),
+          copy(wire::build_apply_torque(fbb_, 3, ObjectID{999, 7}, torque))});
+  const auto r2 = results(sent2);
+  ASSERT_EQ(r2.size(), 2u);
+  EXPECT_EQ(r2[0]->code(), ResultCode::NotDynamic);
+  EXPECT_NE(r2[0]->message()->str().find("torque"), std::string::npos);
+  EXPECT_EQ(r2[1]->code(), ResultCode::StaleId);
+  const auto refused = receive(a, wire::build_apply_torque(fbb_, 4, id, {std::nanf(""), 0, 0}));
+  const auto r3 = results(refused);
+  ASSERT_EQ(r3.size(), 1u);
+  EXPECT_EQ(r3[0]->code(), ResultCode::InvalidArgument);
+  EXPECT_NE(r3[0]->message()->str().find("torque"), std::string::npos);
+}
+
+TEST_F(CoreTest, SetAngularVelocityIsAppliedAndRefusedForStaticBodies) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {0, 80, 0};
+  ball.angular_damping = 0.0f;
+  const ObjectID id = create(a, ball);
+  ASSERT_FALSE(id.is_null());
+  const Vec3 w{1.0f, -2.0f, 0.5f};
+  const auto sent = apply_in_one_step(a, {copy(wire::build_set_angular_velocity(fbb_, 1, id, w)),
+                                          copy(wire::build_set_angular_velocity(fbb_, 2, ground_id_, w))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0]->code(), ResultCode::Ok);
+  EXPECT_EQ(r[1]->code(), ResultCode::NotDynamic);
+  const Vec3 got = core_.world().get_object(id)->angular_velocity;  // a free sphere keeps it
+  EXPECT_NEAR(got.x, w.x, 1e-6f);
+  EXPECT_NEAR(got.y, w.y, 1e-6f);
+  EXPECT_NEAR(got.z, w.z, 1e-6f);
+  const auto refused = receive(a, wire::build_set_angular_velocity(fbb_, 3, id, {0, 150.0f, 0}));
+  const auto r2 = results(refused);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0]->code(), ResultCode::InvalidArgument);
+  EXPECT_NE(r2[0]->message()->str().find("angular_velocity"), std::string::npos);
+}
+
+TEST_F(CoreTest, RaycastAnswersTheClosestHitOrAllHitsAfterTheStep) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  // Static targets on the vertical line x = z = 0: a sphere (top at 6.5) above a box (top at
+  // 3.5) above the ground (top at 0).
+  wire::CreateObjectArgs sphere;
+  sphere.kind = wire::BodyKind::Static;
+  sphere.dims = {0.5f, 0.5f, 0.5f};
+  sphere.position = {0, 6, 0};
+  const ObjectID sphere_id = create(a, sphere);
+  wire::CreateObjectArgs box;
+  box.kind = wire::BodyKind::Static;
+  box.shape = wire::ShapeKind::Box;
+  box.dims = {0.5f, 0.5f, 0.5f};
+  box.position = {0, 3, 0};
+  const ObjectID box_id = create(a, box);
+  ASSERT_FALSE(sphere_id.is_null());
+  ASSERT_FALSE(box_id.is_null());
+
+  // Origin 10 m up, 20 m down: fraction = (10 - y_hit) / 20.
+  const Vec3 origin{0, 10, 0}, down{0, -20, 0};
+  const auto sent = apply_in_one_step(a, {copy(wire::build_raycast(fbb_, 1, origin, down, false)),
+                                          copy(wire::build_raycast(fbb_, 2, origin, down, true)),
+                                          copy(wire::build_raycast(fbb_, 3, {100, 5, 100}, {0, 0, 10}, true))});
+  const auto r = raycasts(sent);
+  ASSERT_EQ(r.size(), 3u);
+  for (const wire::RaycastResult* m : r) {
+    EXPECT_EQ(m->code(), ResultCode::Ok);
+    EXPECT_EQ(m->tick(), core_.world().tick());
+    EXPECT_FALSE(m->truncated());
+    EXPECT_EQ(m->message(), nullptr);
+  }
+  EXPECT_EQ(r[0]->request_id(), 1u);
+  ASSERT_NE(r[0]->hits(), nullptr);
+  ASSERT_EQ(r[0]->hits()->size(), 1u);
+  const wire::RayHitEntry* closest = r[0]->hits()->Get(0);
+  EXPECT_EQ(from_wire(closest->id()), sphere_id);
+  EXPECT_NEAR(closest->point().y(), 6.5f, 1e-4f);
+  EXPECT_NEAR(closest->normal().y(), 1.0f, 1e-5f);
+  EXPECT_NEAR(closest->fraction(), 3.5f / 20.0f, 1e-5f);
+
+  ASSERT_NE(r[1]->hits(), nullptr);
+  ASSERT_EQ(r[1]->hits()->size(), 3u);
+  const ObjectID expected_ids[] = {sphere_id, box_id, ground_id_};
+  const float expected_y[] = {6.5f, 3.5f, 0.0f};
+  for (uint32_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i);
+    const wire::RayHitEntry* h = r[1]->hits()->Get(i);
+    EXPECT_EQ(from_wire(h->id()), expected_ids[i]);
+    EXPECT_NEAR(h->point().y(), expected_y[i], 1e-4f);
+    EXPECT_NEAR(h->fraction(), (10.0f - expected_y[i]) / 20.0f, 1e-5f);
+    EXPECT_NEAR(h->normal().y(), 1.0f, 1e-5f);
+  }
+  EXPECT_EQ(r[2]->hits(), nullptr);  // beyond the ground's edge: a miss
+
+  // A body created earlier in the same wake-up is seen: the raycast runs after the step.
+  wire::CreateObjectArgs ball;
+  ball.dims = {0.5f, 0.5f, 0.5f};
+  ball.position = {20, 30, 0};
+  const auto sent2 = apply_in_one_step(a, {copy(wire::build_create_object(fbb_, 4, ball)),
+                                           copy(wire::build_raycast(fbb_, 5, {20, 40, 0}, {0, -20, 0}, false))});
+  const auto created = results(sent2);
+  const auto r2 = raycasts(sent2);
+  ASSERT_EQ(created.size(), 1u);
+  ASSERT_EQ(r2.size(), 1u);
+  ASSERT_NE(r2[0]->hits(), nullptr);
+  ASSERT_EQ(r2[0]->hits()->size(), 1u);
+  EXPECT_EQ(r2[0]->hits()->Get(0)->id(), created[0]->id());
+  EXPECT_EQ(stats_.requests_rejected.load(), 0u);
+}
+
+TEST_F(CoreTest, RaycastAllIsTruncatedToTheNearestHitsThatFitOneDatagram) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  // 40 static spheres in a row along +x at y = 5, 1 m apart: more hits than one datagram holds.
+  constexpr int kSpheres = 40;
+  std::vector<Bytes> creates;
+  for (int i = 0; i < kSpheres; ++i) {
+    wire::CreateObjectArgs s;
+    s.kind = wire::BodyKind::Static;
+    s.dims = {0.2f, 0.2f, 0.2f};
+    s.position = {1.0f + static_cast<float>(i), 5, 0};
+    creates.push_back(copy(wire::build_create_object(fbb_, static_cast<uint32_t>(i + 1), s)));
+  }
+  const auto created = apply_in_one_step(a, creates);
+  ASSERT_EQ(results(created).size(), static_cast<size_t>(kSpheres));
+  const Vec3 origin{0, 5, 0}, along{50, 0, 0};
+  const auto sent = apply_in_one_step(a, {copy(wire::build_raycast(fbb_, 100, origin, along, true)),
+                                          copy(wire::build_raycast(fbb_, 101, origin, along, false))});
+  const auto r = raycasts(sent);
+  ASSERT_EQ(r.size(), 2u);
+  const uint32_t capacity = wire::raycast_hits_per_datagram();
+  ASSERT_LT(capacity, static_cast<uint32_t>(kSpheres));
+  ASSERT_NE(r[0]->hits(), nullptr);
+  EXPECT_EQ(r[0]->hits()->size(), capacity);
+  EXPECT_TRUE(r[0]->truncated());
+  for (uint32_t i = 0; i < r[0]->hits()->size(); ++i) {  // the nearest, in order: x = i + 0.8
+    EXPECT_NEAR(r[0]->hits()->Get(i)->point().x(), 0.8f + static_cast<float>(i), 1e-4f) << i;
+    EXPECT_NEAR(r[0]->hits()->Get(i)->normal().x(), -1.0f, 1e-5f);
+  }
+  ASSERT_NE(r[1]->hits(), nullptr);
+  ASSERT_EQ(r[1]->hits()->size(), 1u);
+  EXPECT_FALSE(r[1]->truncated());
+  EXPECT_NEAR(r[1]->hits()->Get(0)->fraction(), 0.8f / 50.0f, 1e-6f);
+}
+
+TEST_F(CoreTest, BadRaycastsAreAnsweredAtOnceWithARaycastResult) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  const auto sent = receive(a, wire::build_raycast(fbb_, 7, {0, 10, 0}, {0, 0, 0}, false));
+  const auto r = raycasts(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->request_id(), 7u);
+  EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
+  EXPECT_EQ(r[0]->hits(), nullptr);
+  ASSERT_NE(r[0]->message(), nullptr);
+  EXPECT_NE(r[0]->message()->str().find("translation"), std::string::npos);
+  EXPECT_EQ(core_.queued_requests(), 0u);
+
+  // From a stranger: NotConnected, in a reply no larger than the request.
+  const Bytes request = copy(wire::build_raycast(fbb_, 8, {0, 10, 0}, {0, -1, 0}, true));
+  const auto stranger = receive(endpoint(9), request);
+  ASSERT_EQ(stranger.size(), 1u);
+  EXPECT_LE(stranger[0].bytes.size(), request.size());
+  const auto r2 = raycasts(stranger);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0]->request_id(), 8u);
+  EXPECT_EQ(r2[0]->code(), ResultCode::NotConnected);
 }
 
 // --- StepClock and snapshot cadence -------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "shared/wire/codec.h"
@@ -37,6 +38,9 @@ std::vector<Bytes> client_datagrams() {
   out.push_back(copy(build_apply_force(fbb, 9, ObjectID{1, 1}, {1, 2, 3}, impulse::Vec3{4, 5, 6})));
   out.push_back(copy(build_apply_impulse(fbb, 10, ObjectID{1, 1}, {1, 2, 3})));
   out.push_back(copy(build_set_velocity(fbb, 11, ObjectID{1, 1}, {1, 2, 3})));
+  out.push_back(copy(build_apply_torque(fbb, 13, ObjectID{1, 1}, {1, 2, 3})));
+  out.push_back(copy(build_set_angular_velocity(fbb, 14, ObjectID{1, 1}, {1, 2, 3})));
+  out.push_back(copy(build_raycast(fbb, 15, {0, 10, 0}, {0, -20, 0}, true)));
   out.push_back(copy(build_ping(fbb, 12)));
   out.push_back(copy(build_disconnect(fbb, "bye")));
   return out;
@@ -56,6 +60,8 @@ std::vector<Bytes> server_datagrams() {
   out.push_back(copy(build_snapshot_part(fbb, 5, objects, plan, 1)));
   const std::vector<CollisionEvent> events(3);
   out.push_back(copy(build_collision_events(fbb, events)));
+  const std::vector<RayHitEntry> hits(2);
+  out.push_back(copy(build_raycast_result(fbb, 16, ResultCode::Ok, 5, hits, false, {})));
   return out;
 }
 
@@ -178,6 +184,9 @@ TEST(VerifyDatagram, MutatedDatagramsAreRejectedOrSafeToRead) {
     if (const auto* m = e->message_as_ApplyForce()) (void)check_request(*m);
     if (const auto* m = e->message_as_ApplyImpulse()) (void)check_request(*m);
     if (const auto* m = e->message_as_SetVelocity()) (void)check_request(*m);
+    if (const auto* m = e->message_as_ApplyTorque()) (void)check_request(*m);
+    if (const auto* m = e->message_as_SetAngularVelocity()) (void)check_request(*m);
+    if (const auto* m = e->message_as_Raycast()) (void)check_request(*m);
     if (const auto* m = e->message_as_Connect()) {
       (void)check_request(*m);
       if (m->client_name()) {
@@ -193,14 +202,15 @@ TEST(VerifyDatagram, MutatedDatagramsAreRejectedOrSafeToRead) {
 
 TEST(VerifyDatagram, KeepsTheEnvelopeOnVersionMismatch) {
   flatbuffers::FlatBufferBuilder fbb;
-  const auto name = fbb.CreateString("old client");
-  const auto connect = CreateConnect(fbb, 2, name);
-  FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, 2, Message::Connect, connect.Union()));
+  constexpr uint16_t kOther = kProtocolVersion + 1;
+  const auto name = fbb.CreateString("other client");
+  const auto connect = CreateConnect(fbb, kOther, name);
+  FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kOther, Message::Connect, connect.Union()));
   const Bytes b = copy({fbb.GetBufferPointer(), fbb.GetSize()});
   const Verified v = verify(b, Direction::ClientToServer);
   EXPECT_EQ(v.reason, DropReason::VersionMismatch);
   ASSERT_NE(v.envelope, nullptr);
-  EXPECT_EQ(v.envelope->protocol_version(), 2);
+  EXPECT_EQ(v.envelope->protocol_version(), kOther);
   EXPECT_EQ(v.envelope->message_type(), Message::Connect);
 }
 
@@ -331,6 +341,19 @@ TEST(CheckCreateObject, RejectsEveryBadFieldNamingIt) {
       {"friction", [](CreateObjectArgs& a) { a.friction = kInf; }},
       {"kind", [](CreateObjectArgs& a) { a.kind = static_cast<BodyKind>(7); }},
       {"shape", [](CreateObjectArgs& a) { a.shape = static_cast<ShapeKind>(9); }},
+      {"orientation", [](CreateObjectArgs& a) { a.orientation = impulse::Quat{0, 0, 0, 0}; }},
+      {"orientation", [](CreateObjectArgs& a) { a.orientation = impulse::Quat{0, 0, 0, 2}; }},
+      {"orientation", [](CreateObjectArgs& a) { a.orientation = impulse::Quat{0, 0, 0, 1.0011f}; }},
+      {"orientation", [](CreateObjectArgs& a) { a.orientation = impulse::Quat{0, 0.6f, 0, 0.79f}; }},
+      {"orientation", [](CreateObjectArgs& a) { a.orientation = impulse::Quat{kNaN, 0, 0, 1}; }},
+      {"orientation", [](CreateObjectArgs& a) { a.orientation = impulse::Quat{0, 0, kInf, 1}; }},
+      {"angular_velocity", [](CreateObjectArgs& a) { a.angular_velocity.x = 100.5f; }},
+      {"angular_velocity", [](CreateObjectArgs& a) { a.angular_velocity.y = -101.0f; }},
+      {"angular_velocity", [](CreateObjectArgs& a) { a.angular_velocity.z = kNaN; }},
+      {"angular_damping", [](CreateObjectArgs& a) { a.angular_damping = -0.01f; }},
+      {"angular_damping", [](CreateObjectArgs& a) { a.angular_damping = 100.5f; }},
+      {"angular_damping", [](CreateObjectArgs& a) { a.angular_damping = kNaN; }},
+      {"shape", [](CreateObjectArgs& a) { a.shape = ShapeKind::Plane; }},  // a dynamic plane
   };
   for (const Case& c : cases) {
     CreateObjectArgs a = box_args();
@@ -338,6 +361,81 @@ TEST(CheckCreateObject, RejectsEveryBadFieldNamingIt) {
     const Check check = check_create(a);
     EXPECT_EQ(check.code, ResultCode::InvalidArgument) << c.field;
     EXPECT_NE(check.message.find(c.field), std::string_view::npos) << c.field << " vs " << check.message;
+  }
+}
+
+TEST(CheckCreateObject, OrientationAngularVelocityAndDampingBoundsAreInclusive) {
+  CreateObjectArgs a = box_args();
+  // | |q| - 1 | <= 1e-3 is accepted (the server normalises), any rotation of unit length too.
+  for (const impulse::Quat q : {impulse::Quat{0, 0, 0, 1.0009f}, impulse::Quat{0, 0, 0, 0.9991f},
+                                impulse::Quat{0, 0, 0, -1}, impulse::Quat{0.5f, 0.5f, 0.5f, 0.5f},
+                                impulse::Quat{0, 0.6f, 0, 0.8f}}) {
+    a.orientation = q;
+    EXPECT_TRUE(check_create(a).ok()) << q.x << " " << q.y << " " << q.z << " " << q.w << ": " << check_create(a).message;
+  }
+  a.angular_velocity = {kMaxAngularSpeed, -kMaxAngularSpeed, 0};
+  EXPECT_TRUE(check_create(a).ok());
+  a.angular_damping = 0.0f;
+  EXPECT_TRUE(check_create(a).ok());
+  a.angular_damping = kMaxAngularDamping;
+  EXPECT_TRUE(check_create(a).ok());
+}
+
+TEST(CheckCreateObject, CapsuleRadiusAndHalfHeightRanges) {
+  CreateObjectArgs a = box_args();
+  a.shape = ShapeKind::Capsule;
+  a.dims = {0.25f, 0.5f, 0.0f};  // z is ignored for a capsule
+  EXPECT_TRUE(check_create(a).ok()) << check_create(a).message;
+  a.dims = {kMaxExtent, kMaxExtent, 0.0f};
+  EXPECT_TRUE(check_create(a).ok());
+  a.dims = {0.25f, 0.0f, 0.0f};  // half height 0 is a sphere-like capsule, allowed
+  EXPECT_TRUE(check_create(a).ok());
+  struct Case {
+    impulse::Vec3 dims;
+    const char* field;
+  };
+  for (const Case& c : {Case{{0.0f, 0.5f, 0.0f}, "radius"}, Case{{-0.1f, 0.5f, 0.0f}, "radius"},
+                        Case{{1000.5f, 0.5f, 0.0f}, "radius"}, Case{{0.25f, -0.01f, 0.0f}, "half_height"},
+                        Case{{0.25f, 1000.5f, 0.0f}, "half_height"}, Case{{0.25f, kNaN, 0.0f}, "dims"},
+                        Case{{0.25f, 0.5f, kInf}, "dims"}}) {
+    a.dims = c.dims;
+    const Check check = check_create(a);
+    EXPECT_EQ(check.code, ResultCode::InvalidArgument) << c.field;
+    EXPECT_NE(check.message.find(c.field), std::string_view::npos) << c.field << " vs " << check.message;
+  }
+}
+
+TEST(CheckCreateObject, PlaneOnlyAsAStaticBodyAndItsDimsAreIgnored) {
+  CreateObjectArgs a;
+  a.shape = ShapeKind::Plane;
+  a.dims = {0.0f, 0.0f, 0.0f};  // ignored
+  a.orientation = impulse::quat_from_axis_angle({0, 0, 1}, 0.3f);
+  for (const BodyKind kind : {BodyKind::Dynamic, BodyKind::Kinematic}) {
+    a.kind = kind;
+    const Check c = check_create(a);
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument);
+    EXPECT_NE(c.message.find("Plane"), std::string_view::npos) << c.message;
+  }
+  a.kind = BodyKind::Static;
+  EXPECT_TRUE(check_create(a).ok()) << check_create(a).message;
+  a.dims = {kNaN, 0.0f, 0.0f};  // ignored, but never accepted as NaN
+  EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
+
+  // A plane may leave dims out entirely.
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto m = CreateCreateObject(fbb, 3, BodyKind::Static, ShapeKind::Plane);
+  const auto d = decode<CreateObject>(finish(fbb, Message::CreateObject, m.Union()), Direction::ClientToServer);
+  ASSERT_NE(d.message, nullptr);
+  EXPECT_TRUE(check_request(*d.message).ok());
+}
+
+TEST(CheckCreateObject, SensorAndMaterialAreAcceptedForEveryKind) {
+  for (const BodyKind kind : {BodyKind::Dynamic, BodyKind::Static, BodyKind::Kinematic}) {
+    CreateObjectArgs a = box_args();
+    a.kind = kind;
+    a.sensor = true;
+    a.material = UINT16_MAX;
+    EXPECT_TRUE(check_create(a).ok()) << EnumNameBodyKind(kind);
   }
 }
 
@@ -356,6 +454,12 @@ TEST(CheckCreateObject, RequiresDimsButDefaultsPositionAndVelocity) {
   const auto only_dims = decode<CreateObject>(finish(fbb, Message::CreateObject, m2.Union()), Direction::ClientToServer);
   ASSERT_NE(only_dims.message, nullptr);
   EXPECT_TRUE(check_request(*only_dims.message).ok());
+  // Absent version-2 fields take their documented defaults.
+  EXPECT_EQ(only_dims.message->orientation(), nullptr);  // identity
+  EXPECT_EQ(only_dims.message->angular_velocity(), nullptr);  // zero
+  EXPECT_FALSE(only_dims.message->sensor());
+  EXPECT_EQ(only_dims.message->angular_damping(), 0.05f);
+  EXPECT_EQ(only_dims.message->material(), 0);
 }
 
 TEST(CheckApplyForce, BoundsAndFiniteness) {
@@ -410,6 +514,83 @@ TEST(CheckSetVelocity, BoundsAndFiniteness) {
   }
 }
 
+TEST(CheckApplyTorque, BoundsAndFiniteness) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto check = [&](impulse::Vec3 t) {
+    const auto d = decode<ApplyTorque>(build_apply_torque(fbb, 1, ObjectID{1, 1}, t), Direction::ClientToServer);
+    return check_request(*d.message);
+  };
+  EXPECT_TRUE(check({kMaxTorque, -kMaxTorque, 0}).ok());
+  for (float bad : {2.0e9f, -2.0e9f, kNaN, kInf}) {
+    const Check c = check({0, 0, bad});
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
+    EXPECT_NE(c.message.find("torque"), std::string_view::npos);
+  }
+  fbb.Clear();  // torque is required
+  const auto m = CreateApplyTorque(fbb, 1, 1);
+  const auto d = decode<ApplyTorque>(finish(fbb, Message::ApplyTorque, m.Union()), Direction::ClientToServer);
+  const Check missing = check_request(*d.message);
+  EXPECT_EQ(missing.code, ResultCode::InvalidArgument);
+  EXPECT_NE(missing.message.find("torque"), std::string_view::npos);
+}
+
+TEST(CheckSetAngularVelocity, BoundsAndFiniteness) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto check = [&](impulse::Vec3 w) {
+    const auto d = decode<SetAngularVelocity>(build_set_angular_velocity(fbb, 1, ObjectID{1, 1}, w),
+                                              Direction::ClientToServer);
+    return check_request(*d.message);
+  };
+  EXPECT_TRUE(check({kMaxAngularSpeed, 0, -kMaxAngularSpeed}).ok());
+  for (float bad : {100.01f, -101.0f, kNaN, -kInf}) {
+    const Check c = check({bad, 0, 0});
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
+    EXPECT_NE(c.message.find("angular_velocity"), std::string_view::npos);
+  }
+  fbb.Clear();
+  const auto m = CreateSetAngularVelocity(fbb, 1, 1);
+  const auto d = decode<SetAngularVelocity>(finish(fbb, Message::SetAngularVelocity, m.Union()),
+                                            Direction::ClientToServer);
+  EXPECT_EQ(check_request(*d.message).code, ResultCode::InvalidArgument);
+}
+
+TEST(CheckRaycast, OriginAndTranslationBounds) {
+  flatbuffers::FlatBufferBuilder fbb;
+  auto check = [&](impulse::Vec3 origin, impulse::Vec3 translation) {
+    const auto d = decode<Raycast>(build_raycast(fbb, 1, origin, translation, false), Direction::ClientToServer);
+    return check_request(*d.message);
+  };
+  EXPECT_TRUE(check({kMaxCoordinate, -kMaxCoordinate, 0}, {0, -kMaxRayLength, 0}).ok());
+  EXPECT_TRUE(check({0, 0, 0}, {1e-3f, 0, 0}).ok());
+  // 1200^2 + 1600^2 = 2000^2: a diagonal of exactly the maximum length.
+  EXPECT_TRUE(check({0, 0, 0}, {1200.0f, -1600.0f, 0}).ok());
+  struct Case {
+    impulse::Vec3 origin;
+    impulse::Vec3 translation;
+    const char* field;
+  };
+  for (const Case& c : {Case{{100001.0f, 0, 0}, {0, -1, 0}, "origin"}, Case{{0, kNaN, 0}, {0, -1, 0}, "origin"},
+                        Case{{0, 0, -kInf}, {0, -1, 0}, "origin"}, Case{{0, 0, 0}, {0, 0, 0}, "translation"},
+                        Case{{0, 0, 0}, {0, -2000.5f, 0}, "translation"},
+                        Case{{0, 0, 0}, {1200.0f, -1601.0f, 0}, "translation"},
+                        Case{{0, 0, 0}, {kNaN, -1, 0}, "translation"}, Case{{0, 0, 0}, {0, kInf, 0}, "translation"},
+                        Case{{0, 0, 0}, {3.0e38f, 3.0e38f, 0}, "translation"}}) {
+    const Check check_result = check(c.origin, c.translation);
+    EXPECT_EQ(check_result.code, ResultCode::InvalidArgument) << c.field;
+    EXPECT_NE(check_result.message.find(c.field), std::string_view::npos) << check_result.message;
+  }
+  fbb.Clear();  // both vectors are required
+  const wire::Vec3 v(0, -1, 0);
+  using Missing = std::tuple<const wire::Vec3*, const wire::Vec3*, const char*>;
+  for (const auto& [origin, translation, field] : {Missing{nullptr, &v, "origin"}, Missing{&v, nullptr, "translation"}}) {
+    const auto m = CreateRaycast(fbb, 1, origin, translation);
+    const auto d = decode<Raycast>(finish(fbb, Message::Raycast, m.Union()), Direction::ClientToServer);
+    const Check missing = check_request(*d.message);
+    EXPECT_EQ(missing.code, ResultCode::InvalidArgument);
+    EXPECT_NE(missing.message.find(field), std::string_view::npos);
+  }
+}
+
 TEST(CheckConnect, NameLengthAndProtocolVersion) {
   flatbuffers::FlatBufferBuilder fbb;
   auto check = [&](std::string_view name, uint16_t version = kProtocolVersion) {
@@ -421,7 +602,8 @@ TEST(CheckConnect, NameLengthAndProtocolVersion) {
   const Check long_name = check(std::string(kMaxClientNameBytes + 1, 'a'));
   EXPECT_EQ(long_name.code, ResultCode::InvalidArgument);
   EXPECT_NE(long_name.message.find("client_name"), std::string_view::npos);
-  EXPECT_EQ(check("x", 2).code, ResultCode::VersionMismatch);
+  EXPECT_EQ(check("x", kProtocolVersion + 1).code, ResultCode::VersionMismatch);
+  EXPECT_EQ(check("x", 1).code, ResultCode::VersionMismatch);  // version 1 clients lack rotation
 }
 
 // --- Builders round-trip ------------------------------------------------------------------------
@@ -445,6 +627,49 @@ TEST(Builders, ClientMessagesRoundTrip) {
     EXPECT_EQ(d.message->mass(), a.mass);
     EXPECT_EQ(d.message->restitution(), a.restitution);
     EXPECT_EQ(d.message->friction(), a.friction);
+  }
+  {
+    CreateObjectArgs a;
+    a.kind = BodyKind::Kinematic;
+    a.shape = ShapeKind::Capsule;
+    a.dims = {0.25f, 0.75f, 0.0f};
+    a.orientation = impulse::Quat{0.0f, 0.6f, 0.0f, 0.8f};
+    a.angular_velocity = {1.5f, -2.5f, 3.5f};
+    a.angular_damping = 0.25f;
+    a.material = 7;
+    a.sensor = true;
+    const auto d = decode<CreateObject>(build_create_object(fbb, 43, a), Direction::ClientToServer);
+    EXPECT_EQ(d.message->shape(), ShapeKind::Capsule);
+    EXPECT_EQ(to_vec3(*d.message->dims()), a.dims);
+    ASSERT_NE(d.message->orientation(), nullptr);
+    EXPECT_EQ(to_quat(*d.message->orientation()), a.orientation);
+    ASSERT_NE(d.message->angular_velocity(), nullptr);
+    EXPECT_EQ(to_vec3(*d.message->angular_velocity()), a.angular_velocity);
+    EXPECT_EQ(d.message->angular_damping(), 0.25f);
+    EXPECT_EQ(d.message->material(), 7);
+    EXPECT_TRUE(d.message->sensor());
+    EXPECT_TRUE(check_request(*d.message).ok());
+  }
+  {
+    const auto d = decode<ApplyTorque>(build_apply_torque(fbb, 7, ObjectID{2, 3}, {0.5f, -1, 2}),
+                                       Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 7u);
+    EXPECT_EQ(from_wire(d.message->id()), (ObjectID{2, 3}));
+    EXPECT_EQ(to_vec3(*d.message->torque()), (impulse::Vec3{0.5f, -1, 2}));
+  }
+  {
+    const auto d = decode<SetAngularVelocity>(build_set_angular_velocity(fbb, 8, ObjectID{4, 5}, {0, 6.5f, 0}),
+                                              Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 8u);
+    EXPECT_EQ(from_wire(d.message->id()), (ObjectID{4, 5}));
+    EXPECT_EQ(to_vec3(*d.message->angular_velocity()), (impulse::Vec3{0, 6.5f, 0}));
+  }
+  for (const bool all : {false, true}) {
+    const auto d = decode<Raycast>(build_raycast(fbb, 9, {1, 20, -3}, {0, -30, 0.5f}, all), Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 9u);
+    EXPECT_EQ(to_vec3(*d.message->origin()), (impulse::Vec3{1, 20, -3}));
+    EXPECT_EQ(to_vec3(*d.message->translation()), (impulse::Vec3{0, -30, 0.5f}));
+    EXPECT_EQ(d.message->all(), all);
   }
   {
     const ObjectID id{0xFFFFFFFFu, 0xFFFFFFFEu};
@@ -510,6 +735,46 @@ TEST(Builders, ServerMessagesRoundTrip) {
   }
 }
 
+TEST(Builders, RaycastResultRoundTripsHitsAndErrors) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<RayHitEntry> hits{
+      RayHitEntry(impulse::to_wire(ObjectID{3, 1}), wire::Vec3(0, 5, 0), wire::Vec3(0, 1, 0), 0.25f),
+      RayHitEntry(impulse::to_wire(ObjectID{1, 2}), wire::Vec3(0, 0, 0), wire::Vec3(0, 1, 0), 0.5f)};
+  {
+    const auto d = decode<RaycastResult>(build_raycast_result(fbb, 21, ResultCode::Ok, 1234, hits, false, "ignored on Ok"),
+                                         Direction::ServerToClient);
+    EXPECT_EQ(d.message->request_id(), 21u);
+    EXPECT_EQ(d.message->code(), ResultCode::Ok);
+    EXPECT_EQ(d.message->tick(), 1234u);
+    EXPECT_FALSE(d.message->truncated());
+    EXPECT_EQ(d.message->message(), nullptr);
+    ASSERT_NE(d.message->hits(), nullptr);
+    ASSERT_EQ(d.message->hits()->size(), 2u);
+    const RayHitEntry* first = d.message->hits()->Get(0);
+    EXPECT_EQ(from_wire(first->id()), (ObjectID{3, 1}));
+    EXPECT_EQ(to_vec3(first->point()), (impulse::Vec3{0, 5, 0}));
+    EXPECT_EQ(to_vec3(first->normal()), (impulse::Vec3{0, 1, 0}));
+    EXPECT_EQ(first->fraction(), 0.25f);
+    EXPECT_EQ(d.message->hits()->Get(1)->fraction(), 0.5f);
+  }
+  {  // a miss: no vector at all
+    const auto d = decode<RaycastResult>(build_raycast_result(fbb, 22, ResultCode::Ok, 1, {}, false, {}),
+                                         Direction::ServerToClient);
+    EXPECT_EQ(d.message->hits(), nullptr);
+    EXPECT_FALSE(d.message->truncated());
+  }
+  {  // an error carries its message and never hits
+    const auto d = decode<RaycastResult>(
+        build_raycast_result(fbb, 23, ResultCode::InvalidArgument, 0, hits, true, "translation: too long"),
+        Direction::ServerToClient);
+    EXPECT_EQ(d.message->code(), ResultCode::InvalidArgument);
+    EXPECT_EQ(d.message->hits(), nullptr);
+    EXPECT_FALSE(d.message->truncated());
+    ASSERT_NE(d.message->message(), nullptr);
+    EXPECT_EQ(d.message->message()->str(), "translation: too long");
+  }
+}
+
 TEST(Builders, LongStringsAreTruncatedSoTheDatagramFits) {
   flatbuffers::FlatBufferBuilder fbb;
   const std::string huge(5000, 'x');
@@ -538,8 +803,8 @@ TEST(SnapshotSplit, NeverExceedsTheDatagramLimitAndCoversEveryObjectOnce) {
     objects.clear();
     for (uint32_t i = 0; i < n; ++i) {
       objects.emplace_back(impulse::to_wire(ObjectID{i, 0xFFFFFFFFu}), wire::Vec3(1e5f, -1e5f, 3),
-                           wire::Vec3(-1e4f, 1e4f, 0), wire::Vec3(1000, 1000, 1000), BodyKind::Kinematic,
-                           ShapeKind::Box, true);
+                           wire::Vec3(-1e4f, 1e4f, 0), wire::Vec3(1000, 1000, 1000), wire::Quat(0.5f, -0.5f, 0.5f, 0.5f),
+                           wire::Vec3(100, -100, 100), BodyKind::Kinematic, ShapeKind::Capsule, true, true);
     }
     const SnapshotPlan plan = plan_snapshot(n);
     ASSERT_EQ(plan.object_count, n);
@@ -579,6 +844,14 @@ TEST(SnapshotSplit, CapacityIsTight) {
   EXPECT_GT(with_one + per_part * sizeof(ObjectState), kMaxDatagramBytes);
 }
 
+TEST(SnapshotSplit, EntryLayoutAndMeasuredCapacity) {
+  // 76 bytes of fields, padded to the 8-byte alignment of the u64 id. The capacity is measured
+  // (not assumed), so this documents the figure quoted in docs/PROTOCOL.md.
+  EXPECT_EQ(sizeof(ObjectState), 80u);
+  EXPECT_EQ(alignof(ObjectState), 8u);
+  EXPECT_EQ(snapshot_objects_per_part(), 14u);
+}
+
 TEST(SnapshotSplit, HugeWorldsAreClampedToTheLastPart) {
   const SnapshotPlan plan = plan_snapshot(size_t{1} << 31);
   EXPECT_EQ(plan.part_count, UINT16_MAX);
@@ -606,6 +879,39 @@ TEST(CollisionEventsSplit, FitsAndTruncatesAtCapacity) {
       EXPECT_EQ(e->events()->Get(0)->type(), ContactEventType::End);
     }
   }
+}
+
+TEST(RaycastResultSplit, FitsAndTruncatesToTheNearestHits) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const uint32_t capacity = raycast_hits_per_datagram();
+  EXPECT_EQ(sizeof(RayHitEntry), 40u);
+  EXPECT_EQ(capacity, 28u);  // measured; documented in docs/PROTOCOL.md
+  std::vector<RayHitEntry> hits;
+  for (uint32_t n = 0; n <= capacity + 5; ++n) {
+    hits.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      hits.emplace_back(impulse::to_wire(ObjectID{i, 0xFFFFFFFFu}), wire::Vec3(-1e5f, 1e5f, -1e5f),
+                        wire::Vec3(0, 0, -1), static_cast<float>(i) / static_cast<float>(n));
+    }
+    for (const bool truncated_by_caller : {false, true}) {
+      const Bytes b = copy(build_raycast_result(fbb, UINT32_MAX, ResultCode::Ok, UINT64_MAX, hits, truncated_by_caller, {}));
+      ASSERT_LE(b.size(), kMaxDatagramBytes) << n << " hits";
+      const Verified v = verify(b, Direction::ServerToClient);
+      ASSERT_EQ(v.reason, DropReason::None);
+      const auto* r = v.envelope->message_as_RaycastResult();
+      ASSERT_NE(r, nullptr);
+      const uint32_t got = r->hits() ? r->hits()->size() : 0;
+      EXPECT_EQ(got, std::min(n, capacity));
+      EXPECT_EQ(r->truncated(), truncated_by_caller || n > capacity) << n;
+      for (uint32_t i = 0; i < got; ++i) {  // the nearest ones, in order
+        ASSERT_EQ(from_wire(r->hits()->Get(i)->id()).index, i);
+      }
+    }
+  }
+  // The capacity is tight: one more hit would not fit.
+  hits.assign(capacity + 1, RayHitEntry());
+  const size_t one = build_raycast_result(fbb, UINT32_MAX, ResultCode::Ok, UINT64_MAX, std::span(hits).first(1), true, {}).size();
+  EXPECT_GT(one + capacity * sizeof(RayHitEntry), kMaxDatagramBytes);
 }
 
 }  // namespace

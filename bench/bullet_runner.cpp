@@ -1,0 +1,145 @@
+// Bullet 3.24 reference world for the benchmark scenes: sequential impulses (Catto 2005) with split
+// impulse, as configured in BENCH_SCENES.md ("Bullet setup").
+#include "bench/bullet_runner.h"
+
+#include <btBulletDynamicsCommon.h>
+
+#include <BulletCollision/CollisionDispatch/btManifoldResult.h>
+
+#include <vector>
+
+namespace impulse::bench {
+namespace {
+
+// Bullet clamps its combined friction to [-10, 10] (btManifoldResult.cpp); keep that here too.
+constexpr btScalar kMaxCombinedFriction = 10.0f;
+
+btScalar combine_friction_geometric(const btCollisionObject* a, const btCollisionObject* b) {
+  const btScalar mu = btSqrt(a->getFriction() * b->getFriction());
+  return mu > kMaxCombinedFriction ? kMaxCombinedFriction : mu;
+}
+
+btVector3 to_bt(Vec3 v) { return btVector3(v.x, v.y, v.z); }
+
+// Identity of a shape object, so that e.g. 4000 unit boxes share one btBoxShape, as a Bullet
+// user would write it.
+struct ShapeKey {
+  physics::ShapeKind kind;
+  Vec3 half_extents;
+  float radius;
+  float half_height;
+
+  bool operator==(const ShapeKey&) const = default;
+};
+
+ShapeKey key_of(const physics::Shape& shape) {
+  switch (shape.kind) {
+    case physics::ShapeKind::Box: return {shape.kind, shape.half_extents, 0.0f, 0.0f};
+    case physics::ShapeKind::Sphere: return {shape.kind, {}, shape.radius, 0.0f};
+    case physics::ShapeKind::Capsule: return {shape.kind, {}, shape.radius, shape.half_height};
+    default: return {physics::ShapeKind::Plane, {}, 0.0f, 0.0f};
+  }
+}
+
+std::unique_ptr<btCollisionShape> make_shape(const physics::Shape& shape) {
+  switch (shape.kind) {
+    case physics::ShapeKind::Box: return std::make_unique<btBoxShape>(to_bt(shape.half_extents));
+    case physics::ShapeKind::Sphere: return std::make_unique<btSphereShape>(shape.radius);
+    // btCapsuleShape's height is the distance between the hemisphere centres, along local Y.
+    case physics::ShapeKind::Capsule:
+      return std::make_unique<btCapsuleShape>(shape.radius, 2.0f * shape.half_height);
+    // Local plane y = 0 with outward normal +Y, through the body's origin, as Impulse's.
+    default: return std::make_unique<btStaticPlaneShape>(btVector3(0, 1, 0), 0.0f);
+  }
+}
+
+}  // namespace
+
+const char* to_string(BulletFrictionMix mix) {
+  return mix == BulletFrictionMix::GeometricMean ? "geometric" : "product";
+}
+
+struct BulletWorld::Impl {
+  btDefaultCollisionConfiguration collision_config;
+  btCollisionDispatcher dispatcher{&collision_config};
+  btDbvtBroadphase broadphase;
+  btSequentialImpulseConstraintSolver solver;
+  btDiscreteDynamicsWorld world{&dispatcher, &broadphase, &solver, &collision_config};
+
+  std::vector<ShapeKey> shape_keys;  // index-aligned with shapes
+  std::vector<std::unique_ptr<btCollisionShape>> shapes;
+  std::vector<std::unique_ptr<btRigidBody>> bodies;  // index-aligned with scene.bodies
+  std::vector<const btRigidBody*> dynamic_bodies;
+
+  ~Impl() {
+    // Bodies leave the world before anything they point to is destroyed.
+    for (auto it = bodies.rbegin(); it != bodies.rend(); ++it) world.removeRigidBody(it->get());
+  }
+
+  btCollisionShape* find_or_make_shape(const physics::Shape& shape) {
+    const ShapeKey key = key_of(shape);
+    for (size_t i = 0; i < shape_keys.size(); ++i) {
+      if (shape_keys[i] == key) return shapes[i].get();
+    }
+    shape_keys.push_back(key);
+    shapes.push_back(make_shape(shape));
+    return shapes.back().get();
+  }
+};
+
+BulletWorld::BulletWorld(const scenes::BenchScene& scene, const BulletOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  gCalculateCombinedFrictionCallback = options.friction_mix == BulletFrictionMix::GeometricMean
+                                           ? &combine_friction_geometric
+                                           : &btManifoldResult::calculateCombinedFriction;
+  btDiscreteDynamicsWorld& world = impl_->world;
+  world.setGravity(to_bt(scenes::kSceneGravity));
+  btContactSolverInfo& info = world.getSolverInfo();
+  info.m_numIterations = options.solver_iterations;
+  info.m_splitImpulse = 1;
+
+  impl_->bodies.reserve(scene.bodies.size());
+  for (const scenes::SceneBody& body : scene.bodies) {
+    btCollisionShape* shape = impl_->find_or_make_shape(body.shape);
+    const bool dynamic = body.kind == physics::BodyKind::Dynamic;
+    const btScalar mass = dynamic ? body.mass : 0.0f;
+    btVector3 local_inertia(0, 0, 0);
+    if (dynamic) shape->calculateLocalInertia(mass, local_inertia);
+
+    btRigidBody::btRigidBodyConstructionInfo construction(mass, nullptr, shape, local_inertia);
+    construction.m_startWorldTransform.setOrigin(to_bt(body.position));
+    construction.m_startWorldTransform.setRotation(
+        btQuaternion(body.orientation.x, body.orientation.y, body.orientation.z, body.orientation.w));
+    construction.m_friction = body.friction;
+    construction.m_restitution = body.restitution;
+    auto rigid = std::make_unique<btRigidBody>(construction);
+    if (body.kind == physics::BodyKind::Kinematic) {
+      rigid->setCollisionFlags(rigid->getCollisionFlags() | btCollisionObject::CF_KINEMATIC_OBJECT);
+    }
+    // Kinematic bodies never deactivate in Bullet's own usage either; static bodies are left alone.
+    if ((!options.sleep && dynamic) || body.kind == physics::BodyKind::Kinematic) {
+      rigid->setActivationState(DISABLE_DEACTIVATION);
+    }
+    world.addRigidBody(rigid.get());
+    if (dynamic) impl_->dynamic_bodies.push_back(rigid.get());
+    impl_->bodies.push_back(std::move(rigid));
+  }
+}
+
+BulletWorld::~BulletWorld() = default;
+
+void BulletWorld::step(float dt) { impl_->world.stepSimulation(dt, 0); }
+
+uint32_t BulletWorld::awake_count() const {
+  uint32_t awake = 0;
+  for (const btRigidBody* body : impl_->dynamic_bodies) awake += body->isActive() ? 1u : 0u;
+  return awake;
+}
+
+Vec3 BulletWorld::position(uint32_t index) const {
+  if (index >= impl_->bodies.size()) return {};
+  const btVector3& p = impl_->bodies[index]->getWorldTransform().getOrigin();
+  return {p.x(), p.y(), p.z()};
+}
+
+}  // namespace impulse::bench

@@ -1,0 +1,29 @@
+// Impulse reference world for the benchmark scenes (soft-step sequential impulses, see world.cpp).
+#include "bench/impulse_runner.h"
+
+#include <algorithm>
+
+namespace impulse::bench {
+namespace {
+
+physics::WorldSettings make_settings(bool sleep) {
+  physics::WorldSettings settings;
+  settings.gravity = scenes::kSceneGravity;
+  settings.allow_sleep = sleep;
+  return settings;
+}
+
+}  // namespace
+
+ImpulseWorld::ImpulseWorld(const scenes::BenchScene& scene, bool sleep)
+    : world_(make_settings(sleep)), ids_(scenes::load_into(world_, scene)) {
+  rejected_ = static_cast<uint32_t>(std::count(ids_.begin(), ids_.end(), ObjectID{}));
+}
+
+Vec3 ImpulseWorld::position(uint32_t index) const {
+  if (index >= ids_.size()) return {};
+  const std::optional<physics::BodyState> state = world_.get_object(ids_[index]);
+  return state ? state->position : Vec3{};
+}
+
+}  // namespace impulse::bench

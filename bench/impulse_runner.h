@@ -1,0 +1,38 @@
+// The Impulse side of impulse-bench: a reference scene in a physics::World, with the same small
+// interface as BulletWorld so the paired runner drives both alike.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "server/physics/world.h"
+#include "tests/scenes/bench_scenes.h"
+
+namespace impulse::bench {
+
+/// A physics::World built from a scene with WorldSettings{} (gravity kSceneGravity) except
+/// allow_sleep. Bodies are created in scene order.
+class ImpulseWorld {
+ public:
+  /// @param sleep  WorldSettings::allow_sleep
+  ImpulseWorld(const scenes::BenchScene& scene, bool sleep);
+
+  /// Bodies the world rejected at creation (0 for the reference scenes; anything else is a bug
+  /// in the scene or the world, and the benchmark refuses to run).
+  uint32_t rejected_count() const { return rejected_; }
+  /// One World::step(dt) [s].
+  void step(float dt) { world_.step(dt); }
+  /// World::awake_count(): non-static bodies awake. O(1).
+  uint32_t awake_count() const { return world_.awake_count(); }
+  /// Centre of mass [m], world frame, of scene body `index`; the origin for a rejected body.
+  Vec3 position(uint32_t index) const;
+  /// Per-stage timings and counters of the last step.
+  const physics::StepProfile& profile() const { return world_.profile(); }
+
+ private:
+  physics::World world_;
+  std::vector<ObjectID> ids_;  // index-aligned with scene.bodies
+  uint32_t rejected_ = 0;
+};
+
+}  // namespace impulse::bench

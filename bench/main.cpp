@@ -1,0 +1,169 @@
+// impulse-bench: runs a reference scene (BENCH_SCENES.md) through Impulse and Bullet in one process,
+// alternating the engines, and reports ms/step, the paired ratio, RSS, sleep and drift.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "bench/paired_run.h"
+#include "bench/report.h"
+#include "tests/scenes/bench_scenes.h"
+
+namespace {
+
+using namespace impulse;
+
+constexpr int kExitBadArgument = 2;
+constexpr int kExitRunFailed = 3;
+
+struct Options {
+  std::string scene;
+  std::optional<int> n;
+  std::string sleep;  // "", "on" or "off"
+  int steps = 600;
+  int rounds = 1;
+  int chunk_steps = 10;
+  bool json = false;
+  std::string json_out;
+  std::string trace_csv;
+  std::string rss = "fork";
+  std::string friction_mix = "product";
+  bool quiet = false;
+  std::string summary;
+};
+
+// Builds the scene the flags ask for, or explains why not.
+std::optional<scenes::BenchScene> make_scene(const Options& o, std::string& error) {
+  if (o.scene == "S1") {
+    const int base = o.n.value_or(20);
+    if (base < 1 || base > scenes::kMaxPyramidBase) {
+      error = "--n for S1 is the pyramid's base row, 1.." + std::to_string(scenes::kMaxPyramidBase) + ", got " +
+              std::to_string(base);
+      return std::nullopt;
+    }
+    return scenes::make_s1_pyramid(base);
+  }
+  if (o.scene == "S2") {
+    const int n = o.n.value_or(4000);
+    if (n < 1 || n > scenes::kMaxPileCount) {
+      error = "--n for S2 is the box count, 1.." + std::to_string(scenes::kMaxPileCount) +
+              " (more would rise above the 80 m walls), got " + std::to_string(n);
+      return std::nullopt;
+    }
+    return scenes::make_s2_pile(n);
+  }
+  if (o.scene == "S3") {
+    const int n = o.n.value_or(10000);
+    if (n < 1 || n > scenes::kMaxSphereCount) {
+      error = "--n for S3 is the sphere count, 1.." + std::to_string(scenes::kMaxSphereCount) + ", got " +
+              std::to_string(n);
+      return std::nullopt;
+    }
+    return scenes::make_s3_spheres(n);
+  }
+  error = "unknown scene '" + o.scene + "' (expected S1, S2 or S3)";
+  return std::nullopt;
+}
+
+int run(const Options& o) {
+  if (!o.summary.empty()) {
+    const int rows = bench::print_summary(stdout, o.summary);
+    if (rows < 0) {
+      std::fprintf(stderr, "impulse-bench: cannot open %s\n", o.summary.c_str());
+      return kExitBadArgument;
+    }
+    return 0;
+  }
+  if (o.scene.empty()) {
+    std::fprintf(stderr, "impulse-bench: --scene S1|S2|S3 is required (or --summary FILE)\n");
+    return kExitBadArgument;
+  }
+  std::string error;
+  const std::optional<scenes::BenchScene> scene = make_scene(o, error);
+  if (!scene) {
+    std::fprintf(stderr, "impulse-bench: %s\n", error.c_str());
+    return kExitBadArgument;
+  }
+
+  bench::RunConfig config;
+  config.sleep = o.sleep.empty() ? scene->sleep : o.sleep == "on";
+  config.steps = o.steps;
+  config.rounds = o.rounds;
+  config.chunk_steps = o.chunk_steps;
+  config.bullet.friction_mix =
+      o.friction_mix == "geometric" ? bench::BulletFrictionMix::GeometricMean : bench::BulletFrictionMix::Product;
+  config.progress = !o.quiet;
+  config.keep_trace = !o.trace_csv.empty();
+
+  // RSS first, in children, while this process's heap holds no engine's freed pages.
+  std::optional<bench::RssMeasurement> rss[2];
+  if (o.rss == "fork") {
+    for (const bench::Engine engine : {bench::Engine::Impulse, bench::Engine::Bullet}) {
+      if (!o.quiet) {
+        std::fprintf(stderr, "[impulse-bench] %s: measuring %s RSS in a child process (%d steps)\n",
+                     scene->name.c_str(), bench::to_string(engine), o.steps);
+      }
+      rss[static_cast<int>(engine)] = bench::measure_rss_in_child(engine, *scene, config, error);
+      if (!rss[static_cast<int>(engine)]) std::fprintf(stderr, "impulse-bench: %s (RSS reported as null)\n", error.c_str());
+    }
+  }
+
+  std::optional<bench::SceneResult> result = bench::run_paired(*scene, config, error);
+  if (!result) {
+    std::fprintf(stderr, "impulse-bench: %s\n", error.c_str());
+    return kExitRunFailed;
+  }
+  result->impulse.rss = rss[0];
+  result->bullet.rss = rss[1];
+
+  const std::string line = bench::to_json_line(*result);
+  if (o.json) {
+    std::printf("%s\n", line.c_str());
+  } else {
+    bench::print_human(stdout, *result);
+  }
+  if (!o.trace_csv.empty() && !bench::write_trace_csv(o.trace_csv, *result)) {
+    std::fprintf(stderr, "impulse-bench: cannot write %s\n", o.trace_csv.c_str());
+    return kExitRunFailed;
+  }
+  if (!o.json_out.empty()) {
+    std::ofstream out(o.json_out, std::ios::app);
+    out << line << '\n';
+    if (!out) {
+      std::fprintf(stderr, "impulse-bench: cannot append to %s\n", o.json_out.c_str());
+      return kExitRunFailed;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"impulse-bench: the reference scenes through Impulse and Bullet, alternating, in one run"};
+  app.add_option("--scene", o.scene, "S1 (pyramid), S2 (pile) or S3 (spheres)")
+      ->transform(CLI::IsMember({"S1", "S2", "S3"}, CLI::ignore_case));
+  app.add_option("--n", o.n, "S1: base row (default 20); S2: boxes (default 4000); S3: spheres (default 10000)");
+  app.add_option("--sleep", o.sleep, "on|off (default: the scene's: S1 off, S2 and S3 on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--steps", o.steps, "timed steps of 1/60 s per round")->check(CLI::Range(1, 1000000));
+  app.add_option("--rounds", o.rounds, "repeat the scene with fresh worlds; medians across rounds")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--chunk", o.chunk_steps, "steps per engine before switching to the other")
+      ->check(CLI::Range(1, 100000));
+  app.add_flag("--json", o.json, "print one JSON object per scene instead of the table");
+  app.add_option("--json-out", o.json_out, "also append the JSON object as one line to this file");
+  app.add_option("--trace-csv", o.trace_csv, "write every step of round 1 (both engines, Impulse's stages) as CSV");
+  app.add_option("--rss", o.rss, "fork: measure each engine's RSS in a child process; off: skip")
+      ->check(CLI::IsMember({"fork", "off"}));
+  app.add_option("--bullet-friction-mix", o.friction_mix,
+                 "product (Bullet's default, 0.6 x 0.6 = 0.36) or geometric (Impulse's, 0.6)")
+      ->check(CLI::IsMember({"product", "geometric"}));
+  app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
+  app.add_option("--summary", o.summary, "print a Markdown table of a --json-out file and exit");
+  CLI11_PARSE(app, argc, argv);
+  return run(o);
+}

@@ -1,0 +1,203 @@
+// Closed-form segment casts per shape kind: robust ray-sphere quadratic (Haines et al., Ray
+// Tracing Gems, 2019, ch. 7), Kay-Kajiya slab test (Ericson, "Real-Time Collision Detection",
+// 2005, §5.3.3), capsule as cylinder side plus end spheres (Ericson §5.3.7), plane by division.
+#include "server/physics/raycast.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <utility>
+
+namespace impulse::physics {
+namespace {
+
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
+/// The shared preconditions: finite origin and translation, a usable length, max_fraction >= 0.
+bool is_usable_segment(Vec3 origin, Vec3 translation, float max_fraction) {
+  const float len_sq = length_squared(translation);
+  return is_finite(origin) && is_finite(translation) && len_sq > 1.0e-24f && len_sq <= std::numeric_limits<float>::max() &&
+         max_fraction >= 0.0f;
+}
+
+/// The start-inside hit: fraction 0 at the origin, normal opposing the motion.
+bool report_inside(Vec3 origin, Vec3 translation, ShapeRayHit& out) {
+  out.point = origin;
+  out.normal = normalize_or(-translation, Vec3{0.0f, 1.0f, 0.0f});  // |translation| > 1e-12: never the fallback
+  out.fraction = 0.0f;
+  return true;
+}
+
+/// Distance s >= 0 along the unit direction u at which a ray from an origin outside the sphere
+/// (m = origin - centre, |m| > radius) enters it, or false. Haines et al.'s forms: the
+/// discriminant from the perpendicular offset (no b^2 - c cancellation for distant origins) and
+/// the near root as c / q (no -b - sqrt(disc) cancellation for origins near the surface).
+bool enter_sphere(Vec3 m, Vec3 u, float radius, float c, float& s) {
+  const float b = dot(m, u);
+  if (!(b < 0.0f)) return false;  // moving away from (or past) the centre: an outside origin never enters
+  const Vec3 perp = m - u * b;    // centre to the closest point of the line
+  const float disc = radius * radius - length_squared(perp);
+  if (!(disc >= 0.0f)) return false;
+  s = c / (std::sqrt(disc) - b);  // -b > 0 and sqrt(disc) >= 0: no cancellation
+  return true;
+}
+
+/// Writes a hit at `fraction` with a world-frame normal, if fraction <= max_fraction.
+bool report_hit(Vec3 origin, Vec3 translation, float fraction, float max_fraction, Vec3 normal, ShapeRayHit& out) {
+  if (!(fraction >= 0.0f && fraction <= max_fraction)) return false;  // also rejects NaN
+  out.point = origin + translation * fraction;
+  out.normal = normal;
+  out.fraction = fraction;
+  return true;
+}
+
+}  // namespace
+
+bool raycast_sphere(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                    float max_fraction, ShapeRayHit& out) {
+  if (!is_usable_segment(origin, translation, max_fraction)) return false;
+  const float radius = shape.radius;
+  const Vec3 m = origin - transform.position;
+  const float c = length_squared(m) - radius * radius;
+  if (c <= 0.0f) return report_inside(origin, translation, out);
+  const float len = length(translation);
+  const Vec3 u = translation * (1.0f / len);
+  float s;
+  if (!enter_sphere(m, u, radius, c, s)) return false;
+  const Vec3 normal = normalize_or(m + u * s, -u);
+  return report_hit(origin, translation, s / len, max_fraction, normal, out);
+}
+
+bool raycast_box(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                 float max_fraction, ShapeRayHit& out) {
+  if (!is_usable_segment(origin, translation, max_fraction)) return false;
+  const Vec3 o = inverse_rotate(transform.rotation, origin - transform.position);
+  const Vec3 d = inverse_rotate(transform.rotation, translation);
+  if (!is_finite(o) || !is_finite(d)) return false;  // overflow far beyond any world: no NaN comparisons below
+
+  // Kay-Kajiya: intersect the parameter intervals of the three slabs |o_i + t d_i| <= h_i.
+  float t_enter = -kInfinity;
+  float t_exit = kInfinity;
+  int enter_axis = -1;
+  for (int axis = 0; axis < 3; ++axis) {
+    const float oi = component(o, axis);
+    const float di = component(d, axis);
+    const float hi = component(shape.half_extents, axis);
+    if (di == 0.0f) {
+      // Parallel to the slab: inside it for every t, or never (0 * inf would give NaN below).
+      if (oi < -hi || oi > hi) return false;
+      continue;
+    }
+    float t0 = (-hi - oi) / di;
+    float t1 = (hi - oi) / di;
+    if (t0 > t1) std::swap(t0, t1);
+    if (t0 > t_enter) {  // strict: at an exact edge or corner the lower axis keeps the normal
+      t_enter = t0;
+      enter_axis = axis;
+    }
+    t_exit = std::min(t_exit, t1);
+    if (t_enter > t_exit) return false;
+  }
+  if (t_exit < 0.0f) return false;  // the box lies behind the origin
+  if (t_enter <= 0.0f) return report_inside(origin, translation, out);
+  // t_enter > 0 is finite here, so some axis set it.
+  const float sign = component(d, enter_axis) > 0.0f ? -1.0f : 1.0f;
+  const Vec3 local_normal{enter_axis == 0 ? sign : 0.0f, enter_axis == 1 ? sign : 0.0f, enter_axis == 2 ? sign : 0.0f};
+  return report_hit(origin, translation, t_enter, max_fraction, rotate(transform.rotation, local_normal), out);
+}
+
+bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                     float max_fraction, ShapeRayHit& out) {
+  if (!is_usable_segment(origin, translation, max_fraction)) return false;
+  const float radius = shape.radius;
+  const float hh = shape.half_height;
+  const float r_sq = radius * radius;
+  const Vec3 o = inverse_rotate(transform.rotation, origin - transform.position);
+  const Vec3 d = inverse_rotate(transform.rotation, translation);
+  if (!is_finite(o) || !is_finite(d)) return false;
+
+  // Inside: the origin is within radius of the core segment (closest point: o.y clamped).
+  const Vec3 off_core{o.x, o.y - std::clamp(o.y, -hh, hh), o.z};
+  if (length_squared(off_core) <= r_sq) return report_inside(origin, translation, out);
+
+  // From outside, the first entry into the union of the finite cylinder and the two end spheres
+  // is the earliest entry into one of them; the cylinder's flat ends lie inside the spheres, so
+  // only its side can be entered first.
+  float best = kInfinity;  // fraction
+  Vec3 best_normal;        // local frame
+
+  // Side of the infinite cylinder x^2 + z^2 = r^2, kept when the entry lies within |y| <= hh.
+  // The same robust quadratic as the sphere, in the xz plane (distances along the projected
+  // direction; a translation parallel to the axis never enters through the side).
+  const float a = d.x * d.x + d.z * d.z;
+  if (a > 0.0f) {
+    const float len_xz = std::sqrt(a);
+    const Vec3 m{o.x, 0.0f, o.z};
+    const Vec3 u{d.x / len_xz, 0.0f, d.z / len_xz};
+    const float c = length_squared(m) - r_sq;
+    float s;
+    if (c > 0.0f && enter_sphere(m, u, radius, c, s)) {  // a circle in the plane y = 0
+      const float t = s / len_xz;
+      const float y = o.y + d.y * t;
+      if (y >= -hh && y <= hh) {
+        best = t;
+        best_normal = normalize_or(m + u * s, -u);
+      }
+    }
+  }
+
+  // End spheres. The origin is outside both (it is outside the capsule).
+  const float len = length(d);
+  const Vec3 u = d * (1.0f / len);
+  for (const float cap_y : {-hh, hh}) {
+    const Vec3 m{o.x, o.y - cap_y, o.z};
+    const float c = length_squared(m) - r_sq;
+    float s;
+    if (c > 0.0f && enter_sphere(m, u, radius, c, s) && s / len < best) {
+      best = s / len;
+      best_normal = normalize_or(m + u * s, -u);
+    }
+  }
+  if (best == kInfinity) return false;
+  return report_hit(origin, translation, best, max_fraction, rotate(transform.rotation, best_normal), out);
+}
+
+bool raycast_plane(const Shape&, const Transform& transform, Vec3 origin, Vec3 translation, float max_fraction,
+                   ShapeRayHit& out) {
+  if (!is_usable_segment(origin, translation, max_fraction)) return false;
+  const Vec3 normal = normalize_or(rotate(transform.rotation, Vec3{0.0f, 1.0f, 0.0f}), Vec3{0.0f, 1.0f, 0.0f});
+  const float height = dot(normal, origin - transform.position);  // signed distance above the plane
+  if (!std::isfinite(height)) return false;
+  if (height <= 0.0f) return report_inside(origin, translation, out);
+  const float approach = -dot(normal, translation);  // > 0 when moving towards the plane
+  if (!(approach > 0.0f)) return false;
+  return report_hit(origin, translation, height / approach, max_fraction, normal, out);
+}
+
+namespace {
+
+using RaycastFn = bool (*)(const Shape&, const Transform&, Vec3, Vec3, float, ShapeRayHit&);
+
+// Indexed by ShapeKind; the order must follow the enum.
+constexpr std::array<RaycastFn, static_cast<std::size_t>(ShapeKind::Count)> kRaycastTable{
+    raycast_sphere,   // ShapeKind::Sphere
+    raycast_box,      // ShapeKind::Box
+    raycast_capsule,  // ShapeKind::Capsule
+    raycast_plane,    // ShapeKind::Plane
+};
+static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
+                  static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3,
+              "kRaycastTable follows the ShapeKind order");
+
+}  // namespace
+
+bool raycast_shape(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                   float max_fraction, ShapeRayHit& out) {
+  const auto kind = static_cast<std::size_t>(shape.kind);
+  if (kind >= kRaycastTable.size()) return false;
+  return kRaycastTable[kind](shape, transform, origin, translation, max_fraction, out);
+}
+
+}  // namespace impulse::physics

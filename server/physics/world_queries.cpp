@@ -1,0 +1,113 @@
+// World spatial queries: broadphase candidates (SpatialHash grid; rays walk its cells after
+// Amanatides and Woo, Eurographics 1987) confirmed by closed-form shape casts (raycast.h) or by
+// the AABB overlap test (Ericson, "Real-Time Collision Detection", 2005, §4.2).
+//
+// Where the candidates come from:
+//  - parked bodies (static and sleeping) from the broadphase grid: their proxies are current,
+//    since a parked body never moves and every park, unpark and static creation updates the
+//    hash at once;
+//  - awake bodies from the awake list, each AABB tested directly against the current pose. The
+//    broadphase's moving proxies are the AABBs of the last find_pairs, taken before that step
+//    moved the bodies, and bodies created since are not in it yet, so they cannot answer a
+//    query about the present. The direct test costs O(awake), the same order as the step's own
+//    proxy gathering.
+// Every candidate's slot is mapped to its current dense index, so a destroyed or reused slot
+// cannot leak a stale body. Queries allocate only their local candidate list and `out`.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "server/physics/raycast.h"
+#include "server/physics/world.h"
+
+namespace impulse::physics {
+namespace {
+
+bool is_usable_ray(Vec3 origin, Vec3 translation) {
+  const float len_sq = length_squared(translation);
+  return is_finite(origin) && is_finite(translation) && len_sq > 1.0e-24f && std::isfinite(len_sq);
+}
+
+/// Order of raycast_all and the tie-break of raycast_closest: fraction, then ObjectID.
+bool precedes(const RayHit& l, const RayHit& r) {
+  return l.fraction != r.fraction ? l.fraction < r.fraction : l.id < r.id;
+}
+
+}  // namespace
+
+void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out) const {
+  out.clear();
+  if (!is_usable_ray(origin, translation)) return;
+  const auto cast = [&](uint32_t dense) {
+    const Pose& pose = bodies_.pose[dense];
+    ShapeRayHit hit;
+    if (raycast_shape(bodies_.shape[dense], Transform{pose.position, pose.orientation}, origin, translation, 1.0f, hit)) {
+      out.push_back(RayHit{slots_.id_at(dense), hit.point, hit.normal, hit.fraction});
+    }
+  };
+
+  std::vector<uint32_t> candidates;
+  broadphase_.query_ray(origin, translation, candidates);
+  for (const uint32_t slot : candidates) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (dense != SlotMap::kNone && is_parked(dense)) cast(dense);
+  }
+  for (const uint32_t slot : awake_) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (segment_overlaps_aabb(origin, translation, bodies_.pose[dense].aabb)) cast(dense);
+  }
+  std::sort(out.begin(), out.end(), precedes);
+}
+
+std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation) const {
+  if (!is_usable_ray(origin, translation)) return std::nullopt;
+  std::optional<RayHit> best;
+  float max_fraction = 1.0f;  // shrinks to the best hit so far: later casts stop earlier
+  const auto cast = [&](uint32_t dense) {
+    const Pose& pose = bodies_.pose[dense];
+    ShapeRayHit hit;
+    if (!raycast_shape(bodies_.shape[dense], Transform{pose.position, pose.orientation}, origin, translation,
+                       max_fraction, hit)) {
+      return;
+    }
+    const RayHit candidate{slots_.id_at(dense), hit.point, hit.normal, hit.fraction};
+    if (!best || precedes(candidate, *best)) {
+      best = candidate;
+      max_fraction = hit.fraction;
+    }
+  };
+
+  std::vector<uint32_t> candidates;
+  broadphase_.query_ray(origin, translation, candidates);
+  for (const uint32_t slot : candidates) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (dense != SlotMap::kNone && is_parked(dense)) cast(dense);
+  }
+  for (const uint32_t slot : awake_) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (segment_overlaps_aabb(origin, translation, bodies_.pose[dense].aabb)) cast(dense);
+  }
+  return best;
+}
+
+void World::overlap_aabb(const Aabb& box, std::vector<ObjectID>& out) const {
+  out.clear();
+  // NaN or inverted bounds overlap nothing; infinite bounds are allowed (a box around everything).
+  if (!(box.min.x <= box.max.x && box.min.y <= box.max.y && box.min.z <= box.max.z)) return;
+
+  std::vector<uint32_t> candidates;
+  broadphase_.query(box, candidates);
+  for (const uint32_t slot : candidates) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (dense != SlotMap::kNone && is_parked(dense)) out.push_back(slots_.id_at(dense));
+  }
+  for (const uint32_t slot : awake_) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (overlaps(bodies_.pose[dense].aabb, box)) out.push_back(slots_.id_at(dense));
+  }
+  std::sort(out.begin(), out.end());
+}
+
+}  // namespace impulse::physics

@@ -1,0 +1,150 @@
+// Reference scenes S1-S3, laid out exactly as /work/shared/BENCH_SCENES.md specifies (random layout
+// from its 64-bit LCG, drawn in the specified order).
+#include "tests/scenes/bench_scenes.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "server/physics/world.h"
+
+namespace impulse::scenes {
+namespace {
+
+SceneBody make_static_box(Vec3 half_extents, Vec3 position) {
+  SceneBody body;
+  body.kind = physics::BodyKind::Static;
+  body.shape = physics::make_box(half_extents);
+  body.position = position;
+  return body;
+}
+
+SceneBody make_dynamic(physics::Shape shape, Vec3 position, Quat orientation = {}) {
+  SceneBody body;
+  body.kind = physics::BodyKind::Dynamic;
+  body.shape = shape;
+  body.position = position;
+  body.orientation = orientation;
+  body.mass = kBodyMass;
+  body.friction = kBodyFriction;
+  body.restitution = kBodyRestitution;
+  return body;
+}
+
+}  // namespace
+
+BenchScene make_s1_pyramid(int base) {
+  base = std::clamp(base, 1, kMaxPyramidBase);
+  BenchScene scene;
+  scene.name = "S1";
+  scene.sleep = false;
+  scene.bodies.reserve(1 + static_cast<size_t>(base) * static_cast<size_t>(base + 1) / 2);
+  scene.bodies.push_back(make_static_box({50.0f, 1.0f, 50.0f}, {0.0f, -1.0f, 0.0f}));
+  const physics::Shape box = physics::make_box({kBodyHalfExtent, kBodyHalfExtent, kBodyHalfExtent});
+  for (int row = 0; row < base; ++row) {
+    const int count = base - row;
+    for (int i = 0; i < count; ++i) {
+      const float x = (static_cast<float>(i) - 0.5f * static_cast<float>(count - 1)) * 1.0f;
+      const float y = 0.5f + static_cast<float>(row);
+      scene.bodies.push_back(make_dynamic(box, {x, y, 0.0f}));
+    }
+  }
+  scene.top_body = static_cast<uint32_t>(scene.bodies.size() - 1);
+  return scene;
+}
+
+BenchScene make_s2_pile(int n) {
+  n = std::clamp(n, 1, kMaxPileCount);
+  constexpr int kSide = 19;
+  constexpr int kPerLayer = kSide * kSide;
+  constexpr double kSpacing = 1.5;
+  BenchScene scene;
+  scene.name = "S2";
+  scene.sleep = true;
+  scene.bodies.reserve(5 + static_cast<size_t>(n));
+  scene.bodies.push_back(make_static_box({16.0f, 1.0f, 16.0f}, {0.0f, -1.0f, 0.0f}));
+  scene.bodies.push_back(make_static_box({0.5f, 40.0f, 16.0f}, {15.5f, 40.0f, 0.0f}));
+  scene.bodies.push_back(make_static_box({0.5f, 40.0f, 16.0f}, {-15.5f, 40.0f, 0.0f}));
+  scene.bodies.push_back(make_static_box({16.0f, 40.0f, 0.5f}, {0.0f, 40.0f, 15.5f}));
+  scene.bodies.push_back(make_static_box({16.0f, 40.0f, 0.5f}, {0.0f, 40.0f, -15.5f}));
+
+  const physics::Shape box = physics::make_box({kBodyHalfExtent, kBodyHalfExtent, kBodyHalfExtent});
+  Lcg lcg(12345);
+  for (int i = 0; i < n; ++i) {
+    const int layer = i / kPerLayer;
+    const int r = i % kPerLayer;
+    const int ix = r % kSide;
+    const int iz = r / kSide;
+    // Drawn in the specified order: x jitter, z jitter, axis x, y, z, angle.
+    const double x = (ix - 9) * kSpacing + lcg.range(-0.05, 0.05);
+    const double y = 1.0 + layer * kSpacing;
+    const double z = (iz - 9) * kSpacing + lcg.range(-0.05, 0.05);
+    const double ax = lcg.range(-1.0, 1.0);
+    const double ay = lcg.range(-1.0, 1.0);
+    const double az = lcg.range(-1.0, 1.0);
+    const double angle = lcg.range(-0.3, 0.3);
+    const double len = std::sqrt(ax * ax + ay * ay + az * az);
+    const Vec3 axis = len < 1.0e-6 ? Vec3{1.0f, 0.0f, 0.0f}
+                                   : Vec3{static_cast<float>(ax / len), static_cast<float>(ay / len),
+                                          static_cast<float>(az / len)};
+    const Quat tilt = normalize(quat_from_axis_angle(axis, static_cast<float>(angle)));
+    scene.bodies.push_back(make_dynamic(
+        box, {static_cast<float>(x), static_cast<float>(y), static_cast<float>(z)}, tilt));
+  }
+  return scene;
+}
+
+BenchScene make_s3_spheres(int n) {
+  n = std::clamp(n, 1, kMaxSphereCount);
+  constexpr int kSide = 25;
+  constexpr int kPerLayer = kSide * kSide;
+  constexpr double kSpacing = 1.5;
+  BenchScene scene;
+  scene.name = "S3";
+  scene.sleep = true;
+  scene.bodies.reserve(1 + static_cast<size_t>(n));
+  SceneBody plane;
+  plane.kind = physics::BodyKind::Static;
+  plane.shape = physics::make_plane();
+  scene.bodies.push_back(plane);
+
+  const physics::Shape sphere = physics::make_sphere(kBodyHalfExtent);
+  Lcg lcg(6789);
+  for (int i = 0; i < n; ++i) {
+    const int layer = i / kPerLayer;
+    const int r = i % kPerLayer;
+    const int ix = r % kSide;
+    const int iz = r / kSide;
+    const double x = (ix - 12) * kSpacing + lcg.range(-0.1, 0.1);
+    const double y = 1.0 + layer * kSpacing;
+    const double z = (iz - 12) * kSpacing + lcg.range(-0.1, 0.1);
+    scene.bodies.push_back(
+        make_dynamic(sphere, {static_cast<float>(x), static_cast<float>(y), static_cast<float>(z)}));
+  }
+  return scene;
+}
+
+uint32_t count_dynamic(const BenchScene& scene) {
+  return static_cast<uint32_t>(std::count_if(scene.bodies.begin(), scene.bodies.end(), [](const SceneBody& b) {
+    return b.kind == physics::BodyKind::Dynamic;
+  }));
+}
+
+std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene) {
+  std::vector<ObjectID> ids;
+  ids.reserve(scene.bodies.size());
+  for (const SceneBody& body : scene.bodies) {
+    physics::BodyDesc desc;
+    desc.kind = body.kind;
+    desc.shape = body.shape;
+    desc.position = body.position;
+    desc.orientation = body.orientation;
+    desc.mass = body.mass;
+    desc.friction = body.friction;
+    desc.restitution = body.restitution;
+    const physics::CreateResult created = world.create_object(desc);
+    ids.push_back(created.error == physics::Error::Ok ? created.id : ObjectID{});
+  }
+  return ids;
+}
+
+}  // namespace impulse::scenes

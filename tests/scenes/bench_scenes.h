@@ -1,0 +1,94 @@
+// The reference benchmark scenes S1 (pyramid), S2 (pile) and S3 (spheres) of BENCH_SCENES.md, as an
+// engine-neutral list of bodies shared by the unit tests and impulse-bench (Bullet gets the same list).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "server/physics/types.h"
+#include "shared/math.h"
+#include "shared/object_id.h"
+
+namespace impulse::physics {
+class World;
+}
+
+namespace impulse::scenes {
+
+/// The scenes' 64-bit linear congruential generator (constants of Knuth's MMIX), so every engine
+/// starts from the same random layout. next() advances the state, then returns its top 53 bits.
+struct Lcg {
+  uint64_t state = 0;
+
+  explicit constexpr Lcg(uint64_t seed) : state(seed) {}
+  /// Uniform in [0, 1): s = s * 6364136223846793005 + 1442695040888963407 (mod 2^64), then
+  /// (s >> 11) * 2^-53.
+  constexpr double next() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  }
+  /// Uniform in [lo, hi): lo + (hi - lo) * next().
+  constexpr double range(double lo, double hi) { return lo + (hi - lo) * next(); }
+};
+
+/// One body of a scene, in the world frame, in the units of physics::BodyDesc.
+struct SceneBody {
+  physics::BodyKind kind = physics::BodyKind::Dynamic;
+  physics::Shape shape;
+  Vec3 position;      ///< centre of mass [m]
+  Quat orientation;   ///< local to world, unit
+  float mass = 1.0f;  ///< [kg]; meaningful for dynamic bodies only
+  float friction = 0.6f;
+  float restitution = 0.0f;
+};
+
+/// A whole scene: its static level first, then the dynamic bodies in a fixed order.
+struct BenchScene {
+  std::string name;               ///< "S1", "S2" or "S3"
+  std::vector<SceneBody> bodies;  ///< creation order; engines create them in this order
+  bool sleep = true;              ///< the scene's specified sleep setting (S1 is run both ways)
+  /// S1 only: index into `bodies` of the pyramid's top box (the one whose drift is reported).
+  uint32_t top_body = 0;
+};
+
+/// Box half-extent and sphere radius of every dynamic body of the scenes [m].
+inline constexpr float kBodyHalfExtent = 0.5f;
+/// Mass [kg], friction and restitution of every dynamic body (and of the static level).
+inline constexpr float kBodyMass = 1.0f;
+inline constexpr float kBodyFriction = 0.6f;
+inline constexpr float kBodyRestitution = 0.0f;
+/// Step of the scenes [s] and gravity [m/s^2], world frame, Y up.
+inline constexpr float kSceneDt = 1.0f / 60.0f;
+inline constexpr Vec3 kSceneGravity{0.0f, -9.81f, 0.0f};
+
+/// Largest accepted arguments: beyond them the layout leaves its container (S2's walls are 80 m
+/// high) or becomes absurd for a benchmark.
+inline constexpr int kMaxPyramidBase = 200;
+inline constexpr int kMaxPileCount = 18000;
+inline constexpr int kMaxSphereCount = 100000;
+
+/// S1: a static ground box (half-extents 50, 1, 50 at (0, -1, 0)) and a 2D pyramid of unit boxes
+/// in the XY plane, `base` boxes in the bottom row, one less per row up: base (base + 1) / 2 boxes,
+/// touching, unrotated. top_body is the single box of the last row. sleep = false.
+/// @param base  in [1, kMaxPyramidBase]; values outside are clamped (check before calling).
+BenchScene make_s1_pyramid(int base = 20);
+/// S2: a 30 x 30 m container (ground box and four 80 m walls) and n boxes in layers of 19 x 19,
+/// 1.5 m apart, jittered by up to 5 cm and tilted by up to 0.3 rad from Lcg(12345). sleep = true.
+/// @param n  in [1, kMaxPileCount]; values outside are clamped.
+BenchScene make_s2_pile(int n);
+/// S3: a static plane y = 0 and n spheres of radius 0.5 m in layers of 25 x 25, 1.5 m apart,
+/// jittered by up to 10 cm from Lcg(6789). sleep = true.
+/// @param n  in [1, kMaxSphereCount]; values outside are clamped.
+BenchScene make_s3_spheres(int n);
+
+/// Number of dynamic bodies of a scene.
+uint32_t count_dynamic(const BenchScene& scene);
+
+/// Creates every body of the scene in `world`, in order (the world's settings are the caller's:
+/// set WorldSettings::allow_sleep from scene.sleep or the benchmark flag).
+/// @return the ids, index-aligned with scene.bodies; a body the world rejected gets a null id
+///         (cannot happen for the scenes above within the limits, and the caller should check).
+std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene);
+
+}  // namespace impulse::scenes
