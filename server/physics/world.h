@@ -180,7 +180,9 @@ class World {
   /// Contacts frozen because both bodies sleep (or one is static). Diagnostics. O(1).
   uint32_t resting_contact_count() const { return static_cast<uint32_t>(resting_.size()); }
 
-  // --- Spatial queries through the broadphase (server/physics/world_queries.cpp) ---------------
+  // --- Spatial queries (server/physics/world_queries.cpp) ----------------------------------------
+  // Static and sleeping bodies are found through the broadphase grid; awake bodies are tested
+  // against their current AABBs directly (O(awake)), since the grid's copy of them is a step old.
   /// The first shape hit by the segment origin + t * translation, t in [0, 1] (world frame [m]),
   /// or nullopt. Ties in fraction go to the smaller ObjectID. A ray starting inside a shape hits
   /// it at fraction 0 with normal -translation/|translation|. Sensors are included.
@@ -204,6 +206,9 @@ class World {
   void build_query_cache() const;
   Error check_command_target(ObjectID id, uint32_t& dense) const;
   MaterialPair mix_materials(uint32_t da, uint32_t db) const;
+  /// Dense indices of the bodies whose AABB the segment overlaps: parked ones from the grid,
+  /// awake ones tested directly (world_queries.cpp).
+  void gather_ray_candidates(Vec3 origin, Vec3 translation, std::vector<uint32_t>& dense_out) const;
 
   // Stages of step(), in order (see world.cpp).
   void integrate_forces(float dt);

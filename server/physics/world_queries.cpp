@@ -37,6 +37,22 @@ bool precedes(const RayHit& l, const RayHit& r) {
 
 }  // namespace
 
+void World::gather_ray_candidates(Vec3 origin, Vec3 translation, std::vector<uint32_t>& dense_out) const {
+  dense_out.clear();
+  // Parked bodies come from the grid. Awake bodies are tested directly: the grid's copy of them
+  // is taken before the step moves them, and bodies created since the last step are not in it.
+  std::vector<uint32_t> slots;
+  broadphase_.query_ray(origin, translation, slots);
+  for (const uint32_t slot : slots) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (dense != SlotMap::kNone && is_parked(dense)) dense_out.push_back(dense);
+  }
+  for (const uint32_t slot : awake_) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (segment_overlaps_aabb(origin, translation, bodies_.pose[dense].aabb)) dense_out.push_back(dense);
+  }
+}
+
 void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out) const {
   out.clear();
   if (!is_usable_ray(origin, translation)) return;
@@ -49,15 +65,8 @@ void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out)
   };
 
   std::vector<uint32_t> candidates;
-  broadphase_.query_ray(origin, translation, candidates);
-  for (const uint32_t slot : candidates) {
-    const uint32_t dense = slots_.dense_of_slot(slot);
-    if (dense != SlotMap::kNone && is_parked(dense)) cast(dense);
-  }
-  for (const uint32_t slot : awake_) {
-    const uint32_t dense = slots_.dense_of_slot(slot);
-    if (segment_overlaps_aabb(origin, translation, bodies_.pose[dense].aabb)) cast(dense);
-  }
+  gather_ray_candidates(origin, translation, candidates);
+  for (const uint32_t dense : candidates) cast(dense);
   std::sort(out.begin(), out.end(), precedes);
 }
 
@@ -80,15 +89,8 @@ std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation) cons
   };
 
   std::vector<uint32_t> candidates;
-  broadphase_.query_ray(origin, translation, candidates);
-  for (const uint32_t slot : candidates) {
-    const uint32_t dense = slots_.dense_of_slot(slot);
-    if (dense != SlotMap::kNone && is_parked(dense)) cast(dense);
-  }
-  for (const uint32_t slot : awake_) {
-    const uint32_t dense = slots_.dense_of_slot(slot);
-    if (segment_overlaps_aabb(origin, translation, bodies_.pose[dense].aabb)) cast(dense);
-  }
+  gather_ray_candidates(origin, translation, candidates);
+  for (const uint32_t dense : candidates) cast(dense);
   return best;
 }
 
