@@ -6,17 +6,15 @@
 namespace impulse::bench {
 namespace {
 
-physics::WorldSettings make_settings(bool sleep) {
-  physics::WorldSettings settings;
+physics::WorldSettings with_scene_gravity(physics::WorldSettings settings) {
   settings.gravity = scenes::kSceneGravity;
-  settings.allow_sleep = sleep;
   return settings;
 }
 
 }  // namespace
 
-ImpulseWorld::ImpulseWorld(const scenes::BenchScene& scene, bool sleep)
-    : world_(make_settings(sleep)), ids_(scenes::load_into(world_, scene)) {
+ImpulseWorld::ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettings settings)
+    : world_(with_scene_gravity(settings)), ids_(scenes::load_into(world_, scene)) {
   rejected_ = static_cast<uint32_t>(std::count(ids_.begin(), ids_.end(), ObjectID{}));
 }
 

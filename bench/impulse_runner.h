@@ -10,12 +10,13 @@
 
 namespace impulse::bench {
 
-/// A physics::World built from a scene with WorldSettings{} (gravity kSceneGravity) except
-/// allow_sleep. Bodies are created in scene order.
+/// A physics::World built from a scene with the given settings (gravity forced to kSceneGravity).
+/// Bodies are created in scene order.
 class ImpulseWorld {
  public:
-  /// @param sleep  WorldSettings::allow_sleep
-  ImpulseWorld(const scenes::BenchScene& scene, bool sleep);
+  /// @param settings  the world's settings; the benchmark's defaults are WorldSettings{} with
+  ///                  allow_sleep from the scene or --sleep
+  ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettings settings);
 
   /// Bodies the world rejected at creation (0 for the reference scenes; anything else is a bug
   /// in the scene or the world, and the benchmark refuses to run).

@@ -32,6 +32,8 @@ struct Options {
   std::string friction_mix = "product";
   bool quiet = false;
   std::string summary;
+  // Solver tuning for experiments; the defaults are WorldSettings{}'s.
+  physics::WorldSettings impulse;
 };
 
 // Builds the scene the flags ask for, or explains why not.
@@ -94,6 +96,7 @@ int run(const Options& o) {
   config.chunk_steps = o.chunk_steps;
   config.bullet.friction_mix =
       o.friction_mix == "geometric" ? bench::BulletFrictionMix::GeometricMean : bench::BulletFrictionMix::Product;
+  config.impulse = o.impulse;
   config.progress = !o.quiet;
   config.keep_trace = !o.trace_csv.empty();
 
@@ -162,6 +165,17 @@ int main(int argc, char** argv) {
   app.add_option("--bullet-friction-mix", o.friction_mix,
                  "product (Bullet's default, 0.6 x 0.6 = 0.36) or geometric (Impulse's, 0.6)")
       ->check(CLI::IsMember({"product", "geometric"}));
+  app.add_option("--substeps", o.impulse.substeps, "Impulse solver substeps per step (WorldSettings::substeps)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--relax-iterations", o.impulse.relax_iterations,
+                 "Impulse bias-free sweeps per substep (WorldSettings::relax_iterations)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--contact-hertz", o.impulse.contact_hertz,
+                 "Impulse contact stiffness [Hz] (WorldSettings::contact_hertz; capped at substep rate / 4)")
+      ->check(CLI::Range(1.0f, 1000.0f));
+  app.add_option("--contact-damping-ratio", o.impulse.contact_damping_ratio,
+                 "Impulse contact damping ratio (WorldSettings::contact_damping_ratio)")
+      ->check(CLI::Range(0.0f, 100.0f));
   app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
   app.add_option("--summary", o.summary, "print a Markdown table of a --json-out file and exit");
   CLI11_PARSE(app, argc, argv);

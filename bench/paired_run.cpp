@@ -21,6 +21,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+physics::WorldSettings impulse_settings(const RunConfig& config) {
+  physics::WorldSettings settings = config.impulse;
+  settings.allow_sleep = config.sleep;
+  return settings;
+}
+
 double elapsed_ms(Clock::time_point begin, Clock::time_point end) {
   return std::chrono::duration<double, std::milli>(end - begin).count();
 }
@@ -104,7 +110,7 @@ void step_and_sample(EngineWorld& world, const RunConfig& config, bool sample_rs
   uint64_t max_rss = base.value_or(0);
   Progress progress(config.progress, describe(scene, scenes::count_dynamic(scene)) + " " + to_string(engine));
   if (engine == Engine::Impulse) {
-    ImpulseWorld world(scene, config.sleep);
+    ImpulseWorld world(scene, impulse_settings(config));
     if (!exact) max_rss = std::max(max_rss, read_status_kib("VmRSS").value_or(0));
     step_and_sample(world, config, !exact, max_rss, progress);
     if (!exact) max_rss = std::max(max_rss, read_status_kib("VmRSS").value_or(0));
@@ -218,7 +224,7 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
     samples.chunk_ratios.clear();
     for (std::vector<double>& stage : samples.stage) stage.clear();
 
-    ImpulseWorld impulse(scene, config.sleep);
+    ImpulseWorld impulse(scene, impulse_settings(config));
     if (impulse.rejected_count() != 0) {
       error = "Impulse rejected " + std::to_string(impulse.rejected_count()) + " bodies of " + scene.name;
       return std::nullopt;

@@ -23,6 +23,8 @@ struct RunConfig {
   int chunk_steps = 10;  ///< steps per engine per chunk; chunks alternate the engine that goes first
   int rounds = 1;        ///< whole-scene repetitions with fresh worlds; figures are medians across rounds
   BulletOptions bullet;  ///< bullet.sleep is overwritten by `sleep`
+  /// Impulse's settings; allow_sleep is overwritten by `sleep` and gravity by the scene's.
+  physics::WorldSettings impulse;
   bool progress = true;  ///< progress lines on stderr every few seconds of wall time
   bool keep_trace = false;  ///< fill SceneResult::trace (round 1), e.g. for a CSV of the run
 };

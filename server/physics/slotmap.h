@@ -79,6 +79,21 @@ class SlotMap {
   uint32_t retired_count() const { return retired_count_; }
   uint32_t max_generation() const { return max_generation_; }
 
+  // --- Save and restore (World::save_state / restore_state) --------------------------------------
+  /// Generation of every slot ever allocated, by slot index; shape [slot_count()]. With
+  /// dense_slots(), free_slots() and max_generation() this is the map's whole state.
+  std::span<const uint32_t> generations() const { return generations_; }
+  /// The free list, bottom first: the next create() reuses its last element; shape [free_count()].
+  std::span<const uint32_t> free_slots() const { return free_slots_; }
+  /// Rebuilds a map from the parts listed above, so that it hands out exactly the ids the saved
+  /// map would have. Checks every invariant: max_generation >= 1; at most kNone slots; every
+  /// generation in [1, max_generation]; dense and free slots in range, each slot live or free at
+  /// most once; every other slot (retired) at max_generation. The parts may come from a file.
+  /// @return nullptr and `out` replaced, or a one-line reason and `out` untouched.
+  static const char* restore(uint32_t max_generation, std::span<const uint32_t> generations,
+                             std::span<const uint32_t> dense_slots, std::span<const uint32_t> free_slots,
+                             SlotMap& out);
+
  private:
   uint32_t max_generation_;
   uint32_t retired_count_ = 0;

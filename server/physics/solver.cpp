@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "server/physics/restitution.h"
+
 namespace impulse::physics {
 
 namespace {
@@ -20,23 +22,25 @@ void clamp_to_disc(float& x, float& y, float r) {
   y *= s;
 }
 
-// 1 / (J M^-1 J^T) for the direction `dir` at anchors ra, rb; 0 when nothing can move.
-float effective_mass(const SolverBody& a, const SolverBody& b, Vec3 ra, Vec3 rb, Vec3 dir) {
-  const Vec3 rna = cross(ra, dir);
-  const Vec3 rnb = cross(rb, dir);
-  const float k = a.inv_mass + b.inv_mass + dot(rna, a.inv_inertia * rna) + dot(rnb, b.inv_inertia * rnb);
+// 1 / (J M^-1 J^T) of one row, from its angular parts ra x d, I_a^-1 (ra x d) and the same for b;
+// 0 when nothing can move.
+float row_mass(const SolverBody& a, const SolverBody& b, Vec3 ra_x_d, Vec3 ia, Vec3 rb_x_d, Vec3 ib) {
+  const float k = a.inv_mass + b.inv_mass + dot(ra_x_d, ia) + dot(rb_x_d, ib);
   return k > 0 ? 1.0f / k : 0.0f;
 }
 
-Vec3 point_velocity(const SolverBody& body, Vec3 r) { return body.velocity + cross(body.angular_velocity, r); }
+// Relative velocity of b with respect to a along one row: dot(d, vb - va) + wb.(rb x d) - wa.(ra x d).
+float row_velocity(const SolverBody& a, const SolverBody& b, Vec3 d, Vec3 ra_x_d, Vec3 rb_x_d) {
+  return dot(d, b.velocity - a.velocity) + dot(b.angular_velocity, rb_x_d) - dot(a.angular_velocity, ra_x_d);
+}
 
-// Applies impulse p at anchor rb to b and -p at ra to a. The immovable body has zero inverse mass
-// and inertia, so the update leaves it at exactly zero without a branch.
-void apply_impulse(SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, Vec3 p) {
-  a.velocity -= p * a.inv_mass;
-  a.angular_velocity -= a.inv_inertia * cross(ra, p);
-  b.velocity += p * b.inv_mass;
-  b.angular_velocity += b.inv_inertia * cross(rb, p);
+// Applies impulse lambda along one row: +lambda d to b, -lambda d to a. The immovable body has zero
+// inverse mass and zero I^-1 rows, so it stays at exactly zero without a branch.
+void apply_row(SolverBody& a, SolverBody& b, Vec3 d, Vec3 ia, Vec3 ib, float lambda) {
+  a.velocity -= d * (lambda * a.inv_mass);
+  a.angular_velocity -= ia * lambda;
+  b.velocity += d * (lambda * b.inv_mass);
+  b.angular_velocity += ib * lambda;
 }
 
 }  // namespace
@@ -101,6 +105,7 @@ void integrate_positions(std::span<SolverBody> bodies, size_t movable, float h) 
   for (size_t i = 0; i < movable; ++i) {
     SolverBody& b = bodies[i];
     b.delta_position += b.velocity * h;
+    b.delta_angle += b.angular_velocity * h;
     b.delta_rotation = integrate_rotation(b.delta_rotation, b.angular_velocity, h);
   }
 }
@@ -111,9 +116,12 @@ void warm_start(std::span<SolverManifold> manifolds, std::span<SolverBody> bodie
     SolverBody& b = bodies[m.body_b];
     for (int i = 0; i < m.point_count; ++i) {
       const SolverPoint& p = m.points[i];
-      const Vec3 impulse = m.normal * p.normal_impulse + m.tangent[0] * p.tangent_impulse[0] +
-                           m.tangent[1] * p.tangent_impulse[1];
-      apply_impulse(a, b, p.anchor_a, p.anchor_b, impulse);
+      const Vec3 linear = m.normal * p.normal_impulse + m.tangent[0] * p.tangent_impulse[0] +
+                          m.tangent[1] * p.tangent_impulse[1];
+      a.velocity -= linear * a.inv_mass;
+      a.angular_velocity -= p.in_a * p.normal_impulse + p.it_a[0] * p.tangent_impulse[0] + p.it_a[1] * p.tangent_impulse[1];
+      b.velocity += linear * b.inv_mass;
+      b.angular_velocity += p.in_b * p.normal_impulse + p.it_b[0] * p.tangent_impulse[0] + p.it_b[1] * p.tangent_impulse[1];
     }
   }
 }
@@ -125,14 +133,15 @@ void solve(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, co
     SolverBody& b = bodies[m.body_b];
     const Softness& s = m.immovable_partner ? static_soft : soft;
     const Vec3 n = m.normal;
-    const Vec3 dp = b.delta_position - a.delta_position;
+    const float dn = dot(b.delta_position - a.delta_position, n);
 
     // Non-penetration first, then friction bounded by this substep's normal impulses.
     for (int i = 0; i < m.point_count; ++i) {
       SolverPoint& p = m.points[i];
-      // Separation now, from how far each body moved and turned since the step began.
-      const Vec3 d = dp + rotate(b.delta_rotation, p.anchor_b) - rotate(a.delta_rotation, p.anchor_a);
-      const float separation = dot(d, n) + p.base_separation;
+      // Separation now, from how far each body moved and (to first order) turned since the step
+      // began: base + dot(dp_b + dtheta_b x r_b - dp_a - dtheta_a x r_a, n).
+      const float separation =
+          dn + dot(b.delta_angle, p.rn_b) - dot(a.delta_angle, p.rn_a) + p.base_separation;
       float bias = 0;
       float mass_scale = 1;
       float impulse_scale = 0;
@@ -143,28 +152,32 @@ void solve(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, co
         mass_scale = s.mass_scale;
         impulse_scale = s.impulse_scale;
       }
-      const float vn = dot(point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a), n);
+      const float vn = row_velocity(a, b, n, p.rn_a, p.rn_b);
       const float impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
       // Clamp the total, not the increment: the contact as a whole only ever pushes.
       const float total = std::max(p.normal_impulse + impulse, 0.0f);
       const float applied = total - p.normal_impulse;
       p.normal_impulse = total;
       p.max_normal_impulse = std::max(p.max_normal_impulse, applied);
-      apply_impulse(a, b, p.anchor_a, p.anchor_b, n * applied);
+      apply_row(a, b, n, p.in_a, p.in_b, applied);
     }
 
     if (m.friction <= 0) continue;
     for (int i = 0; i < m.point_count; ++i) {
       SolverPoint& p = m.points[i];
-      const Vec3 dv = point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a);
-      float t0 = p.tangent_impulse[0] - p.tangent_mass[0] * dot(dv, m.tangent[0]);
-      float t1 = p.tangent_impulse[1] - p.tangent_mass[1] * dot(dv, m.tangent[1]);
+      float t0 = p.tangent_impulse[0] - p.tangent_mass[0] * row_velocity(a, b, m.tangent[0], p.rt_a[0], p.rt_b[0]);
+      float t1 = p.tangent_impulse[1] - p.tangent_mass[1] * row_velocity(a, b, m.tangent[1], p.rt_a[1], p.rt_b[1]);
       // Coulomb: the accumulated 2D vector stays inside the disc mu * lambda_n.
       clamp_to_disc(t0, t1, m.friction * p.normal_impulse);
-      const Vec3 impulse = m.tangent[0] * (t0 - p.tangent_impulse[0]) + m.tangent[1] * (t1 - p.tangent_impulse[1]);
+      const float d0 = t0 - p.tangent_impulse[0];
+      const float d1 = t1 - p.tangent_impulse[1];
       p.tangent_impulse[0] = t0;
       p.tangent_impulse[1] = t1;
-      apply_impulse(a, b, p.anchor_a, p.anchor_b, impulse);
+      const Vec3 linear = m.tangent[0] * d0 + m.tangent[1] * d1;
+      a.velocity -= linear * a.inv_mass;
+      a.angular_velocity -= p.it_a[0] * d0 + p.it_a[1] * d1;
+      b.velocity += linear * b.inv_mass;
+      b.angular_velocity += p.it_b[0] * d0 + p.it_b[1] * d1;
     }
   }
 }
@@ -178,13 +191,13 @@ void apply_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody
       SolverPoint& p = m.points[i];
       // Only points that approached fast enough and actually pushed this step bounce.
       if (p.relative_velocity > -threshold || p.max_normal_impulse == 0) continue;
-      const float vn = dot(point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a), m.normal);
+      const float vn = row_velocity(a, b, m.normal, p.rn_a, p.rn_b);
       const float impulse = -p.normal_mass * (vn + m.restitution * p.relative_velocity);
       const float total = std::max(p.normal_impulse + impulse, 0.0f);
       const float applied = total - p.normal_impulse;
       p.normal_impulse = total;
       p.max_normal_impulse = std::max(p.max_normal_impulse, applied);
-      apply_impulse(a, b, p.anchor_a, p.anchor_b, m.normal * applied);
+      apply_row(a, b, m.normal, p.in_a, p.in_b, applied);
     }
   }
 }
@@ -224,10 +237,19 @@ void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const Solv
       SolverPoint& p = m.points[i];
       p.anchor_a = cp.point - ca;
       p.anchor_b = cp.point - cb;
-      p.base_separation = cp.separation - dot(p.anchor_b - p.anchor_a, n);
-      p.normal_mass = effective_mass(a, b, p.anchor_a, p.anchor_b, n);
-      p.tangent_mass[0] = effective_mass(a, b, p.anchor_a, p.anchor_b, m.tangent[0]);
-      p.tangent_mass[1] = effective_mass(a, b, p.anchor_a, p.anchor_b, m.tangent[1]);
+      p.base_separation = cp.separation;
+      p.rn_a = cross(p.anchor_a, n);
+      p.rn_b = cross(p.anchor_b, n);
+      p.in_a = a.inv_inertia * p.rn_a;
+      p.in_b = b.inv_inertia * p.rn_b;
+      p.normal_mass = row_mass(a, b, p.rn_a, p.in_a, p.rn_b, p.in_b);
+      for (int k = 0; k < 2; ++k) {
+        p.rt_a[k] = cross(p.anchor_a, m.tangent[k]);
+        p.rt_b[k] = cross(p.anchor_b, m.tangent[k]);
+        p.it_a[k] = a.inv_inertia * p.rt_a[k];
+        p.it_b[k] = b.inv_inertia * p.rt_b[k];
+        p.tangent_mass[k] = row_mass(a, b, p.rt_a[k], p.it_a[k], p.rt_b[k], p.it_b[k]);
+      }
       p.normal_impulse = cp.normal_impulse;
       // Last step's friction seen in this step's basis: the part along a turned normal is dropped
       // and the rest stays inside this step's cone.
@@ -235,7 +257,7 @@ void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const Solv
       p.tangent_impulse[1] = dot(cp.friction_impulse, m.tangent[1]);
       clamp_to_disc(p.tangent_impulse[0], p.tangent_impulse[1], m.friction * p.normal_impulse);
       p.max_normal_impulse = 0;
-      p.relative_velocity = dot(point_velocity(b, p.anchor_b) - point_velocity(a, p.anchor_a), n);
+      p.relative_velocity = row_velocity(a, b, n, p.rn_a, p.rn_b);
     }
   }
 }
@@ -253,6 +275,9 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
   const Softness static_soft = make_softness(std::min(2.0f * hertz, 0.25f * inv_h), c.contact_damping_ratio, h);
   const size_t movable = forces.size();
 
+  // Collisions first, before gravity (a resting body must not bounce): the rebound of each
+  // impact propagates down chains of touching bodies (restitution.h).
+  propagate_restitution(manifolds, bodies, c.restitution_threshold, c.dt);
   for (int s = 0; s < substeps; ++s) {
     integrate_velocities(bodies, forces, h, c);
     warm_start(manifolds, bodies);

@@ -3,8 +3,10 @@
 // contacts are prepared once; then each of `substeps` substeps integrates velocities, warm starts,
 // solves every contact with a soft position bias, integrates positions and relaxes (the same sweep
 // without bias, removing the velocity the bias added, so position correction adds no energy).
-// Restitution is one extra sweep at the end. Sequential impulses with clamped accumulated impulses
-// and warm starting follow Catto, "Iterative Dynamics with Temporal Coherence", GDC 2005.
+// Collisions with restitution are resolved first, as events that propagate down chains of
+// touching bodies (restitution.h); a Box2D-style restitution sweep at the end catches the rest.
+// Sequential impulses with clamped accumulated impulses and warm starting follow Catto,
+// "Iterative Dynamics with Temporal Coherence", GDC 2005.
 //
 // Friction: two tangents per manifold from the normal alone (tangent_basis, Catto "Computing a
 // Basis", 2014), per point a 2D tangent impulse clamped to the disc mu * lambda_n (circular
@@ -23,14 +25,19 @@
 namespace impulse::physics {
 
 /// Per-step state of one body that can move in the solver (awake dynamic or kinematic), plus one
-/// immovable body (all zero) shared by every static and sleeping partner.
-struct SolverBody {
+/// immovable body (all zero) shared by every static and sleeping partner. The fields the contact
+/// sweeps touch come first and fit one 64-byte cache line; the rest is read once per substep.
+struct alignas(64) SolverBody {
   Vec3 velocity;          ///< [m/s], world frame
-  Vec3 angular_velocity;  ///< [rad/s], world frame
-  Vec3 delta_position;    ///< position change since the step began [m]
-  Quat delta_rotation;    ///< rotation since the step began (world frame, applied after the start orientation)
-  Mat3 inv_inertia;       ///< world frame inverse inertia [1/(kg·m^2)], fixed over the step
   float inv_mass = 0;     ///< [1/kg]; 0 for kinematic and the immovable body
+  Vec3 angular_velocity;  ///< [rad/s], world frame
+  Vec3 delta_position;    ///< position change since the step began [m], world frame
+  /// Rotation since the step began as the sum of w h over the substeps [rad], world frame: the
+  /// first-order rotation the contact sweeps use to track separations (exact for a spinning
+  /// sphere, whose surface does not move along the normal).
+  Vec3 delta_angle;
+  Quat delta_rotation;    ///< the same rotation, integrated exactly (applied after the start orientation)
+  Mat3 inv_inertia = Mat3{Vec3{}, Vec3{}, Vec3{}};  ///< world frame [1/(kg·m^2)], fixed over the step
 };
 
 /// Soft constraint coefficients for one substep length h (Catto, "Soft Constraints", GDC 2011):
@@ -44,11 +51,17 @@ struct Softness {
 /// bias_rate = omega / a1, mass_scale = a2 a3, impulse_scale = a3. hertz 0 gives a rigid (zero) softness.
 Softness make_softness(float hertz, float zeta, float h);
 
-/// One manifold point prepared for the solver.
+/// One manifold point prepared for the solver. The angular parts of its three constraint rows
+/// (normal, two tangents) are precomputed once per step for each body: r x d and I^-1 (r x d), as
+/// in Catto's sequential impulses, so a sweep costs dot products and scaled adds only.
 struct SolverPoint {
   Vec3 anchor_a;            ///< contact point minus A's centre at step start, world frame [m]
   Vec3 anchor_b;            ///< contact point minus B's centre at step start, world frame [m]
-  float base_separation = 0;  ///< separation - dot(anchor_b - anchor_a, normal) [m]
+  Vec3 rn_a, rn_b;          ///< anchor x normal for A and B [m]
+  Vec3 in_a, in_b;          ///< I^-1 (anchor x normal): angular velocity per unit normal impulse
+  Vec3 rt_a[2], rt_b[2];    ///< anchor x tangent[k] [m]
+  Vec3 it_a[2], it_b[2];    ///< I^-1 (anchor x tangent[k])
+  float base_separation = 0;  ///< separation at step start [m], < 0 overlapping
   float normal_mass = 0;      ///< 1 / (J M^-1 J^T) along the normal [kg]
   float tangent_mass[2] = {}; ///< the same along each tangent [kg]
   float normal_impulse = 0;   ///< accumulated [N·s] of the current substep
@@ -81,10 +94,10 @@ void tangent_basis(Vec3 n, Vec3& t0, Vec3& t1);
 struct SolverConfig {
   float dt = 0;                      ///< step [s]
   int substeps = 4;
-  int relax_iterations = 1;
+  int relax_iterations = 2;
   Vec3 gravity;                      ///< [m/s^2]
-  float contact_hertz = 30;
-  float contact_damping_ratio = 10;
+  float contact_hertz = 60;
+  float contact_damping_ratio = 5;
   float contact_push_max_speed = 3;  ///< [m/s]
   float linear_slop = 0.005f;        ///< [m]
   float restitution_threshold = 1;   ///< [m/s]
@@ -119,9 +132,9 @@ struct BodyForces {
 /// unchanged if the system is singular or the result not finite.
 Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h);
 
-/// Runs the whole soft step: substeps x (integrate velocities, warm start, solve with bias,
-/// integrate positions, relax), then restitution, then writes the accumulated impulses back into
-/// `records`. `bodies` holds the movable bodies followed by the immovable one (last).
+/// Runs the whole soft step: propagate_restitution, then substeps x (integrate velocities, warm
+/// start, solve with bias, integrate positions, relax), then the end-of-step restitution sweep,
+/// then writes the accumulated impulses back into `records`. `bodies` holds the movable bodies followed by the immovable one (last).
 void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
                      std::span<const BodyForces> forces, std::span<ContactRecord> records,
                      const SolverConfig& config);

@@ -775,6 +775,7 @@ void World::solve(float dt) {
     b.velocity = m.velocity;
     b.angular_velocity = m.angular_velocity;
     b.delta_position = Vec3{};
+    b.delta_angle = Vec3{};
     b.delta_rotation = Quat{};
     b.inv_mass = m.inv_mass;
     b.inv_inertia = dynamic ? rotate_diagonal(to_mat3(p.orientation), m.inv_inertia) : Mat3{Vec3{}, Vec3{}, Vec3{}};
@@ -790,7 +791,7 @@ void World::solve(float dt) {
     m.force = Vec3{};
     m.torque = Vec3{};
   }
-  sb[movable] = SolverBody{Vec3{}, Vec3{}, Vec3{}, Quat{}, Mat3{Vec3{}, Vec3{}, Vec3{}}, 0.0f};
+  sb[movable] = SolverBody{};  // zero velocity, inverse mass and inertia
   centers[movable] = Vec3{};
 
   std::vector<SolverManifold>& manifolds = scratch_.manifolds;

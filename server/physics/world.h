@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "server/physics/body_columns.h"
@@ -161,6 +162,31 @@ class World {
   /// (Fowler, Noll, Vo) over the dense columns in storage order and the sorted contact lists.
   /// O(live + contacts).
   uint64_t world_hash() const;
+
+  // --- Save and restore (server/physics/world_state.cpp, which documents the byte layout) -------
+  /// Appends the complete simulation state to `out` (cleared first): settings, tick, the slot
+  /// map with its free list, every body column, the awake list in order, sleeping islands, the
+  /// active and resting contact caches with their warm-starting impulses, the last step's and the
+  /// pending contact events, and the material pairs. Not saved: the step profile, the per-step
+  /// scratch buffers and the query cache (rebuilt on demand). A world restored from the blob
+  /// steps bit-identically to this one (same world_hash() every tick, same events, same next
+  /// ObjectID), in any process built with the same layout. Little-endian, fixed-width fields,
+  /// an XXH64 checksum; 182 bytes per body plus 98-206 bytes per contact (1-4 points), about
+  /// 390 bytes per body in a settled box pile. O(bodies + contacts); allocates only `out`'s growth.
+  void save_state(std::vector<uint8_t>& out) const;
+  /// Replaces this world's state, settings included, with one saved by save_state. The input may
+  /// come from a file or the network: magic, format version, layout fingerprint, sizes and the
+  /// XXH64 checksum are verified, then every count, index and id is range-checked and the
+  /// invariants between the parts (slot map, awake list, islands, contact lists and counts) are
+  /// checked before anything changes. The broadphase is rebuilt from the parked bodies (its pair
+  /// output does not depend on its history, see broadphase.h) and the query cache invalidated.
+  /// The step's scratch buffers are kept; the new broadphase grows its buffers over the first
+  /// steps as a new world's does, after which the step allocates no more than the original would.
+  /// O(bytes); allocates the new state (a small multiple of the input size at most).
+  /// @param error  on failure, if not null, receives one line saying what is wrong
+  /// @return true on success; false on malformed, truncated, corrupted, wrong-version or
+  ///         wrong-layout input, with the world left unchanged (never asserts or throws)
+  bool restore_state(std::span<const uint8_t> bytes, std::string* error);
 
   // --- Queries (seed 000), answered from the last step's contact data ---------------------------
   /// Every touching pair after the last step, sorted by (a, b). Includes resting contacts of

@@ -99,23 +99,27 @@ TEST(Friction, SlidingBoxStopsAtClosedFormDistanceAndTime) {
   }
 }
 
-// The deceleration each step is mu g dt, for a few mu, while sliding. Tolerance 1 % relative: the
-// friction at the floor tips the box forward by a fraction of a degree, which shifts load
-// between its manifold points and makes the per-step deceleration wobble by < 1 %.
+// The deceleration each step is mu g dt, for a few mu, while sliding. Tolerances: 2 % per step
+// in the first two steps, while the soft contact takes up the box's weight (the normal impulse of
+// a step misses m g dt by up to 1.5 % at mu = 1); 0.5 % per step after that, where
+// the friction at the floor tips the box forward by a fraction of a degree and shifts load between
+// its manifold points; and 0.5 % for the mean over the 11 steps.
 TEST(Friction, DecelerationIsMuG) {
   for (const float mu : {0.1f, 0.5f, 1.0f}) {
     World world;
     add_floor(world, mu);
     const ObjectID box = add(world, sliding_box({8.0f, 0.0f, 0.0f}, mu));
-    world.step(kDt);  // the contact is created and fully loaded in its first step
-    float prev = state(world, box).velocity.x;
-    EXPECT_NEAR(8.0f - prev, mu * kG * kDt, 1e-2f * mu * kG * kDt) << "mu " << mu;
-    for (int i = 0; i < 10; ++i) {
+    const float expected = mu * kG * kDt;
+    float prev = 8.0f;
+    constexpr int kSteps = 11;
+    for (int i = 0; i < kSteps; ++i) {
       world.step(kDt);
       const float now = state(world, box).velocity.x;
-      EXPECT_NEAR(prev - now, mu * kG * kDt, 1e-2f * mu * kG * kDt) << "mu " << mu << " step " << i;
+      const float tolerance = (i < 2 ? 2e-2f : 0.5e-2f) * expected;
+      EXPECT_NEAR(prev - now, expected, tolerance) << "mu " << mu << " step " << i;
       prev = now;
     }
+    EXPECT_NEAR((8.0f - prev) / kSteps, expected, 0.5e-2f * expected) << "mu " << mu;
   }
 }
 

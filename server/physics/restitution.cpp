@@ -1,0 +1,138 @@
+// Chained restitution pass (Edyn's restitution solver, xissburg/edyn; Catto, "Iterative Dynamics
+// with Temporal Coherence", GDC 2005). See restitution.h for the scheme.
+#include "server/physics/restitution.h"
+
+#include <algorithm>
+
+namespace impulse::physics {
+
+namespace {
+
+// Relative tolerance of the energy check: a block may not raise the kinetic energy by more than
+// this fraction of sum(lambda |vn|) (an e = 1 block conserves energy up to float rounding).
+constexpr float kEnergyTolerance = 1.0e-4f;
+
+// Normal velocity of b relative to a at point p [m/s]; < 0 approaching.
+float normal_velocity(const SolverBody& a, const SolverBody& b, const SolverPoint& p, Vec3 n) {
+  const Vec3 vb = b.velocity + cross(b.angular_velocity, p.anchor_b);
+  const Vec3 va = a.velocity + cross(a.angular_velocity, p.anchor_a);
+  return dot(vb - va, n);
+}
+
+// Applies lambda n at p to b and -lambda n to a [N·s]. The immovable body has zero inverse mass
+// and inertia, so it stays at zero.
+void apply_normal_impulse(SolverBody& a, SolverBody& b, const SolverPoint& p, Vec3 n, float lambda) {
+  const Vec3 impulse = n * lambda;
+  a.velocity -= impulse * a.inv_mass;
+  a.angular_velocity -= a.inv_inertia * cross(p.anchor_a, impulse);
+  b.velocity += impulse * b.inv_mass;
+  b.angular_velocity += b.inv_inertia * cross(p.anchor_b, impulse);
+}
+
+// Projected Gauss-Seidel on the block's points towards vn >= target, accumulated impulses from 0
+// and clamped >= 0. Points with active[i] false or zero effective mass are left alone.
+void solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bool* active, const float* target,
+                 float* lambda) {
+  const int iterations = m.point_count == 1 ? 1 : kRestitutionBlockIterations;
+  for (int it = 0; it < iterations; ++it) {
+    for (int i = 0; i < m.point_count; ++i) {
+      const SolverPoint& p = m.points[i];
+      if (!active[i] || p.normal_mass <= 0) continue;
+      const float vn = normal_velocity(a, b, p, m.normal);
+      const float total = std::max(lambda[i] + p.normal_mass * (target[i] - vn), 0.0f);
+      apply_normal_impulse(a, b, p, m.normal, total - lambda[i]);
+      lambda[i] = total;
+    }
+  }
+}
+
+// Resolves manifold m as one collision event if one of its engaging points approaches faster than
+// `threshold`. Returns whether it did.
+bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float threshold, float dt) {
+  const Vec3 n = m.normal;
+  const float shift = dot(b.delta_position - a.delta_position, n);  // time-of-impact shifts so far
+  bool active[kMaxManifoldPoints] = {};
+  float target[kMaxManifoldPoints] = {};
+  float before[kMaxManifoldPoints] = {};
+  float toi[kMaxManifoldPoints] = {};
+  float lambda[kMaxManifoldPoints] = {};
+  bool triggered = false;
+  for (int i = 0; i < m.point_count; ++i) {
+    const SolverPoint& p = m.points[i];
+    const float vn = normal_velocity(a, b, p, n);
+    const float separation = p.base_separation + shift;  // base_separation: at step start (solver.h)
+    before[i] = vn;
+    active[i] = separation <= -vn * dt;  // closes within the step (always, if touching and vn <= 0)
+    if (!active[i]) continue;
+    if (vn < -threshold) {
+      triggered = true;
+      target[i] = -m.restitution * vn;
+    }
+    // Time of impact t = s / -vn: in this step if the gap is still open (engaging implies t <=
+    // dt), before it if the bodies already overlap (the step before let them pass the surface).
+    // Bounded by one step either way, so a deep overlap is not teleported out.
+    if (vn < 0) toi[i] = std::clamp(separation / -vn, -dt, dt);
+  }
+  if (!triggered) return false;
+
+  solve_block(m, a, b, active, target, lambda);
+
+  // Kinetic energy change of the block: sum lambda_i (vn_i + vn_i') / 2 (exact for impulses along
+  // the constraint rows). Newton's law per point can create energy in a multi-point block.
+  float gain = 0;
+  float scale = 0;
+  for (int i = 0; i < m.point_count; ++i) {
+    if (lambda[i] == 0) continue;
+    gain += lambda[i] * (before[i] + normal_velocity(a, b, m.points[i], n));
+    scale += lambda[i] * std::max(-before[i], 0.0f);
+  }
+  if (gain > kEnergyTolerance * scale) {
+    for (int i = 0; i < m.point_count; ++i) {
+      if (lambda[i] != 0) apply_normal_impulse(a, b, m.points[i], n, -lambda[i]);
+      lambda[i] = 0;
+      target[i] = 0;
+    }
+    solve_block(m, a, b, active, target, lambda);  // inelastic: each update only removes energy
+  }
+
+  // Shift each impact to its time t: the bodies moved with their old velocities until t, so the
+  // step's integration of the new velocities over the whole step overshoots by dv t (t < 0: the
+  // overlap found at step start is undone as if the bodies had bounced when they touched).
+  for (int i = 0; i < m.point_count; ++i) {
+    if (lambda[i] == 0 || toi[i] == 0) continue;
+    const Vec3 shift_impulse = n * (lambda[i] * toi[i]);
+    a.delta_position += shift_impulse * a.inv_mass;
+    b.delta_position -= shift_impulse * b.inv_mass;
+  }
+  // This impact is resolved: the end-of-step restitution (solver.cpp) must only see the normal
+  // velocities from here on, or it would bounce the same approach a second time.
+  for (int i = 0; i < m.point_count; ++i) {
+    SolverPoint& p = m.points[i];
+    p.relative_velocity = normal_velocity(a, b, p, n);
+  }
+  return true;
+}
+
+}  // namespace
+
+int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
+                          float dt, int max_sweeps) {
+  const size_t count = manifolds.size();
+  int resolved_total = 0;
+  for (int sweep = 0; sweep < max_sweeps; ++sweep) {
+    // Alternate the direction, so a chain stored against the direction of the strike still
+    // propagates within two sweeps.
+    const bool forward = sweep % 2 == 0;
+    int resolved = 0;
+    for (size_t k = 0; k < count; ++k) {
+      SolverManifold& m = manifolds[forward ? k : count - 1 - k];
+      if (!(m.restitution > 0)) continue;
+      if (resolve_manifold(m, bodies[m.body_a], bodies[m.body_b], threshold, dt)) ++resolved;
+    }
+    resolved_total += resolved;
+    if (resolved == 0) break;
+  }
+  return resolved_total;
+}
+
+}  // namespace impulse::physics

@@ -1,0 +1,804 @@
+// World save and restore: a versioned, checksummed binary image of everything the next step reads,
+// restored bit for bit (the approach of Jolt's StateRecorder: save the full state, then check
+// determinism by a hash). Checksum XXH64 (Y. Collet, xxHash, 2014).
+//
+// Byte layout, format version 1
+// -----------------------------
+// Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
+// complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
+// restore), bool a u8 that is 0 or 1, an enum a u8 holding its value, ObjectID a u32 index then a
+// u32 generation. A count always precedes its array. (n) after a record is its size in bytes.
+//
+//   Header (68 bytes)
+//       0    4   magic "IMPW"
+//       4    4   u32 format version (1)
+//       8    4   u32 N = number of layout fingerprint entries (12)
+//      12   4N   layout fingerprint: u32 sizeof(), in the saving build, of Pose, Motion, Shape,
+//                Material, BodyInfo, ContactPointState, ContactRecord, Contact, ContactEvent,
+//                WorldSettings, MaterialPair, ObjectID. The payload is written field by field, but
+//                a build whose structs differ may hold state this version does not carry, so it
+//                refuses the blob rather than restore part of it.
+//    12+4N   8   u64 P = payload size in bytes
+//   Payload (P bytes): the sections below, in this order.
+//     settings   every WorldSettings field in declaration order (87): gravity 3 f32, cell_size f32,
+//                max_cells_per_body u32, speculative_margin f32, substeps i32, relax_iterations
+//                i32, contact_hertz f32, contact_damping_ratio f32, contact_push_max_speed f32,
+//                linear_slop f32, restitution_threshold f32, friction_mix u8, restitution_mix u8,
+//                sleep_speed f32, sleep_time_s f32, allow_sleep bool, max_coordinate f32,
+//                max_speed f32, max_angular_speed f32, max_extent f32, max_mass f32,
+//                max_objects u32
+//     world      tick u64, resting_dirty bool
+//     slot map   max_generation u32, S u32 (slots ever allocated), L u32 (live objects), F u32
+//                (free slots); generation u32 [S] by slot; slot u32 [L] by dense index; free list
+//                u32 [F], bottom first (the next create() takes the last)
+//     bodies     L bodies per column, the columns one after another, each in dense order:
+//                pose     position 3 f32, orientation x y z w f32, aabb min 3 f32, max 3 f32 (52)
+//                motion   velocity, angular_velocity, force, torque, inv_inertia 3 f32 each,
+//                         inv_mass, linear_damping, angular_damping f32                    (72)
+//                shape    kind u8, radius f32, half_extents 3 f32, half_height f32         (21)
+//                material restitution f32, friction f32, id u16                             (10)
+//                info     kind u8, sleeping bool, sensor bool, sleep_timer f32, mass f32,
+//                         extent f32, awake_index u32, contact_count u32, island u32        (27)
+//     awake      A u32; slot u32 [A] in awake-list order (the order the step visits bodies)
+//     contacts   the active list, then the resting list, each R u32 then R records in (a, b)
+//                order: a ObjectID, b ObjectID, point 3 f32, normal 3 f32, depth f32,
+//                point_count u8 (1..4), sensor bool, then point_count points of point 3 f32,
+//                separation f32, feature u32, normal_impulse f32, friction_impulse 3 f32
+//                                                                      (62 + 36 per point)
+//     events     the last step's events, then the pending End events of destroyed bodies, each
+//                E u32 then E of: type u8, a ObjectID, b ObjectID, point 3 f32, normal 3 f32 (41)
+//     islands    I u32; per sleeping island M u32 then member slot u32 [M] (wake order); then
+//                K u32 and the free island indices u32 [K], bottom first
+//     materials  Q u32; Q of key u32 (min id << 16 | max id), friction f32, restitution f32
+//   Trailer (8 bytes)
+//     u64 XXH64 with seed 0 of every byte before it (header and payload)
+//
+// Not saved, as they are not state: the step profile, the per-step scratch buffers, the query
+// cache and the broadphase. The broadphase is rebuilt from the parked (static and sleeping)
+// bodies: its pairs are sorted by (a, b) and its queries' results sorted ascending, both fixed by
+// the current proxies alone, so its internal tiers and slot order never reach the step. (The
+// moving proxies are the awake list, handed to it by every step; the World's queries test awake
+// bodies directly.)
+//
+// Restore checks, in order: the size, magic, version, fingerprint, payload size and checksum; then
+// it parses the payload, checking every count against the bytes left before allocating and every
+// bool and enum; then the invariants the step relies on: the slot map's (SlotMap::restore), finite
+// floats, shapes and masses valid for their kind, the awake list naming exactly the awake bodies
+// with matching awake_index, every sleeping dynamic body listed in a sleeping island that is not
+// free, contact lists sorted, disjoint, between live bodies, resting pairs both parked unless
+// resting_dirty, per-body contact counts equal to the lists, sorted material pairs. Only then is
+// the world replaced: a rejected blob leaves it unchanged, and no input asserts, throws or reaches
+// undefined behaviour.
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <string>
+#include <utility>
+
+#include "server/physics/world.h"
+
+namespace impulse::physics {
+namespace {
+
+constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
+constexpr uint32_t kFormatVersion = 1;
+
+// A struct saved here gained or lost a field: write and read it below, then bump kFormatVersion.
+// (A new field that fits in existing padding keeps the size; keep the field lists in step by hand.)
+static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
+                  sizeof(BodyInfo) == 28 && sizeof(ContactPointState) == 36 && sizeof(ContactRecord) == 192 &&
+                  sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
+                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8,
+              "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");
+
+struct FingerprintEntry {
+  const char* name;
+  uint32_t size;
+};
+constexpr FingerprintEntry kFingerprint[] = {
+    {"Pose", sizeof(Pose)},
+    {"Motion", sizeof(Motion)},
+    {"Shape", sizeof(Shape)},
+    {"Material", sizeof(Material)},
+    {"BodyInfo", sizeof(BodyInfo)},
+    {"ContactPointState", sizeof(ContactPointState)},
+    {"ContactRecord", sizeof(ContactRecord)},
+    {"Contact", sizeof(Contact)},
+    {"ContactEvent", sizeof(ContactEvent)},
+    {"WorldSettings", sizeof(WorldSettings)},
+    {"MaterialPair", sizeof(MaterialPair)},
+    {"ObjectID", sizeof(ObjectID)},
+};
+constexpr uint32_t kFingerprintCount = static_cast<uint32_t>(std::size(kFingerprint));
+constexpr size_t kHeaderBytes = 12 + 4 * size_t{kFingerprintCount} + 8;
+constexpr size_t kTrailerBytes = 8;
+
+// Serialised sizes [bytes], used to bound counts before allocating and to reserve on save.
+constexpr size_t kBodyBytes = 52 + 72 + 21 + 10 + 27;
+constexpr size_t kRecordMinBytes = 62 + 36;  // one point at least
+constexpr size_t kRecordMaxBytes = 62 + 36 * kMaxManifoldPoints;
+constexpr size_t kEventBytes = 41;
+constexpr size_t kMaterialPairBytes = 12;
+
+uint32_t load_u32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 | static_cast<uint32_t>(p[2]) << 16 |
+         static_cast<uint32_t>(p[3]) << 24;
+}
+uint64_t load_u64(const uint8_t* p) { return load_u32(p) | static_cast<uint64_t>(load_u32(p + 4)) << 32; }
+
+// --- Writer and Reader: the same field lists (io_* below) drive both directions --------------------
+
+class Writer {
+ public:
+  explicit Writer(std::vector<uint8_t>& out) : out_(out) {}
+  void u8(uint8_t v) { out_.push_back(v); }
+  void u16(uint16_t v) { put(v, 2); }
+  void u32(uint32_t v) { put(v, 4); }
+  void i32(int32_t v) { put(static_cast<uint32_t>(v), 4); }
+  void u64(uint64_t v) { put(v, 8); }
+  void f32(float v) { put(std::bit_cast<uint32_t>(v), 4); }
+  void vec(Vec3 v) {
+    f32(v.x);
+    f32(v.y);
+    f32(v.z);
+  }
+  void quat(Quat q) {
+    f32(q.x);
+    f32(q.y);
+    f32(q.z);
+    f32(q.w);
+  }
+  void id(ObjectID id) {
+    u32(id.index);
+    u32(id.generation);
+  }
+  void flag(bool b, const char* /*what*/) { u8(b ? 1 : 0); }
+  template <class E>
+  void enumeration(E e, E /*last*/, const char* /*what*/) {
+    u8(static_cast<uint8_t>(e));
+  }
+  /// The reader's validity checks; a world's own state always passes them.
+  bool expect(bool /*condition*/, const char* /*what*/) { return true; }
+  size_t size() const { return out_.size(); }
+  void patch_u64(size_t offset, uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_[offset + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));
+  }
+
+ private:
+  void put(uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  std::vector<uint8_t>& out_;
+};
+
+/// Bounds-checked reads of the payload. The first failure is kept; afterwards every read yields
+/// zero and every count 0, so parsing ends quickly and the caller reports that first failure.
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  size_t remaining() const { return bytes_.size() - pos_; }
+  void fail(std::string message) {
+    if (ok()) error_ = std::move(message);
+    pos_ = bytes_.size();
+  }
+
+  void u8(uint8_t& v) { v = static_cast<uint8_t>(get(1)); }
+  void u16(uint16_t& v) { v = static_cast<uint16_t>(get(2)); }
+  void u32(uint32_t& v) { v = static_cast<uint32_t>(get(4)); }
+  void i32(int32_t& v) { v = static_cast<int32_t>(static_cast<uint32_t>(get(4))); }
+  void u64(uint64_t& v) { v = get(8); }
+  void f32(float& v) { v = std::bit_cast<float>(static_cast<uint32_t>(get(4))); }
+  void vec(Vec3& v) {
+    f32(v.x);
+    f32(v.y);
+    f32(v.z);
+  }
+  void quat(Quat& q) {
+    f32(q.x);
+    f32(q.y);
+    f32(q.z);
+    f32(q.w);
+  }
+  void id(ObjectID& id) {
+    u32(id.index);
+    u32(id.generation);
+  }
+  void flag(bool& b, const char* what) {
+    const uint64_t v = get(1);
+    if (v > 1) fail(std::string(what) + " is " + std::to_string(v) + ", not a bool (0 or 1)");
+    b = v == 1;
+  }
+  /// Reads a u8 enum, rejecting values above `last` before they become an enum value.
+  template <class E>
+  void enumeration(E& e, E last, const char* what) {
+    const uint64_t v = get(1);
+    if (v > static_cast<uint8_t>(last)) {
+      fail(std::string(what) + " is " + std::to_string(v) + ", not a known value");
+      e = E{};
+      return;
+    }
+    e = static_cast<E>(v);
+  }
+  bool expect(bool condition, const char* what) {
+    if (!condition) fail(what);
+    return ok();
+  }
+  /// Reads a u32 count of elements taking at least `min_bytes_each` each; a count the remaining
+  /// bytes cannot hold is rejected (returns 0), so no allocation is ever larger than the input.
+  uint32_t count(size_t min_bytes_each, const char* what) {
+    const auto n = static_cast<uint32_t>(get(4));
+    if (!ok()) return 0;
+    if (static_cast<uint64_t>(n) * min_bytes_each > remaining()) {
+      fail(std::string(what) + " count " + std::to_string(n) + " exceeds the " + std::to_string(remaining()) +
+           " payload bytes left");
+      return 0;
+    }
+    return n;
+  }
+
+ private:
+  uint64_t get(int bytes) {
+    if (!ok()) return 0;
+    if (remaining() < static_cast<size_t>(bytes)) {
+      fail("payload truncated at byte " + std::to_string(pos_));
+      return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(bytes_[pos_ + static_cast<size_t>(i)]) << (8 * i);
+    pos_ += static_cast<size_t>(bytes);
+    return v;
+  }
+
+  std::span<const uint8_t> bytes_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+// Field lists. S is the struct, const when saving; Io is Writer or Reader.
+
+template <class Io, class S>
+void io_settings(Io& io, S& s) {
+  io.vec(s.gravity);
+  io.f32(s.cell_size);
+  io.u32(s.max_cells_per_body);
+  io.f32(s.speculative_margin);
+  io.i32(s.substeps);
+  io.i32(s.relax_iterations);
+  io.f32(s.contact_hertz);
+  io.f32(s.contact_damping_ratio);
+  io.f32(s.contact_push_max_speed);
+  io.f32(s.linear_slop);
+  io.f32(s.restitution_threshold);
+  io.enumeration(s.friction_mix, MixRule::Multiply, "settings.friction_mix");
+  io.enumeration(s.restitution_mix, MixRule::Multiply, "settings.restitution_mix");
+  io.f32(s.sleep_speed);
+  io.f32(s.sleep_time_s);
+  io.flag(s.allow_sleep, "settings.allow_sleep");
+  io.f32(s.max_coordinate);
+  io.f32(s.max_speed);
+  io.f32(s.max_angular_speed);
+  io.f32(s.max_extent);
+  io.f32(s.max_mass);
+  io.u32(s.max_objects);
+}
+
+template <class Io, class S>
+void io_pose(Io& io, S& p) {
+  io.vec(p.position);
+  io.quat(p.orientation);
+  io.vec(p.aabb.min);
+  io.vec(p.aabb.max);
+}
+
+template <class Io, class S>
+void io_motion(Io& io, S& m) {
+  io.vec(m.velocity);
+  io.vec(m.angular_velocity);
+  io.vec(m.force);
+  io.vec(m.torque);
+  io.vec(m.inv_inertia);
+  io.f32(m.inv_mass);
+  io.f32(m.linear_damping);
+  io.f32(m.angular_damping);
+}
+
+template <class Io, class S>
+void io_shape(Io& io, S& s) {
+  io.enumeration(s.kind, ShapeKind::Plane, "shape kind");
+  io.f32(s.radius);
+  io.vec(s.half_extents);
+  io.f32(s.half_height);
+}
+
+template <class Io, class S>
+void io_material(Io& io, S& m) {
+  io.f32(m.restitution);
+  io.f32(m.friction);
+  io.u16(m.id);
+}
+
+template <class Io, class S>
+void io_info(Io& io, S& i) {
+  io.enumeration(i.kind, BodyKind::Kinematic, "body kind");
+  io.flag(i.sleeping, "body sleeping flag");
+  io.flag(i.sensor, "body sensor flag");
+  io.f32(i.sleep_timer);
+  io.f32(i.mass);
+  io.f32(i.extent);
+  io.u32(i.awake_index);
+  io.u32(i.contact_count);
+  io.u32(i.island);
+}
+
+template <class Io, class S>
+void io_record(Io& io, S& r) {
+  io.id(r.contact.a);
+  io.id(r.contact.b);
+  io.vec(r.contact.point);
+  io.vec(r.contact.normal);
+  io.f32(r.contact.depth);
+  io.u8(r.point_count);
+  io.flag(r.sensor, "contact sensor flag");
+  if (!io.expect(r.point_count >= 1 && r.point_count <= kMaxManifoldPoints, "contact point_count outside [1, 4]")) {
+    return;
+  }
+  for (int i = 0; i < r.point_count; ++i) {
+    auto& p = r.points[i];
+    io.vec(p.point);
+    io.f32(p.separation);
+    io.u32(p.feature);
+    io.f32(p.normal_impulse);
+    io.vec(p.friction_impulse);
+  }
+}
+
+template <class Io, class S>
+void io_event(Io& io, S& e) {
+  io.enumeration(e.type, ContactEventType::End, "event type");
+  io.id(e.a);
+  io.id(e.b);
+  io.vec(e.point);
+  io.vec(e.normal);
+}
+
+// --- Restore: the parsed image and its checks ------------------------------------------------------
+
+/// Everything restore_state parses, checked as a whole before it replaces the world's state.
+struct Image {
+  WorldSettings settings;
+  uint64_t tick = 0;
+  bool resting_dirty = false;
+  SlotMap slots;
+  BodyColumns bodies;
+  std::vector<uint32_t> awake;
+  std::vector<ContactRecord> contacts;
+  std::vector<ContactRecord> resting;
+  std::vector<ContactEvent> events;
+  std::vector<ContactEvent> pending_events;
+  std::vector<std::vector<uint32_t>> sleeping_islands;
+  std::vector<uint32_t> free_islands;
+  std::vector<std::pair<uint32_t, MaterialPair>> material_pairs;
+};
+
+void read_u32_array(Reader& r, std::vector<uint32_t>& out, uint32_t n) {
+  out.resize(n);
+  for (uint32_t& v : out) r.u32(v);
+}
+
+template <class T, class ReadOne>
+void read_array(Reader& r, std::vector<T>& out, size_t min_bytes_each, const char* what, ReadOne&& read_one) {
+  const uint32_t n = r.count(min_bytes_each, what);
+  out.resize(n);
+  for (uint32_t i = 0; i < n && r.ok(); ++i) read_one(out[i]);
+}
+
+void parse_payload(Reader& r, Image& im) {
+  io_settings(r, im.settings);
+  r.u64(im.tick);
+  r.flag(im.resting_dirty, "resting_dirty");
+
+  uint32_t max_generation = 0;
+  uint32_t slot_count = 0;
+  uint32_t live_count = 0;
+  uint32_t free_count = 0;
+  r.u32(max_generation);
+  r.u32(slot_count);
+  r.u32(live_count);
+  r.u32(free_count);
+  // Each live object also takes a body in every column.
+  const uint64_t needed = (uint64_t{slot_count} + free_count) * 4 + uint64_t{live_count} * (4 + kBodyBytes);
+  if (r.ok() && needed > r.remaining()) {
+    r.fail("slot map counts (" + std::to_string(slot_count) + " slots, " + std::to_string(live_count) + " live, " +
+           std::to_string(free_count) + " free) exceed the " + std::to_string(r.remaining()) + " payload bytes left");
+  }
+  if (!r.ok()) return;
+  std::vector<uint32_t> generations;
+  std::vector<uint32_t> dense_slots;
+  std::vector<uint32_t> free_slots;
+  read_u32_array(r, generations, slot_count);
+  read_u32_array(r, dense_slots, live_count);
+  read_u32_array(r, free_slots, free_count);
+  if (!r.ok()) return;
+  if (const char* why = SlotMap::restore(max_generation, generations, dense_slots, free_slots, im.slots)) {
+    r.fail(why);
+    return;
+  }
+
+  const uint32_t n = im.slots.size();
+  BodyColumns& b = im.bodies;
+  b.pose.resize(n);
+  b.motion.resize(n);
+  b.shape.resize(n);
+  b.material.resize(n);
+  b.info.resize(n);
+  for (Pose& p : b.pose) io_pose(r, p);
+  for (Motion& m : b.motion) io_motion(r, m);
+  for (Shape& s : b.shape) io_shape(r, s);
+  for (Material& m : b.material) io_material(r, m);
+  for (BodyInfo& i : b.info) io_info(r, i);
+
+  read_u32_array(r, im.awake, r.count(4, "awake body"));
+  for (std::vector<ContactRecord>* list : {&im.contacts, &im.resting}) {
+    read_array(r, *list, kRecordMinBytes, "contact", [&](ContactRecord& rec) { io_record(r, rec); });
+  }
+  for (std::vector<ContactEvent>* list : {&im.events, &im.pending_events}) {
+    read_array(r, *list, kEventBytes, "event", [&](ContactEvent& e) { io_event(r, e); });
+  }
+  read_array(r, im.sleeping_islands, 4, "sleeping island",
+             [&](std::vector<uint32_t>& members) { read_u32_array(r, members, r.count(4, "island member")); });
+  read_u32_array(r, im.free_islands, r.count(4, "free island"));
+  read_array(r, im.material_pairs, kMaterialPairBytes, "material pair", [&](std::pair<uint32_t, MaterialPair>& e) {
+    r.u32(e.first);
+    r.f32(e.second.friction);
+    r.f32(e.second.restitution);
+  });
+  if (r.ok() && r.remaining() != 0) r.fail(std::to_string(r.remaining()) + " unread bytes after the last section");
+}
+
+bool finite(float x) { return std::isfinite(x); }
+bool finite_non_negative(float x) { return std::isfinite(x) && x >= 0; }
+bool finite_positive(float x) { return std::isfinite(x) && x > 0; }
+bool non_negative(Vec3 v) { return v.x >= 0 && v.y >= 0 && v.z >= 0; }
+
+bool is_normalized(const Shape& s) {
+  Shape n;
+  switch (s.kind) {
+    case ShapeKind::Sphere: n = make_sphere(s.radius); break;
+    case ShapeKind::Box: n = make_box(s.half_extents); break;
+    case ShapeKind::Capsule: n = make_capsule(s.radius, s.half_height); break;
+    default: n = make_plane(); break;
+  }
+  return n.radius == s.radius && n.half_extents == s.half_extents && n.half_height == s.half_height;
+}
+
+/// Why body `d` is unusable, or nullptr. The rules of create_object that the state keeps.
+const char* check_body(const Image& im, uint32_t d) {
+  const WorldSettings& ws = im.settings;
+  const Pose& p = im.bodies.pose[d];
+  const Motion& m = im.bodies.motion[d];
+  const Shape& s = im.bodies.shape[d];
+  const Material& mat = im.bodies.material[d];
+  const BodyInfo& info = im.bodies.info[d];
+
+  if (!is_finite(p.position) || !is_finite(p.aabb.min) || !is_finite(p.aabb.max)) return "pose not finite";
+  if (!(p.aabb.min.x <= p.aabb.max.x && p.aabb.min.y <= p.aabb.max.y && p.aabb.min.z <= p.aabb.max.z)) {
+    return "AABB min above max";
+  }
+  if (!is_finite(p.orientation) || !(std::fabs(dot(p.orientation, p.orientation) - 1.0f) <= 1.0e-3f)) {
+    return "orientation not a unit quaternion";
+  }
+  if (!is_finite(m.velocity) || !is_finite(m.angular_velocity) || !is_finite(m.force) || !is_finite(m.torque)) {
+    return "velocity, force or torque not finite";
+  }
+  if (!is_finite(m.inv_inertia) || !non_negative(m.inv_inertia) || !finite_non_negative(m.inv_mass)) {
+    return "inverse mass or inertia negative or not finite";
+  }
+  if (!finite_non_negative(m.linear_damping) || !finite_non_negative(m.angular_damping)) {
+    return "damping negative or not finite";
+  }
+  const bool dynamic = info.kind == BodyKind::Dynamic;
+  if (dynamic ? !(m.inv_mass > 0) : (m.inv_mass != 0 || m.inv_inertia != Vec3{})) {
+    return "inverse mass does not fit the body kind";
+  }
+  if (!finite_non_negative(info.mass) || (dynamic && !(info.mass > 0)) || !finite_non_negative(info.extent) ||
+      !finite_non_negative(info.sleep_timer)) {
+    return "mass, extent or sleep timer negative or not finite";
+  }
+  if (info.kind == BodyKind::Static && info.sleeping) return "a static body marked sleeping";
+
+  if (!finite(s.radius) || !is_finite(s.half_extents) || !finite(s.half_height) || !is_normalized(s)) {
+    return "shape fields inconsistent with its kind";
+  }
+  bool shape_ok = false;
+  switch (s.kind) {
+    case ShapeKind::Sphere: shape_ok = finite_positive(s.radius) && s.radius <= ws.max_extent; break;
+    case ShapeKind::Box: {
+      const Vec3 h = s.half_extents;
+      shape_ok = h.x > 0 && h.y > 0 && h.z > 0 && h.x <= ws.max_extent && h.y <= ws.max_extent &&
+                 h.z <= ws.max_extent;
+      break;
+    }
+    case ShapeKind::Capsule:
+      shape_ok = finite_positive(s.radius) && s.radius <= ws.max_extent && finite_non_negative(s.half_height) &&
+                 s.half_height <= ws.max_extent;
+      break;
+    case ShapeKind::Plane: shape_ok = info.kind == BodyKind::Static; break;
+    case ShapeKind::Count: break;
+  }
+  if (!shape_ok) return "shape dimensions out of range (or a plane that is not static)";
+  if (!(mat.restitution >= 0 && mat.restitution <= 1) || !finite_non_negative(mat.friction)) {
+    return "restitution outside [0, 1] or friction negative";
+  }
+  return nullptr;
+}
+
+/// Static or sleeping: a parked broadphase proxy (World::is_parked on the image).
+bool parks(const BodyInfo& info) { return info.kind == BodyKind::Static || info.sleeping; }
+
+/// Checks one contact list: sorted and unique by (a, b) with a < b, both ids live, finite
+/// values, the sensor flag as the narrowphase sets it, resting pairs parked. Adds each record to
+/// its bodies' contact counts.
+std::string check_contacts(const Image& im, const std::vector<ContactRecord>& list, bool resting,
+                           std::vector<uint32_t>& counts) {
+  const char* name = resting ? "resting contact " : "contact ";
+  for (size_t i = 0; i < list.size(); ++i) {
+    const ContactRecord& r = list[i];
+    const Contact& c = r.contact;
+    auto fail = [&](const char* why) { return name + std::to_string(i) + ": " + why; };
+    if (!(c.a < c.b)) return fail("ids not in order a < b");
+    if (i > 0 && !record_less(list[i - 1], r)) return fail("list not sorted by (a, b) or a pair repeated");
+    const uint32_t da = im.slots.find(c.a);
+    const uint32_t db = im.slots.find(c.b);
+    if (da == SlotMap::kNone || db == SlotMap::kNone) return fail("names an object that is not live");
+    const BodyInfo& ia = im.bodies.info[da];
+    const BodyInfo& ib = im.bodies.info[db];
+    if (r.sensor != (ia.sensor || ib.sensor) || (ia.sensor && ib.sensor)) return fail("sensor flag inconsistent");
+    if (resting && !im.resting_dirty && !(parks(ia) && parks(ib))) {
+      return fail("frozen with a body that is awake");
+    }
+    if (!is_finite(c.point) || !is_finite(c.normal) || !finite(c.depth)) return fail("not finite");
+    for (int k = 0; k < r.point_count; ++k) {
+      const ContactPointState& p = r.points[k];
+      if (!is_finite(p.point) || !finite(p.separation) || !finite(p.normal_impulse) ||
+          !is_finite(p.friction_impulse)) {
+        return fail("a manifold point is not finite");
+      }
+    }
+    ++counts[da];
+    ++counts[db];
+  }
+  return {};
+}
+
+std::string check_image(const Image& im) {
+  if (const char* why = check_settings(im.settings)) return std::string("settings: ") + why;
+  const uint32_t n = im.slots.size();
+  if (n > im.settings.max_objects) return "more live objects than settings.max_objects";
+  for (uint32_t d = 0; d < n; ++d) {
+    if (const char* why = check_body(im, d)) return "body " + std::to_string(d) + ": " + why;
+  }
+
+  // Awake list: exactly the dynamic and kinematic bodies that do not sleep, each once.
+  uint32_t awake_bodies = 0;
+  for (const BodyInfo& info : im.bodies.info) awake_bodies += parks(info) ? 0u : 1u;
+  if (im.awake.size() != awake_bodies) return "awake list length differs from the awake bodies";
+  for (uint32_t i = 0; i < im.awake.size(); ++i) {
+    const uint32_t d = im.slots.dense_of_slot(im.awake[i]);
+    if (d == SlotMap::kNone) return "awake list names a slot that is not live";
+    const BodyInfo& info = im.bodies.info[d];
+    if (parks(info)) return "awake list names a static or sleeping body";
+    if (info.awake_index != i) return "awake list and awake_index disagree";  // also rules out repeats
+  }
+
+  // Sleeping islands: every sleeping dynamic body is listed in its island, which is in use. Other
+  // entries are tolerated: waking skips members that are not sleeping in that island.
+  const auto island_count = static_cast<uint32_t>(im.sleeping_islands.size());
+  std::vector<uint8_t> island_free(island_count, 0);
+  for (const uint32_t island : im.free_islands) {
+    if (island >= island_count) return "free island index out of range";
+    if (island_free[island]) return "free island listed twice";
+    island_free[island] = 1;
+  }
+  std::vector<uint8_t> listed(n, 0);
+  for (uint32_t island = 0; island < island_count; ++island) {
+    for (const uint32_t slot : im.sleeping_islands[island]) {
+      const uint32_t d = im.slots.dense_of_slot(slot);
+      if (d != SlotMap::kNone && im.bodies.info[d].island == island) listed[d] = 1;
+    }
+  }
+  for (uint32_t d = 0; d < n; ++d) {
+    const BodyInfo& info = im.bodies.info[d];
+    if (!info.sleeping || info.kind != BodyKind::Dynamic) continue;
+    if (info.island >= island_count || island_free[info.island]) return "a sleeping body's island is missing or free";
+    if (!listed[d]) return "a sleeping body is not listed in its island";
+  }
+
+  // Contacts: both lists valid, disjoint, and per-body counts matching them.
+  std::vector<uint32_t> counts(n, 0);
+  if (std::string why = check_contacts(im, im.contacts, false, counts); !why.empty()) return why;
+  if (std::string why = check_contacts(im, im.resting, true, counts); !why.empty()) return why;
+  for (size_t i = 0, j = 0; i < im.contacts.size() && j < im.resting.size();) {
+    if (record_less(im.contacts[i], im.resting[j])) {
+      ++i;
+    } else if (record_less(im.resting[j], im.contacts[i])) {
+      ++j;
+    } else {
+      return "a pair is both in the active and the resting contact list";
+    }
+  }
+  for (uint32_t d = 0; d < n; ++d) {
+    if (counts[d] != im.bodies.info[d].contact_count) {
+      return "body " + std::to_string(d) + ": contact_count differs from the contact lists";
+    }
+  }
+
+  for (const std::vector<ContactEvent>* list : {&im.events, &im.pending_events}) {
+    for (const ContactEvent& e : *list) {
+      if (!is_finite(e.point) || !is_finite(e.normal)) return "an event is not finite";
+    }
+  }
+
+  for (size_t i = 0; i < im.material_pairs.size(); ++i) {
+    const auto& [key, pair] = im.material_pairs[i];
+    if ((key >> 16) > (key & 0xffffu)) return "material pair key not (min id << 16 | max id)";
+    if (i > 0 && !(im.material_pairs[i - 1].first < key)) return "material pairs not sorted by key or repeated";
+    if (!finite_non_negative(pair.friction) || !(pair.restitution >= 0 && pair.restitution <= 1)) {
+      return "material pair friction negative or restitution outside [0, 1]";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void World::save_state(std::vector<uint8_t>& out) const {
+  out.clear();
+  size_t records = 0;
+  for (const auto& island : sleeping_islands_) records += island.size();
+  out.reserve(kHeaderBytes + 256 + slots_.slot_count() * 8 + slots_.size() * (kBodyBytes + 8) +
+              (contacts_.size() + resting_.size()) * kRecordMaxBytes +
+              (events_.size() + pending_events_.size()) * kEventBytes + records * 4 +
+              material_pairs_.size() * kMaterialPairBytes + kTrailerBytes);
+  Writer w(out);
+
+  for (const uint8_t c : kMagic) w.u8(c);
+  w.u32(kFormatVersion);
+  w.u32(kFingerprintCount);
+  for (const FingerprintEntry& e : kFingerprint) w.u32(e.size);
+  const size_t payload_size_at = w.size();
+  w.u64(0);  // patched below
+
+  io_settings(w, settings_);
+  w.u64(tick_);
+  w.flag(resting_dirty_, "");
+
+  w.u32(slots_.max_generation());
+  w.u32(slots_.slot_count());
+  w.u32(slots_.size());
+  w.u32(slots_.free_count());
+  for (const uint32_t g : slots_.generations()) w.u32(g);
+  for (const uint32_t s : slots_.dense_slots()) w.u32(s);
+  for (const uint32_t s : slots_.free_slots()) w.u32(s);
+
+  for (const Pose& p : bodies_.pose) io_pose(w, p);
+  for (const Motion& m : bodies_.motion) io_motion(w, m);
+  for (const Shape& s : bodies_.shape) io_shape(w, s);
+  for (const Material& m : bodies_.material) io_material(w, m);
+  for (const BodyInfo& i : bodies_.info) io_info(w, i);
+
+  w.u32(static_cast<uint32_t>(awake_.size()));
+  for (const uint32_t s : awake_) w.u32(s);
+  for (const std::vector<ContactRecord>* list : {&contacts_, &resting_}) {
+    w.u32(static_cast<uint32_t>(list->size()));
+    for (const ContactRecord& r : *list) io_record(w, r);
+  }
+  for (const std::vector<ContactEvent>* list : {&events_, &pending_events_}) {
+    w.u32(static_cast<uint32_t>(list->size()));
+    for (const ContactEvent& e : *list) io_event(w, e);
+  }
+  w.u32(static_cast<uint32_t>(sleeping_islands_.size()));
+  for (const std::vector<uint32_t>& members : sleeping_islands_) {
+    w.u32(static_cast<uint32_t>(members.size()));
+    for (const uint32_t s : members) w.u32(s);
+  }
+  w.u32(static_cast<uint32_t>(free_islands_.size()));
+  for (const uint32_t island : free_islands_) w.u32(island);
+  w.u32(static_cast<uint32_t>(material_pairs_.size()));
+  for (const auto& [key, pair] : material_pairs_) {
+    w.u32(key);
+    w.f32(pair.friction);
+    w.f32(pair.restitution);
+  }
+
+  w.patch_u64(payload_size_at, w.size() - kHeaderBytes);
+  w.u64(XXH64(out.data(), out.size(), 0));
+}
+
+bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
+  const auto reject = [&](const std::string& why) {
+    if (error) *error = "world state: " + why;
+    return false;
+  };
+  const size_t size = bytes.size();
+  if (size < kHeaderBytes + kTrailerBytes) {
+    return reject("truncated: " + std::to_string(size) + " bytes, the header and checksum alone take " +
+                  std::to_string(kHeaderBytes + kTrailerBytes));
+  }
+  const uint8_t* data = bytes.data();
+  if (std::memcmp(data, kMagic, sizeof kMagic) != 0) return reject("bad magic: not a world state (no \"IMPW\")");
+  if (const uint32_t version = load_u32(data + 4); version != kFormatVersion) {
+    return reject("unsupported format version " + std::to_string(version) + " (this build reads " +
+                  std::to_string(kFormatVersion) + ")");
+  }
+  if (const uint32_t count = load_u32(data + 8); count != kFingerprintCount) {
+    return reject("layout fingerprint has " + std::to_string(count) + " entries, this build " +
+                  std::to_string(kFingerprintCount));
+  }
+  for (uint32_t i = 0; i < kFingerprintCount; ++i) {
+    const uint32_t saved = load_u32(data + 12 + 4 * i);
+    if (saved != kFingerprint[i].size) {
+      return reject(std::string("layout fingerprint mismatch: sizeof(") + kFingerprint[i].name + ") is " +
+                    std::to_string(saved) + " in the blob, " + std::to_string(kFingerprint[i].size) +
+                    " in this build");
+    }
+  }
+  const uint64_t payload_size = load_u64(data + kHeaderBytes - 8);
+  const size_t available = size - kHeaderBytes - kTrailerBytes;
+  if (payload_size > available) {
+    return reject("truncated: the header announces " + std::to_string(payload_size) + " payload bytes, " +
+                  std::to_string(available) + " are present");
+  }
+  if (payload_size < available) {
+    return reject(std::to_string(available - payload_size) + " unexpected bytes after the payload");
+  }
+  if (load_u64(data + size - kTrailerBytes) != XXH64(data, size - kTrailerBytes, 0)) {
+    return reject("checksum mismatch: the blob is corrupted");
+  }
+
+  Image im;
+  Reader reader(bytes.subspan(kHeaderBytes, available));
+  parse_payload(reader, im);
+  if (!reader.ok()) return reject(reader.error());
+  if (const std::string why = check_image(im); !why.empty()) return reject(why);
+
+  // Valid: replace the state. The broadphase holds exactly the parked bodies, each with the AABB
+  // it was parked with (a parked body never moves).
+  SpatialHash broadphase(im.settings.cell_size, im.settings.max_cells_per_body);
+  for (uint32_t d = 0; d < im.slots.size(); ++d) {
+    if (parks(im.bodies.info[d])) broadphase.add_parked(im.slots.slot_at(d), im.bodies.pose[d].aabb);
+  }
+  settings_ = im.settings;
+  tick_ = im.tick;
+  profile_ = StepProfile{};
+  slots_ = std::move(im.slots);
+  // assign() keeps this world's capacity, so a warm world does not regrow its storage.
+  bodies_.pose.assign(im.bodies.pose.begin(), im.bodies.pose.end());
+  bodies_.motion.assign(im.bodies.motion.begin(), im.bodies.motion.end());
+  bodies_.shape.assign(im.bodies.shape.begin(), im.bodies.shape.end());
+  bodies_.material.assign(im.bodies.material.begin(), im.bodies.material.end());
+  bodies_.info.assign(im.bodies.info.begin(), im.bodies.info.end());
+  awake_.assign(im.awake.begin(), im.awake.end());
+  broadphase_ = std::move(broadphase);
+  contacts_.assign(im.contacts.begin(), im.contacts.end());
+  resting_.assign(im.resting.begin(), im.resting.end());
+  resting_dirty_ = im.resting_dirty;
+  events_.assign(im.events.begin(), im.events.end());
+  pending_events_.assign(im.pending_events.begin(), im.pending_events.end());
+  // Existing island lists keep their capacity too (sleep_island reuses them).
+  sleeping_islands_.resize(im.sleeping_islands.size());
+  for (size_t i = 0; i < im.sleeping_islands.size(); ++i) {
+    sleeping_islands_[i].assign(im.sleeping_islands[i].begin(), im.sleeping_islands[i].end());
+  }
+  free_islands_.assign(im.free_islands.begin(), im.free_islands.end());
+  material_pairs_.assign(im.material_pairs.begin(), im.material_pairs.end());
+  invalidate_queries();
+  return true;
+}
+
+}  // namespace impulse::physics
