@@ -16,6 +16,9 @@ constexpr int kMaxClientsLimit = 4096;
 constexpr int kMaxStepsPerFrameLimit = 100;
 constexpr double kMaxClientTimeoutS = 3600.0;
 constexpr double kMaxStatsIntervalS = 3600.0;
+constexpr double kMaxKeyframeSeconds = 3600.0;
+constexpr double kMaxRotateMb = 1.0e6;
+constexpr double kMaxRotateMinutes = 1.0e5;
 
 bool is_log_level(std::string_view level) {
   for (std::string_view known : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
@@ -44,6 +47,22 @@ std::string validate_config(const ServerConfig& c) {
   }
   if (!std::isfinite(c.stats_interval_s) || c.stats_interval_s <= 0.0 || c.stats_interval_s > kMaxStatsIntervalS) {
     return fmt::format("--stats-interval must be in (0, {}] seconds (got {})", kMaxStatsIntervalS, c.stats_interval_s);
+  }
+  if (!c.record_file.empty() && !c.record_dir.empty()) {
+    return "--record and --record-dir are exclusive: give a file or a directory, not both";
+  }
+  if (!(c.keyframe_seconds > 0.0 && c.keyframe_seconds <= kMaxKeyframeSeconds)) {
+    return fmt::format("--keyframe-seconds must be in (0, {}] seconds (got {})", kMaxKeyframeSeconds, c.keyframe_seconds);
+  }
+  if (!(c.record_rotate_mb >= 0.0 && c.record_rotate_mb <= kMaxRotateMb)) {
+    return fmt::format("--record-rotate-mb must be in [0, {}] (0 = never; got {})", kMaxRotateMb, c.record_rotate_mb);
+  }
+  if (!(c.record_rotate_minutes >= 0.0 && c.record_rotate_minutes <= kMaxRotateMinutes)) {
+    return fmt::format("--record-rotate-minutes must be in [0, {}] (0 = never; got {})", kMaxRotateMinutes,
+                       c.record_rotate_minutes);
+  }
+  if (c.record_dir.empty() && (c.record_rotate_mb > 0.0 || c.record_rotate_minutes > 0.0)) {
+    return "--record-rotate-mb and --record-rotate-minutes need --record-dir (a single --record file is never rotated)";
   }
   if (!is_log_level(c.log_level)) {
     return fmt::format("--log-level must be one of trace, debug, info, warn, error, critical, off (got \"{}\")",
@@ -87,6 +106,22 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
       ->envname("IMPULSE_LOG_LEVEL")->capture_default_str();
 
+  app.add_option("--record", config.record_file,
+                 "Record the session into this file (docs/RECORDING.md); replay with impulse-replay")
+      ->envname("IMPULSE_RECORD");
+  app.add_option("--record-dir", config.record_dir,
+                 "Record into this directory: one file per run, named by its UTC start time")
+      ->envname("IMPULSE_RECORD_DIR");
+  app.add_option("--record-rotate-mb", config.record_rotate_mb,
+                 "With --record-dir: start a new file after this many MB; 0 = never")
+      ->envname("IMPULSE_RECORD_ROTATE_MB")->capture_default_str();
+  app.add_option("--record-rotate-minutes", config.record_rotate_minutes,
+                 "With --record-dir: start a new file after this many minutes; 0 = never")
+      ->envname("IMPULSE_RECORD_ROTATE_MINUTES")->capture_default_str();
+  app.add_option("--keyframe-seconds", config.keyframe_seconds,
+                 "Seconds of simulated time between full keyframes in a recording, (0, 3600]")
+      ->envname("IMPULSE_KEYFRAME_SECONDS")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -118,9 +153,11 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
 std::string describe_config(const ServerConfig& c) {
   return fmt::format(
       "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
-      "max_steps_per_frame={} stats_interval={}s log_level={}",
+      "max_steps_per_frame={} stats_interval={}s log_level={} record={} record_dir={} record_rotate_mb={} "
+      "record_rotate_minutes={} keyframe_seconds={}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
-      c.stats_interval_s, c.log_level);
+      c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
+      c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds);
 }
 
 }  // namespace impulse::server

@@ -15,6 +15,7 @@
 #include "server/app/scene.h"
 #include "server/app/server_core.h"
 #include "server/net/udp_endpoint.h"
+#include "server/record/recorder.h"
 
 namespace impulse::server {
 namespace {
@@ -32,6 +33,7 @@ struct Server::Impl {
   asio::ip::udp::socket socket{io};
   asio::steady_timer timer{io};
   std::unique_ptr<ServerCore> core;
+  std::unique_ptr<record::Recorder> recorder;  // null when not recording
   Outbox outbox;
   // One byte more than the limit: a larger datagram is truncated by the kernel to 1201 bytes and
   // then rejected as Oversized. Aligned for in-place FlatBuffers reads (wire::kDatagramAlignment).
@@ -78,6 +80,7 @@ struct Server::Impl {
     if (stopped || ec == asio::error::operation_aborted) return;
     const TimePoint t0 = Clock::now();
     const int steps = core->update(t0, outbox);
+    if (recorder) recorder->hand_off();
     flush();
     const TimePoint t1 = Clock::now();
     if (steps > 0) {
@@ -133,6 +136,7 @@ struct Server::Impl {
       core->shut_down("server shutting down", outbox);
       flush();
       spdlog::info("server stopped at tick {}", core->world().tick());
+      if (recorder) recorder->finish();
     }
     asio::error_code ignored;
     timer.cancel();
@@ -162,8 +166,22 @@ bool Server::start(std::string* error) {
     return fail(fmt::format("bad scene: {} (fix the file, or start with --scene demo)", scene_error));
   }
   m.core = std::make_unique<ServerCore>(m.config, scene.gravity, m.stats);
+  const bool recording = !m.config.record_file.empty() || !m.config.record_dir.empty();
+  if (recording) {
+    m.recorder = std::make_unique<record::Recorder>(m.config, scene.name.empty() ? m.config.scene : scene.name);
+    m.core->set_recorder(m.recorder.get());
+  }
   if (!m.core->add_bodies(scene.bodies, &scene_error)) {
     return fail(fmt::format("bad scene: {}: {}", m.config.scene, scene_error));
+  }
+  if (recording) {
+    std::string record_error;
+    if (!m.recorder->start(m.core->world(), &record_error)) {
+      // Recording is an aid, not the service: serve without it and say so loudly.
+      spdlog::error("recording disabled: {}", record_error);
+      m.core->set_recorder(nullptr);
+      m.recorder.reset();
+    }
   }
   if (!open_udp_socket(m.socket, m.config.bind, m.config.port, error)) return false;
   asio::error_code ec;

@@ -21,6 +21,14 @@ struct ServerConfig {
   int max_steps_per_frame = 4;   ///< steps at most per wake-up; the accumulator drops the rest
   double stats_interval_s = 5;   ///< seconds between stats log lines
   std::string log_level = "info";  ///< --log-level: trace, debug, info, warn, error, off
+  /// --record: record the session into this file (docs/RECORDING.md); empty = no recording.
+  std::string record_file;
+  /// --record-dir: record into this directory, one file per run (named by its UTC start time),
+  /// rotated by record_rotate_mb / record_rotate_minutes. Exclusive with record_file.
+  std::string record_dir;
+  double record_rotate_mb = 0;       ///< --record-rotate-mb: new file after this many MB; 0 = never
+  double record_rotate_minutes = 0;  ///< --record-rotate-minutes: new file after this long [min]; 0 = never
+  double keyframe_seconds = 10;      ///< --keyframe-seconds: keyframe interval [s] of simulated time
 };
 
 /// Monotonic counters, readable from any thread while the server runs.

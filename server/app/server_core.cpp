@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/net/snapshot_writer.h"
+#include "server/record/recorder.h"
 
 namespace impulse::server {
 namespace {
@@ -122,6 +123,7 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
       if (error) *error = fmt::format("bodies[{}]: the world refused it: {}", i, describe(r.error, Message::CreateObject).message);
       return false;
     }
+    if (recorder_) recorder_->note_body(r.id, bodies[i]);
   }
   publish_stats();
   return true;
@@ -179,6 +181,10 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
       spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(from), session->name,
                    session->client_id,
                    sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes));
+      if (recorder_) {
+        recorder_->add_client_event(record::ClientEventType::Disconnect, session->client_id, world_.tick(),
+                                    to_string(from), {});
+      }
       sessions_.remove(from);
       stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
       return;
@@ -226,6 +232,9 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
   spdlog::info("client connected: {} name=\"{}\" id={} ({} of {} clients)", to_string(from), s->name, s->client_id,
                sessions_.size(), config_.max_clients);
+  if (recorder_) {
+    recorder_->add_client_event(record::ClientEventType::Connect, s->client_id, world_.tick(), to_string(from), s->name);
+  }
   out.push(from, wire::build_connect_accepted(fbb_, s->client_id, static_cast<uint16_t>(config_.tick_hz),
                                               static_cast<uint16_t>(config_.snapshot_hz), world_.tick()));
 }
@@ -340,6 +349,7 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
   Session* session = sessions_.find(from);
   if (!session) return reply_not_connected(from, r.type, r.request_id, request_bytes, now, out);
   session->last_heard = now;
+  r.client_id = session->client_id;
   if (!check.ok()) return reject_request(from, r.type, r.request_id, r.id, check, now, out);
   if (queue_.size() >= kMaxQueuedRequests) {
     rejects_.note(RejectReason::QueueFull, from, {}, now);
@@ -365,23 +375,10 @@ void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
 }
 
 void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& out) {
-  physics::Error error = physics::Error::Ok;
-  ObjectID id = r.id;
-  switch (r.type) {
-    case Message::CreateObject: {
-      const physics::CreateResult created = world_.create_object(r.desc);
-      error = created.error;
-      id = created.id;
-      break;
-    }
-    case Message::DestroyObject: error = world_.destroy_object(r.id); break;
-    case Message::ApplyForce: error = world_.apply_force(r.id, r.vector, r.point); break;
-    case Message::ApplyImpulse: error = world_.apply_impulse(r.id, r.vector, r.point); break;
-    case Message::SetVelocity: error = world_.set_velocity(r.id, r.vector); break;
-    case Message::ApplyTorque: error = world_.apply_torque(r.id, r.vector); break;
-    case Message::SetAngularVelocity: error = world_.set_angular_velocity(r.id, r.vector); break;
-    default: return;  // Raycast: answered after the steps (answer_raycasts)
-  }
+  if (!changes_world(r.type)) return;  // Raycast: answered after the steps (answer_raycasts)
+  const AppliedRequest applied = apply_to_world(world_, r);
+  const physics::Error error = applied.error;
+  const ObjectID id = applied.id;
   const WorldOutcome outcome = describe(error, r.type);
   if (outcome.code == ResultCode::Ok) {
     stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
@@ -389,6 +386,7 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
     stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
     rejects_.note(outcome.reason, r.from, outcome.message, now);
   }
+  if (recorder_) recorder_->add_request(r, outcome.code, id);
   out.push(r.from, wire::build_request_result(fbb_, r.request_id, outcome.code, id, outcome.message));
 }
 
@@ -409,11 +407,17 @@ int ServerCore::update(TimePoint now, Outbox& out) {
   const int steps = take_due_steps(clock_, now);
   bool snapshot_due = false;
   if (steps > 0) {
+    std::optional<uint64_t> step_hash;  // of the last step, when the recorder computed it
     apply_requests(now, out);
     events_.clear();
     size_t events_dropped = 0;
     for (int i = 0; i < steps; ++i) {
       world_.step(dt_);
+      if (recorder_) {
+        // world_hash() is O(bodies + contacts): compute it once per step and share it.
+        step_hash = world_.world_hash();
+        recorder_->end_tick(world_, *step_hash);
+      }
       const auto step_events = world_.contact_events();
       const size_t room = kMaxEventsPerUpdate - events_.size();
       const size_t take = std::min(room, step_events.size());
@@ -432,7 +436,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
       gather_object_states(world_, &object_states_);
       write_snapshot(world_.tick(), object_states_, sessions_.sessions(), fbb_, out);
     }
-    publish_stats();
+    publish_stats(step_hash);
   }
   expire_sessions(now, out);
   rejects_.flush(now);
@@ -450,6 +454,10 @@ void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
     spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
                  to_string(s.endpoint), s.name, s.client_id,
                  std::chrono::duration<double>(now - s.last_heard).count());
+    if (recorder_) {
+      recorder_->add_client_event(record::ClientEventType::Timeout, s.client_id, world_.tick(), to_string(s.endpoint),
+                                  {});
+    }
   }
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
 }
@@ -464,18 +472,22 @@ void ServerCore::shut_down(std::string_view reason, Outbox& out) {
       out.push(s.endpoint, payload);
       spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(s.endpoint), s.name,
                    s.client_id, reason);
+      if (recorder_) {
+        recorder_->add_client_event(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(),
+                                    to_string(s.endpoint), {});
+      }
     }
   }
   stats_.clients.store(0, std::memory_order_relaxed);
 }
 
-void ServerCore::publish_stats() {
+void ServerCore::publish_stats(std::optional<uint64_t> world_hash) {
   stats_.tick.store(world_.tick(), std::memory_order_relaxed);
   stats_.steps_dropped.store(clock_.dropped_steps, std::memory_order_relaxed);
   stats_.objects.store(world_.object_count(), std::memory_order_relaxed);
   stats_.awake.store(world_.awake_count(), std::memory_order_relaxed);
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
-  stats_.world_hash.store(world_.world_hash(), std::memory_order_relaxed);
+  stats_.world_hash.store(world_hash ? *world_hash : world_.world_hash(), std::memory_order_relaxed);
 }
 
 }  // namespace impulse::server

@@ -14,6 +14,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "server/app/apply_request.h"
 #include "server/app/server.h"
 #include "server/app/step_clock.h"
 #include "server/net/outbox.h"
@@ -22,27 +23,16 @@
 #include "server/physics/world.h"
 #include "shared/wire/codec.h"
 
+namespace impulse::record {
+class Recorder;
+}
+
 namespace impulse::server {
 
 /// Requests queued at most per tick; more are dropped and counted (RejectReason::QueueFull).
 inline constexpr size_t kMaxQueuedRequests = 4096;
 /// Collision events sent at most per update(); more are dropped and counted (EventsDropped).
 inline constexpr size_t kMaxEventsPerUpdate = 8192;
-
-/// A verified, range-checked request waiting for the next tick boundary.
-struct PendingRequest {
-  wire::Message type = wire::Message::NONE;  ///< CreateObject, DestroyObject, ApplyForce, ...
-  Endpoint from;                             ///< where the RequestResult / RaycastResult goes
-  uint32_t request_id = 0;
-  ObjectID id;                               ///< addressed object (not CreateObject, Raycast)
-  physics::BodyDesc desc;                    ///< CreateObject only
-  /// Force [N], impulse [N·s], torque [N·m], velocity [m/s], angular velocity [rad/s], or the
-  /// raycast origin [m]; world frame.
-  Vec3 vector;
-  std::optional<Vec3> point;                 ///< application point [m], world frame
-  Vec3 translation;                          ///< Raycast only: the segment [m], world frame
-  bool all_hits = false;                     ///< Raycast only: every hit instead of the closest
-};
 
 class ServerCore {
  public:
@@ -53,6 +43,10 @@ class ServerCore {
 
   /// Creates `bodies` in order. On a World error returns false with *error naming the body index.
   bool add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error);
+
+  /// Records every applied request, step and session change into `recorder` (null: none). Set it
+  /// before add_bodies() so the scene's bodies are noted too. Not owned; must outlive the core.
+  void set_recorder(record::Recorder* recorder) { recorder_ = recorder; }
 
   /// Starts the fixed-step clock at `now`. Call once, before the first update().
   void start(TimePoint now);
@@ -103,7 +97,8 @@ class ServerCore {
   void answer_raycasts(Outbox& out);
   void answer_raycast(const PendingRequest& r, Outbox& out);
   void expire_sessions(TimePoint now, Outbox& out);
-  void publish_stats();
+  /// @param world_hash  World::world_hash() of the current state when already computed
+  void publish_stats(std::optional<uint64_t> world_hash = std::nullopt);
   /// Queues `bytes` for `to` only when it is not larger than `limit` (anti-amplification).
   bool push_bounded(const Endpoint& to, std::span<const uint8_t> bytes, size_t limit, Outbox& out);
 
@@ -116,6 +111,7 @@ class ServerCore {
   float dt_;  // [s], 1 / tick_hz
   std::chrono::nanoseconds client_timeout_;
   bool shutting_down_ = false;
+  record::Recorder* recorder_ = nullptr;
 
   // Buffers reused every wake-up (clear(), never shrink).
   flatbuffers::FlatBufferBuilder fbb_{2 * wire::kMaxDatagramBytes};

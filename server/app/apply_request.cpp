@@ -1,0 +1,53 @@
+// One switch from request type to World command, used by the live server and by the replay.
+#include "server/app/apply_request.h"
+
+namespace impulse::server {
+
+using wire::Message;
+
+bool changes_world(Message type) {
+  switch (type) {
+    case Message::CreateObject:
+    case Message::DestroyObject:
+    case Message::ApplyForce:
+    case Message::ApplyImpulse:
+    case Message::SetVelocity:
+    case Message::ApplyTorque:
+    case Message::SetAngularVelocity: return true;
+    default: return false;
+  }
+}
+
+AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r) {
+  AppliedRequest out;
+  out.id = r.id;
+  switch (r.type) {
+    case Message::CreateObject: {
+      const physics::CreateResult created = world.create_object(r.desc);
+      out.error = created.error;
+      out.id = created.id;
+      break;
+    }
+    case Message::DestroyObject: out.error = world.destroy_object(r.id); break;
+    case Message::ApplyForce: out.error = world.apply_force(r.id, r.vector, r.point); break;
+    case Message::ApplyImpulse: out.error = world.apply_impulse(r.id, r.vector, r.point); break;
+    case Message::SetVelocity: out.error = world.set_velocity(r.id, r.vector); break;
+    case Message::ApplyTorque: out.error = world.apply_torque(r.id, r.vector); break;
+    case Message::SetAngularVelocity: out.error = world.set_angular_velocity(r.id, r.vector); break;
+    default: out.error = physics::Error::InvalidArgument; break;
+  }
+  return out;
+}
+
+wire::ResultCode to_result_code(physics::Error error) {
+  switch (error) {
+    case physics::Error::Ok: return wire::ResultCode::Ok;
+    case physics::Error::StaleId: return wire::ResultCode::StaleId;
+    case physics::Error::NotDynamic: return wire::ResultCode::NotDynamic;
+    case physics::Error::InvalidArgument: return wire::ResultCode::InvalidArgument;
+    case physics::Error::WorldFull: return wire::ResultCode::WorldFull;
+  }
+  return wire::ResultCode::InvalidArgument;
+}
+
+}  // namespace impulse::server

@@ -1,0 +1,52 @@
+// The world-changing half of a client request, shared by the server's tick (ServerCore) and the
+// replay (impulse-replay verify/export), so a replay applies each request exactly as the server did.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "impulse/schemas/impulse_generated.h"
+#include "server/net/outbox.h"
+#include "server/physics/types.h"
+#include "server/physics/world.h"
+#include "shared/math.h"
+#include "shared/object_id.h"
+
+namespace impulse::server {
+
+/// A verified, range-checked request waiting for the next tick boundary.
+struct PendingRequest {
+  wire::Message type = wire::Message::NONE;  ///< CreateObject, DestroyObject, ApplyForce, ...
+  Endpoint from;                             ///< where the RequestResult / RaycastResult goes
+  uint32_t client_id = 0;                    ///< the sender's session (for recordings)
+  uint32_t request_id = 0;
+  ObjectID id;                               ///< addressed object (not CreateObject, Raycast)
+  physics::BodyDesc desc;                    ///< CreateObject only
+  /// Force [N], impulse [N·s], torque [N·m], velocity [m/s], angular velocity [rad/s], or the
+  /// raycast origin [m]; world frame.
+  Vec3 vector;
+  std::optional<Vec3> point;                 ///< application point [m], world frame
+  Vec3 translation;                          ///< Raycast only: the segment [m], world frame
+  bool all_hits = false;                     ///< Raycast only: every hit instead of the closest
+};
+
+/// What applying one request did to the world.
+struct AppliedRequest {
+  physics::Error error = physics::Error::Ok;
+  /// CreateObject: the new object (null on error); other types: the addressed id.
+  ObjectID id;
+};
+
+/// True for the request types that change the world (all but Raycast, which only reads it).
+bool changes_world(wire::Message type);
+
+/// Applies one world-changing request to `world` (World::create_object, destroy_object,
+/// apply_force, ...). Requests that do not change the world (Raycast, unknown types) leave it
+/// untouched and return InvalidArgument. Deterministic: the same world and request give the same
+/// result and the same world, bit for bit.
+AppliedRequest apply_to_world(physics::World& world, const PendingRequest& request);
+
+/// The wire result code the server answers for a World error.
+wire::ResultCode to_result_code(physics::Error error);
+
+}  // namespace impulse::server

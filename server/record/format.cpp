@@ -1,0 +1,197 @@
+// Frame encoders and struct conversions of the recording format (schemas/recording.fbs).
+#include "server/record/format.h"
+
+#include <fmt/format.h>
+
+#include "shared/wire/codec.h"
+
+namespace impulse::record {
+namespace {
+
+record::Vec3 rec(const impulse::Vec3& v) { return record::Vec3(v.x, v.y, v.z); }
+record::Quat rec(const impulse::Quat& q) { return record::Quat(q.x, q.y, q.z, q.w); }
+impulse::Vec3 phys(const record::Vec3& v) { return {v.x(), v.y(), v.z()}; }
+impulse::Quat phys(const record::Quat& q) { return {q.x(), q.y(), q.z(), q.w()}; }
+
+std::span<const uint8_t> finish(flatbuffers::FlatBufferBuilder& fbb, Payload type, flatbuffers::Offset<void> payload) {
+  const auto frame = CreateFrame(fbb, type, payload);
+  FinishSizePrefixedFrameBuffer(fbb, frame);
+  return {fbb.GetBufferPointer(), fbb.GetSize()};
+}
+
+}  // namespace
+
+record::WorldSettings to_record(const physics::WorldSettings& s) {
+  return record::WorldSettings(rec(s.gravity), s.cell_size, s.max_cells_per_body, s.speculative_margin, s.substeps,
+                               s.relax_iterations, s.contact_hertz, s.contact_damping_ratio,
+                               s.contact_push_max_speed, s.linear_slop, s.restitution_threshold, s.sleep_speed,
+                               s.sleep_time_s, s.max_coordinate, s.max_speed, s.max_angular_speed, s.max_extent,
+                               s.max_mass, s.max_objects, static_cast<uint8_t>(s.friction_mix),
+                               static_cast<uint8_t>(s.restitution_mix), s.allow_sleep);
+}
+
+physics::WorldSettings to_physics(const record::WorldSettings& r) {
+  physics::WorldSettings s;
+  s.gravity = phys(r.gravity());
+  s.cell_size = r.cell_size();
+  s.max_cells_per_body = r.max_cells_per_body();
+  s.speculative_margin = r.speculative_margin();
+  s.substeps = r.substeps();
+  s.relax_iterations = r.relax_iterations();
+  s.contact_hertz = r.contact_hertz();
+  s.contact_damping_ratio = r.contact_damping_ratio();
+  s.contact_push_max_speed = r.contact_push_max_speed();
+  s.linear_slop = r.linear_slop();
+  s.restitution_threshold = r.restitution_threshold();
+  s.sleep_speed = r.sleep_speed();
+  s.sleep_time_s = r.sleep_time_s();
+  s.max_coordinate = r.max_coordinate();
+  s.max_speed = r.max_speed();
+  s.max_angular_speed = r.max_angular_speed();
+  s.max_extent = r.max_extent();
+  s.max_mass = r.max_mass();
+  s.max_objects = r.max_objects();
+  s.friction_mix = static_cast<physics::MixRule>(r.friction_mix());
+  s.restitution_mix = static_cast<physics::MixRule>(r.restitution_mix());
+  s.allow_sleep = r.allow_sleep();
+  return s;
+}
+
+record::BodyDesc to_record(const physics::BodyDesc& d) {
+  return record::BodyDesc(rec(d.position), rec(d.orientation), rec(d.velocity), rec(d.angular_velocity),
+                          rec(d.shape.half_extents), d.shape.radius, d.shape.half_height, d.mass, d.restitution,
+                          d.friction, d.linear_damping, d.angular_damping, d.material, static_cast<uint8_t>(d.kind),
+                          static_cast<uint8_t>(d.shape.kind), d.sensor);
+}
+
+physics::BodyDesc to_physics(const record::BodyDesc& r) {
+  physics::BodyDesc d;
+  d.kind = static_cast<physics::BodyKind>(r.kind());
+  d.shape.kind = static_cast<physics::ShapeKind>(r.shape());
+  d.shape.radius = r.radius();
+  d.shape.half_extents = phys(r.half_extents());
+  d.shape.half_height = r.half_height();
+  d.position = phys(r.position());
+  d.orientation = phys(r.orientation());
+  d.velocity = phys(r.velocity());
+  d.angular_velocity = phys(r.angular_velocity());
+  d.mass = r.mass();
+  d.restitution = r.restitution();
+  d.friction = r.friction();
+  d.linear_damping = r.linear_damping();
+  d.angular_damping = r.angular_damping();
+  d.material = r.material();
+  d.sensor = r.sensor();
+  return d;
+}
+
+server::PendingRequest to_pending(const record::Request& r) {
+  server::PendingRequest p;
+  p.type = static_cast<wire::Message>(r.type());
+  p.client_id = r.client_id();
+  p.request_id = r.request_id();
+  // A CreateObject's recorded id is its result, not an input.
+  if (p.type != wire::Message::CreateObject) p.id = from_wire(r.id());
+  if (r.vector()) p.vector = phys(*r.vector());
+  if (r.point()) p.point = phys(*r.point());
+  if (r.body()) p.desc = to_physics(*r.body());
+  return p;
+}
+
+std::span<const uint8_t> encode_header(flatbuffers::FlatBufferBuilder& fbb, const HeaderInfo& info,
+                                       const physics::WorldSettings& settings, std::span<const uint8_t> state,
+                                       std::span<const BodyDamping> dampings) {
+  fbb.Clear();
+  const server::ServerConfig& c = *info.config;
+  const auto config = CreateServerConfig(fbb, static_cast<uint32_t>(c.tick_hz), static_cast<uint32_t>(c.snapshot_hz),
+                                         static_cast<uint32_t>(c.max_clients),
+                                         static_cast<uint32_t>(c.max_steps_per_frame), c.client_timeout_s,
+                                         fbb.CreateString(c.scene));
+  const auto build = fbb.CreateString(build_id());
+  const auto scene_name = fbb.CreateString(info.scene_name.data(), info.scene_name.size());
+  const record::WorldSettings world_settings = to_record(settings);
+  const auto blob = fbb.CreateVector(state.data(), state.size());
+  const auto damping_vector = fbb.CreateVectorOfStructs(dampings.data(), dampings.size());
+  HeaderBuilder h(fbb);
+  h.add_format_version(kFormatVersion);
+  h.add_build_id(build);
+  h.add_started_unix_ms(info.started_unix_ms);
+  h.add_part(info.part);
+  h.add_config(config);
+  h.add_scene_name(scene_name);
+  h.add_settings(&world_settings);
+  h.add_tick(info.tick);
+  h.add_world_hash(info.world_hash);
+  h.add_keyframe_interval(info.keyframe_interval);
+  h.add_state(blob);
+  h.add_dampings(damping_vector);
+  return finish(fbb, Payload::Header, h.Finish().Union());
+}
+
+std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick, uint64_t world_hash,
+                                     std::span<const RequestRecord> requests,
+                                     std::vector<flatbuffers::Offset<Request>>& scratch) {
+  fbb.Clear();
+  // Children before parents (FlatBuffers builds back to front): the request tables, then the
+  // vector of their offsets, then the Tick.
+  scratch.clear();
+  for (const RequestRecord& q : requests) {
+    const server::PendingRequest& r = q.request;
+    const bool has_vector = r.type != wire::Message::CreateObject && r.type != wire::Message::DestroyObject;
+    const record::Vec3 vector = rec(r.vector);
+    const record::Vec3 point = rec(r.point.value_or(impulse::Vec3{}));
+    const record::BodyDesc body = to_record(r.desc);
+    RequestBuilder b(fbb);
+    b.add_id(to_wire(q.id));
+    b.add_client_id(r.client_id);
+    b.add_request_id(r.request_id);
+    if (has_vector) b.add_vector(&vector);
+    if (r.point) b.add_point(&point);
+    if (r.type == wire::Message::CreateObject) b.add_body(&body);
+    b.add_result(static_cast<uint16_t>(q.result));
+    b.add_type(static_cast<uint8_t>(r.type));
+    scratch.push_back(b.Finish());
+  }
+  const auto request_vector = requests.empty() ? 0 : fbb.CreateVector(scratch);
+  TickBuilder t(fbb);
+  t.add_tick(tick);
+  t.add_world_hash(world_hash);
+  if (!requests.empty()) t.add_requests(request_vector);
+  return finish(fbb, Payload::Tick, t.Finish().Union());
+}
+
+std::span<const uint8_t> encode_keyframe(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick, uint64_t world_hash,
+                                         std::span<const uint8_t> state) {
+  fbb.Clear();
+  const auto blob = fbb.CreateVector(state.data(), state.size());
+  const auto keyframe = CreateKeyframe(fbb, tick, world_hash, blob);
+  return finish(fbb, Payload::Keyframe, keyframe.Union());
+}
+
+std::span<const uint8_t> encode_client_event(flatbuffers::FlatBufferBuilder& fbb, ClientEventType type,
+                                             uint32_t client_id, uint64_t tick, std::string_view address,
+                                             std::string_view name) {
+  fbb.Clear();
+  const auto address_offset = fbb.CreateString(address.data(), address.size());
+  const auto name_offset = name.empty() ? 0 : fbb.CreateString(name.data(), name.size());
+  const auto event = CreateClientEvent(fbb, type, client_id, tick, address_offset, name_offset);
+  return finish(fbb, Payload::ClientEvent, event.Union());
+}
+
+std::string request_type_name(uint8_t type) {
+  if (type <= static_cast<uint8_t>(wire::Message::MAX)) {
+    const char* name = wire::EnumNameMessage(static_cast<wire::Message>(type));
+    if (name != nullptr && name[0] != '\0') return name;
+  }
+  return fmt::format("type {}", type);
+}
+
+std::string result_code_name(uint16_t code) {
+  if (code <= static_cast<uint16_t>(wire::ResultCode::MAX)) {
+    const char* name = wire::EnumNameResultCode(static_cast<wire::ResultCode>(code));
+    if (name != nullptr && name[0] != '\0') return name;
+  }
+  return fmt::format("code {}", code);
+}
+
+}  // namespace impulse::record
