@@ -59,6 +59,8 @@
 #include <cmath>
 #include <numeric>
 
+#include <xxhash.h>
+
 #include "server/physics/narrowphase.h"
 
 namespace impulse::physics {
@@ -216,11 +218,15 @@ class StageTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// 64-bit FNV-1a, fed little-endian words so the hash does not depend on the host byte order.
-class Fnv1a {
+// Serialises state fields little-endian into a byte buffer for one XXH3 pass: hashing the
+// bytes at once is several times faster than a byte-at-a-time hash fed field by field.
+class StateBytes {
  public:
+  explicit StateBytes(std::vector<uint8_t>& out) : out_(out) { out_.clear(); }
   void add_u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) add_byte(static_cast<uint8_t>(v >> (8 * i)));
+    const uint8_t b[4] = {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
+                          static_cast<uint8_t>(v >> 24)};
+    out_.insert(out_.end(), b, b + 4);
   }
   void add_float(float f) { add_u32(std::bit_cast<uint32_t>(f)); }
   void add_vec(Vec3 v) {
@@ -234,14 +240,10 @@ class Fnv1a {
     add_float(q.z);
     add_float(q.w);
   }
-  uint64_t value() const { return hash_; }
+  uint64_t hash() const { return XXH3_64bits(out_.data(), out_.size()); }
 
  private:
-  void add_byte(uint8_t b) {
-    hash_ ^= b;
-    hash_ *= 1099511628211ull;
-  }
-  uint64_t hash_ = 14695981039346656037ull;
+  std::vector<uint8_t>& out_;
 };
 
 }  // namespace
@@ -1005,7 +1007,7 @@ void World::sleep_island(std::span<const uint32_t> dense_members) {
 }
 
 uint64_t World::world_hash() const {
-  Fnv1a h;
+  StateBytes h(hash_scratch_);
   h.add_u32(slots_.size());
   for (uint32_t d = 0; d < slots_.size(); ++d) {
     const ObjectID id = slots_.id_at(d);
@@ -1056,7 +1058,7 @@ uint64_t World::world_hash() const {
       }
     }
   }
-  return h.value();
+  return h.hash();
 }
 
 // --- Queries -------------------------------------------------------------------------------------
