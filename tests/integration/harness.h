@@ -78,6 +78,11 @@ struct ServerOptions {
   int tick_hz = 60;
   int snapshot_hz = 60;
   int max_clients = 8;
+  // Session recording (ServerConfig's fields of the same names; empty / 0 = the server's default).
+  std::string record_file;
+  std::string record_dir;
+  double record_rotate_minutes = 0;
+  double keyframe_seconds = 0;
 };
 
 /// A real Server bound to 127.0.0.1 on an ephemeral port, running on its own thread.
@@ -117,6 +122,10 @@ class RunningServer {
     config.max_clients = options.max_clients;
     config.stats_interval_s = 3600;
     config.log_level = "off";
+    config.record_file = options.record_file;
+    config.record_dir = options.record_dir;
+    if (options.record_rotate_minutes > 0) config.record_rotate_minutes = options.record_rotate_minutes;
+    if (options.keyframe_seconds > 0) config.keyframe_seconds = options.keyframe_seconds;
     return config;
   }
 

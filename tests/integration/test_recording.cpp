@@ -49,51 +49,15 @@ void write_file(const std::string& path, std::span<const uint8_t> bytes) {
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-/// A real Server recording into `record_file`, run on its own thread.
-class RecordingServer {
- public:
-  /// @param record_dir  when true, `target` is a --record-dir directory rotated every 0.01 min
-  explicit RecordingServer(const std::string& target, bool record_dir = false)
-      : scene_("impulse-record-scene", kGroundScene), server_(make_config(scene_.path(), target, record_dir)) {
-    started_ = server_.start(&error_);
-    if (started_) thread_ = std::thread([this] { server_.run(); });
-  }
-  ~RecordingServer() { stop(); }
-  void stop() {
-    if (thread_.joinable()) {
-      server_.stop();
-      thread_.join();
-    }
-  }
-  bool started() const { return started_; }
-  const std::string& error() const { return error_; }
-  uint16_t port() const { return server_.local_port(); }
-
- private:
-  static server::ServerConfig make_config(const std::string& scene, const std::string& target, bool record_dir) {
-    server::ServerConfig c;
-    c.bind = "127.0.0.1";
-    c.port = 0;
-    c.tick_hz = 60;
-    c.snapshot_hz = 60;
-    c.scene = scene;
-    c.stats_interval_s = 3600;
-    c.log_level = "off";
-    if (record_dir) {
-      c.record_dir = target;
-      c.record_rotate_minutes = 0.01;  // a new file every 36 ticks
-    } else {
-      c.record_file = target;
-    }
-    c.keyframe_seconds = 0.5;  // a keyframe every 30 ticks, so the session has several
-    return c;
-  }
-  TempFile scene_;
-  server::Server server_;
-  bool started_ = false;
-  std::string error_;
-  std::thread thread_;
-};
+/// A recording test server: a keyframe every 30 ticks so a session has several; with `record_dir`,
+/// `target` is a --record-dir directory rotated every 0.01 min (a new file every 36 ticks).
+ServerOptions recording_options(const std::string& target, bool record_dir = false) {
+  ServerOptions o;
+  (record_dir ? o.record_dir : o.record_file) = target;
+  if (record_dir) o.record_rotate_minutes = 0.01;
+  o.keyframe_seconds = 0.5;
+  return o;
+}
 
 /// Sends every request of one round for one client; returns the request ids sent.
 std::vector<uint32_t> send_round(Client& client, std::span<const ObjectID> bodies, int round) {
@@ -115,7 +79,7 @@ class Recording : public ::testing::Test {
   // One scripted session, recorded once for every test of the suite.
   static void SetUpTestSuite() {
     path_ = new std::string(temp_path("impulse-session"));
-    RecordingServer server(*path_);
+    RunningServer server(recording_options(*path_));
     ASSERT_TRUE(server.started()) << server.error();
     std::vector<std::unique_ptr<ClientDriver>> drivers;
     std::vector<std::vector<ObjectID>> bodies(kClients);
@@ -338,7 +302,7 @@ TEST(RecordingRotation, EveryPartStartsWhereTheLastEndedAndVerifiesOnItsOwn) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("impulse-rotate-{}", ::getpid());
   std::filesystem::create_directories(dir);
   {
-    RecordingServer server(dir.string(), true);
+    RunningServer server(recording_options(dir.string(), true));
     ASSERT_TRUE(server.started()) << server.error();
     ClientDriver driver;
     std::string error;
