@@ -53,7 +53,9 @@ struct WorldSettings {
   /// Largest speed [m/s] at which penetration is pushed out, so a deep overlap (a body spawned
   /// inside another) separates calmly instead of exploding. Box2D v3 default 3 m/s.
   float contact_push_max_speed = 3.0f;
-  /// Penetration [m] allowed without correction, so resting contacts keep a stable overlap.
+  /// Length tolerance [m] of contact bookkeeping: a manifold point within 4 x linear_slop of last
+  /// step's point is the same point (its impulses warm-start it). The soft contact corrects every
+  /// overlap and needs no slop: its resting overlap comes from its stiffness (contact_hertz).
   float linear_slop = 0.005f;
   /// Approach speed [m/s] below which restitution is ignored: without it a resting body bounces
   /// off the ground by g*dt every step and never sleeps. 1 m/s is Box2D's default.

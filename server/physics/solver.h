@@ -99,7 +99,6 @@ struct SolverConfig {
   float contact_hertz = 60;
   float contact_damping_ratio = 5;
   float contact_push_max_speed = 3;  ///< [m/s]
-  float linear_slop = 0.005f;        ///< [m]
   float restitution_threshold = 1;   ///< [m/s]
   float max_speed = 1e4f;            ///< per component [m/s]
   float max_angular_speed = 100;     ///< magnitude [rad/s]

@@ -831,7 +831,6 @@ void World::solve(float dt) {
   config.contact_hertz = settings_.contact_hertz;
   config.contact_damping_ratio = settings_.contact_damping_ratio;
   config.contact_push_max_speed = settings_.contact_push_max_speed;
-  config.linear_slop = settings_.linear_slop;
   config.restitution_threshold = settings_.restitution_threshold;
   config.max_speed = settings_.max_speed;
   config.max_angular_speed = settings_.max_angular_speed;
