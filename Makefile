@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CMAKE_FLAGS := $(if $(CI),-DIMPULSE_WERROR=ON,)
 SERVER_ARGS ?= --scene demo --port 7777
 
-.PHONY: run test setup build build-asan test-release test-asan docker-smoke bench clean
+.PHONY: run test setup build build-asan test-release test-asan docker-smoke bench fuzz clean
 
 setup:
 	@bash scripts/setup
@@ -55,6 +55,13 @@ bench: setup
 	$(BENCH_RUN) --scene S3 --n 10000
 	@echo
 	@build/bin/impulse-bench --summary $(BENCH_OUT)
+
+## Build the libFuzzer targets (clang++, ASan + UBSan), seed them with real datagrams and run each
+## for FUZZ_SECONDS; prints executions per target, fails on any crash (scripts/fuzz).
+FUZZ_SECONDS ?= 60
+
+fuzz: setup
+	bash scripts/fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build

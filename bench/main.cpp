@@ -6,7 +6,10 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "bench/net/latency.h"
+#include "bench/net/n1.h"
 #include "bench/paired_run.h"
 #include "bench/report.h"
 #include "tests/scenes/bench_scenes.h"
@@ -34,7 +37,65 @@ struct Options {
   std::string summary;
   // Solver tuning for experiments; the defaults are WorldSettings{}'s.
   physics::WorldSettings impulse;
+  // Network scenes (bench/net/): N1 and latency.
+  bench::N1Options n1;
+  int latency_samples = 300;
+  std::optional<int> latency_snapshot_hz;  // unset: 60 Hz, then 20 Hz
 };
+
+// Appends `line` to --json-out's file when one was given. False (with a message) when it cannot.
+bool append_json_out(const Options& o, const std::string& line) {
+  if (o.json_out.empty()) return true;
+  std::ofstream out(o.json_out, std::ios::app);
+  out << line << '\n';
+  if (out) return true;
+  std::fprintf(stderr, "impulse-bench: cannot append to %s\n", o.json_out.c_str());
+  return false;
+}
+
+// impulse-bench --scene N1 (bench/net/n1.h): bandwidth and pose error of the snapshots.
+int run_n1_scene(const Options& o) {
+  bench::N1Options options = o.n1;
+  options.progress = !o.quiet;
+  std::string error;
+  const std::optional<bench::N1Result> result = bench::run_n1(options, &error);
+  if (!result) {
+    std::fprintf(stderr, "impulse-bench: N1 failed: %s\n", error.c_str());
+    return kExitRunFailed;
+  }
+  const std::string line = bench::to_json_line(*result);
+  if (o.json) {
+    std::printf("%s\n", line.c_str());
+  } else {
+    bench::print_human(stdout, *result);
+  }
+  return append_json_out(o, line) ? 0 : kExitRunFailed;
+}
+
+// impulse-bench --scene latency (bench/net/latency.h): request -> first snapshot showing it.
+int run_latency_scene(const Options& o) {
+  constexpr int kTickHz = 60;
+  std::vector<int> snapshot_rates = {60, 20};
+  if (o.latency_snapshot_hz) snapshot_rates = {*o.latency_snapshot_hz};
+  std::vector<bench::LatencyRun> runs;
+  for (const int snapshot_hz : snapshot_rates) {
+    std::string error;
+    const std::optional<bench::LatencyRun> run =
+        bench::run_latency(kTickHz, snapshot_hz, o.latency_samples, !o.quiet, &error);
+    if (!run) {
+      std::fprintf(stderr, "impulse-bench: latency at %d Hz snapshots failed: %s\n", snapshot_hz, error.c_str());
+      return kExitRunFailed;
+    }
+    runs.push_back(*run);
+  }
+  const std::string line = bench::to_json_line(runs);
+  if (o.json) {
+    std::printf("%s\n", line.c_str());
+  } else {
+    bench::print_human(stdout, runs);
+  }
+  return append_json_out(o, line) ? 0 : kExitRunFailed;
+}
 
 // Builds the scene the flags ask for, or explains why not.
 std::optional<scenes::BenchScene> make_scene(const Options& o, std::string& error) {
@@ -79,9 +140,11 @@ int run(const Options& o) {
     return 0;
   }
   if (o.scene.empty()) {
-    std::fprintf(stderr, "impulse-bench: --scene S1|S2|S3 is required (or --summary FILE)\n");
+    std::fprintf(stderr, "impulse-bench: --scene S1|S2|S3|N1|latency is required (or --summary FILE)\n");
     return kExitBadArgument;
   }
+  if (o.scene == "N1") return run_n1_scene(o);
+  if (o.scene == "latency") return run_latency_scene(o);
   std::string error;
   const std::optional<scenes::BenchScene> scene = make_scene(o, error);
   if (!scene) {
@@ -147,8 +210,9 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"impulse-bench: the reference scenes through Impulse and Bullet, alternating, in one run"};
-  app.add_option("--scene", o.scene, "S1 (pyramid), S2 (pile) or S3 (spheres)")
-      ->transform(CLI::IsMember({"S1", "S2", "S3"}, CLI::ignore_case));
+  app.add_option("--scene", o.scene,
+                 "S1 (pyramid), S2 (pile), S3 (spheres); N1 (network bandwidth) or latency (request -> snapshot)")
+      ->transform(CLI::IsMember({"S1", "S2", "S3", "N1", "latency"}, CLI::ignore_case));
   app.add_option("--n", o.n, "S1: base row (default 20); S2: boxes (default 4000); S3: spheres (default 10000)");
   app.add_option("--sleep", o.sleep, "on|off (default: the scene's: S1 off, S2 and S3 on)")
       ->check(CLI::IsMember({"on", "off"}));
@@ -176,6 +240,13 @@ int main(int argc, char** argv) {
   app.add_option("--contact-damping-ratio", o.impulse.contact_damping_ratio,
                  "Impulse contact damping ratio (WorldSettings::contact_damping_ratio)")
       ->check(CLI::Range(0.0f, 100.0f));
+  app.add_option("--seconds", o.n1.seconds, "N1: measured time [s] after the warm-up")->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--warmup", o.n1.warmup_s, "N1: warm-up [s] before measuring")->check(CLI::Range(0.0, 600.0));
+  app.add_option("--kbps", o.n1.kbps, "N1: the server's per-client send budget [kbit/s] (default: the server's, 1024)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--samples", o.latency_samples, "latency: requests per snapshot rate")->check(CLI::Range(1, 100000));
+  app.add_option("--snapshot-hz", o.latency_snapshot_hz, "latency: only this snapshot rate (default: 60, then 20)")
+      ->check(CLI::Range(1, 60));
   app.add_flag("--quiet", o.quiet, "no progress lines on stderr");
   app.add_option("--summary", o.summary, "print a Markdown table of a --json-out file and exit");
   CLI11_PARSE(app, argc, argv);

@@ -1,6 +1,7 @@
-// Thin UDP client: request/response over an unreliable channel with caller-driven polling and
-// multi-part snapshot reassembly (newest tick wins), after netcode.io's client update model and
-// Glenn Fiedler, "Packet Fragmentation and Reassembly", gafferongames.com (2016).
+// Thin UDP client after netcode.io's client update model (caller-driven polling): the cookie
+// handshake, packet acks on every datagram, requests resent until answered (the server
+// deduplicates), delta snapshots decoded against acked baselines (wire::SnapshotReceiver), and
+// reliable collision events delivered once each.
 #include "client/client.h"
 
 #include <poll.h>
@@ -10,6 +11,10 @@
 #include <system_error>
 
 #include <asio.hpp>
+
+#include "shared/net/link_simulator.h"
+#include "shared/net/packet_acks.h"
+#include "shared/wire/snapshot_codec.h"
 
 namespace impulse {
 
@@ -24,19 +29,32 @@ constexpr std::chrono::milliseconds kConnectResendInterval{250};
 constexpr std::chrono::milliseconds kKeepaliveInterval{1000};
 /// Disconnect is sent this many times; the server ignores the duplicates.
 constexpr int kDisconnectRepeats = 3;
-/// Bounds on a snapshot's layout. A part holds at most this many ObjectStates: more could never
-/// fit in a kMaxDatagramBytes datagram, so a larger claim is hostile or corrupt.
-constexpr uint32_t kMaxObjectsPerPart = static_cast<uint32_t>(wire::kMaxDatagramBytes / sizeof(wire::ObjectState));
-constexpr uint32_t kMaxSnapshotParts = 4096;
+/// Requests in flight at most; later ones wait in the client until earlier ones are answered.
+/// Below the server's exactly-once window (256), so nothing sent is ever beyond it.
+constexpr size_t kMaxRequestsInFlight = 192;
+/// An unanswered request is resent after max(this, 1.5 x RTT).
+constexpr std::chrono::milliseconds kMinRequestResend{50};
+/// Collision event sequences remembered for deduplication beyond the contiguous prefix.
+constexpr uint32_t kEventDedupWindow = 8192;
 /// Outstanding pings remembered for RTT measurement; older ones are forgotten.
 constexpr size_t kPingSlots = 16;
 
-ObjectState to_object_state(const wire::ObjectState& s) {
-  return ObjectState{from_wire(s.id()),          wire::to_vec3(s.position()),
-                     wire::to_vec3(s.velocity()), wire::to_vec3(s.dims()),
-                     wire::to_quat(s.orientation()), wire::to_vec3(s.angular_velocity()),
-                     s.kind(),                    s.shape(),
-                     s.sleeping(),                s.sensor()};
+ObjectState to_object_state(const wire::SnapshotObject& s) {
+  return ObjectState{s.id,       s.position, s.velocity, s.dims,  s.orientation, s.angular_velocity,
+                     s.kind,     s.shape,    s.at_rest,  s.sensor};
+}
+
+wire::QuantizationConfig to_quantization(const wire::Quantization* q) {
+  wire::QuantizationConfig c;
+  if (q == nullptr) return c;
+  c.world_bound_m = q->world_bound();
+  c.position_fraction_bits = q->position_fraction_bits();
+  c.orientation_bits = q->orientation_bits();
+  c.max_linear_speed = q->max_linear_speed();
+  c.linear_velocity_fraction_bits = q->linear_velocity_fraction_bits();
+  c.max_angular_speed = q->max_angular_speed();
+  c.angular_velocity_fraction_bits = q->angular_velocity_fraction_bits();
+  return c;
 }
 
 /// Copies at most kMaxStringBytes of a wire string (the verifier bounds it by the datagram).
@@ -58,15 +76,12 @@ std::string_view truncate_utf8(std::string_view s, size_t max_bytes) {
 struct Client::Impl {
   enum class State : uint8_t { Idle, Connecting, Connected };
 
-  /// A snapshot tick being reassembled from its parts.
-  struct Assembly {
-    bool active = false;
-    uint64_t tick = 0;
-    uint16_t part_count = 0;
-    uint32_t object_count = 0;
-    uint32_t parts_received = 0;
-    std::vector<uint8_t> part_seen;  ///< [part_count] 1 once that part arrived
-    std::vector<ObjectState> objects;
+  /// A request sent and not yet answered: its datagram is kept for resending.
+  struct OutstandingRequest {
+    uint32_t request_id = 0;
+    std::vector<uint8_t> bytes;    ///< the datagram as built (the header is restamped per send)
+    Clock::time_point last_sent{};
+    bool sent = false;             ///< false: waiting for room in the in-flight window
   };
 
   struct PendingPing {
@@ -81,6 +96,9 @@ struct Client::Impl {
   State state = State::Idle;
 
   flatbuffers::FlatBufferBuilder fbb{512};
+  /// Simulated network conditions on the send path (tests); null = a plain socket.
+  std::unique_ptr<net::LinkSimulator<udp::endpoint>> link;
+  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> send_buffer{};
   // +1 byte detects an oversized datagram; aligned because u64 fields are read in place.
   alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes + 1> receive_buffer{};
 
@@ -93,8 +111,18 @@ struct Client::Impl {
   uint16_t snapshot_hz = 0;
   uint64_t server_tick = 0;
   std::optional<uint64_t> latest_snapshot_tick;
-  std::vector<ObjectState> objects;  ///< latest complete snapshot, sorted by id
-  Assembly assembly;
+  std::vector<ObjectState> objects;  ///< the view after the latest applied snapshot, sorted by id
+  std::optional<wire::SnapshotReceiver> snapshots;  ///< created with the server's quantisation
+  net::PacketAcks acks;
+  std::vector<uint32_t> newly_acked;
+  std::vector<OutstandingRequest> outstanding;  ///< ascending request id
+  uint32_t max_objects = 0;
+  uint32_t acked_through = 0;       ///< the newest server sequence our last header acked
+  uint32_t events_contiguous = 0;   ///< every event sequence <= this was delivered
+  std::vector<uint32_t> events_seen;  ///< delivered sequences above events_contiguous, sorted
+  std::vector<uint8_t> cookie;      ///< from the server's Challenge
+  std::vector<uint8_t> token;       ///< connect token given to connect(); empty = anonymous
+  std::string client_name;
   std::optional<wire::ResultCode> rejected_reason;
   std::string rejected_message;
   bool saw_version_mismatch = false;
@@ -108,9 +136,30 @@ struct Client::Impl {
 
   // ------------------------------------------------------------------ sending
 
-  void send_bytes(std::span<const uint8_t> bytes) {
+  /// Sends one datagram built by the codec; in a session its header gets the next sequence and
+  /// the current acks.
+  void send_bytes(std::span<const uint8_t> built) {
+    std::span<const uint8_t> bytes = built;
+    if (state == State::Connected && built.size() <= send_buffer.size()) {
+      std::copy(built.begin(), built.end(), send_buffer.begin());
+      const auto stamped = std::span<uint8_t>(send_buffer.data(), built.size());
+      const uint32_t sequence = acks.on_send(Clock::now(), built.size());
+      const net::AckFields f = acks.ack_fields();
+      wire::stamp_header(stamped, wire::PacketHeader(sequence, f.ack, f.ack_bits));
+      acked_through = f.ack;
+      bytes = stamped;
+    }
+    if (link) {
+      link->submit(server, bytes, Clock::now());
+      last_send_time = Clock::now();
+      return;
+    }
+    send_now(bytes, server);
+  }
+
+  void send_now(std::span<const uint8_t> bytes, const udp::endpoint& to) {
     std::error_code ec;
-    socket.send_to(asio::buffer(bytes.data(), bytes.size()), server, 0, ec);
+    socket.send_to(asio::buffer(bytes.data(), bytes.size()), to, 0, ec);
     if (ec) {
       ++stats.send_errors;
       return;
@@ -126,7 +175,82 @@ struct Client::Impl {
     return id;
   }
 
-  void send_connect(std::string_view name) { send_bytes(wire::build_connect(fbb, name)); }
+  void send_connect() { send_bytes(wire::build_connect(fbb, client_name, cookie, token)); }
+
+  /// Queues a request built in `fbb` (its id is the next sequence) and sends it when the
+  /// in-flight window has room; poll() resends it until its result arrives.
+  uint32_t send_request(uint32_t request_id, std::span<const uint8_t> built) {
+    OutstandingRequest r;
+    r.request_id = request_id;
+    r.bytes.assign(built.begin(), built.end());
+    outstanding.push_back(std::move(r));
+    pump_requests(Clock::now());
+    return request_id;
+  }
+
+  std::chrono::nanoseconds request_resend_interval() const {
+    // Before the first acked datagram there is no RTT sample: assume a modest one (100 ms) rather
+    // than resending at the floor rate into a slow link.
+    const net::LinkEstimates link = acks.estimates();
+    const double rtt_ms = link.acked > 0 ? link.rtt_ms : 100.0;
+    const auto rtt = std::chrono::duration<double, std::milli>(rtt_ms * 1.5);
+    return std::max<std::chrono::nanoseconds>(kMinRequestResend,
+                                              std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
+  }
+
+  /// Sends what the window allows and resends what waited too long for its answer.
+  void pump_requests(Clock::time_point now) {
+    if (state != State::Connected) return;
+    const auto resend = request_resend_interval();
+    size_t in_flight = 0;
+    for (OutstandingRequest& r : outstanding) {
+      if (in_flight >= kMaxRequestsInFlight) break;
+      ++in_flight;
+      if (r.sent && now - r.last_sent < resend) continue;
+      if (r.sent) ++stats.requests_resent;
+      r.sent = true;
+      r.last_sent = now;
+      send_bytes(r.bytes);
+    }
+  }
+
+  /// A header acks only the last 33 sequences, so a client that sends nothing while snapshots
+  /// stream in must ack on its own: an ack-only Ping (nonce 0, not answered) once per snapshot
+  /// interval in which datagrams arrived and nothing was sent.
+  void send_ack_if_due(Clock::time_point now) {
+    if (state != State::Connected || acks.newest_received() == acked_through) return;
+    const auto interval = std::chrono::milliseconds(1000 / std::max<int>(1, snapshot_hz));
+    if (now - last_send_time < interval) return;
+    send_bytes(wire::build_ping(fbb, 0));
+  }
+
+  /// True the first time a result for `request_id` arrives (it was outstanding): later copies of
+  /// the same answer (the server answers every resend) are dropped.
+  bool take_outstanding(uint32_t request_id) {
+    const auto it = std::lower_bound(outstanding.begin(), outstanding.end(), request_id,
+                                     [](const OutstandingRequest& r, uint32_t id) { return r.request_id < id; });
+    if (it == outstanding.end() || it->request_id != request_id) return false;
+    outstanding.erase(it);
+    return true;
+  }
+
+  /// True the first time event `sequence` arrives.
+  bool first_delivery(uint32_t sequence) {
+    if (sequence == 0 || sequence <= events_contiguous) return false;
+    if (sequence - events_contiguous > kEventDedupWindow) {
+      // Far ahead (the server dropped events, or hostile): forget the gap rather than grow.
+      events_contiguous = sequence - 1;
+      events_seen.clear();
+    }
+    const auto it = std::lower_bound(events_seen.begin(), events_seen.end(), sequence);
+    if (it != events_seen.end() && *it == sequence) return false;
+    events_seen.insert(it, sequence);
+    while (!events_seen.empty() && events_seen.front() == events_contiguous + 1) {
+      ++events_contiguous;
+      events_seen.erase(events_seen.begin());
+    }
+    return true;
+  }
 
   uint64_t send_ping(bool from_user) {
     const uint64_t nonce = next_nonce++;
@@ -140,13 +264,20 @@ struct Client::Impl {
   void reset_session() {
     state = State::Idle;
     client_id = 0;
+    next_request_id = 1;  // the server's window starts at 1 for every session
     tick_hz = 0;
     snapshot_hz = 0;
     server_tick = 0;
     latest_snapshot_tick.reset();
     objects.clear();
-    assembly.active = false;
-    assembly.objects.clear();
+    snapshots.reset();
+    acks = net::PacketAcks{};
+    outstanding.clear();
+    max_objects = 0;
+    acked_through = 0;
+    events_contiguous = 0;
+    events_seen.clear();
+    cookie.clear();
     rejected_reason.reset();
     rejected_message.clear();
     saw_version_mismatch = false;
@@ -190,9 +321,16 @@ struct Client::Impl {
     return ::poll(&fd, 1, ms) > 0;
   }
 
+  /// Sends what the simulated link holds that is due.
+  void flush_link() {
+    if (!link || !socket.is_open()) return;
+    link->deliver_due(Clock::now(), [this](const udp::endpoint& to, std::span<const uint8_t> bytes) { send_now(bytes, to); });
+  }
+
   /// Receives every queued datagram without blocking.
   void drain() {
     if (!socket.is_open()) return;
+    flush_link();
     for (;;) {
       udp::endpoint from;
       std::error_code ec;
@@ -226,6 +364,14 @@ struct Client::Impl {
       handle_connect_answer(envelope);
       return;
     }
+    const wire::PacketHeader header = wire::header_of(envelope);
+    newly_acked.clear();
+    acks.on_acks(net::AckFields{header.ack(), header.ack_bits()}, Clock::now(), &newly_acked);
+    // A snapshot is acked only once applied (its payload then becomes a baseline); everything
+    // else as soon as it verified.
+    if (envelope.message_type() != wire::Message::Snapshot && header.sequence() != 0) {
+      acks.on_receive(header.sequence());
+    }
     switch (envelope.message_type()) {
       case wire::Message::ConnectAccepted: {
         // A duplicate answer to one of our resent Connects: harmless.
@@ -235,23 +381,35 @@ struct Client::Impl {
       }
       case wire::Message::RequestResult: {
         const auto* m = envelope.message_as_RequestResult();
+        if (!take_outstanding(m->request_id())) {
+          ++stats.results_duplicate;  // the answer to a resend of a request already answered
+          return;
+        }
         result.results.push_back(RequestResult{m->request_id(), m->code(), from_wire(m->id()),
                                                copy_wire_string(m->message())});
         return;
       }
       case wire::Message::RaycastResult:
+        if (!take_outstanding(envelope.message_as_RaycastResult()->request_id())) {
+          ++stats.results_duplicate;
+          return;
+        }
         handle_raycast_result(*envelope.message_as_RaycastResult());
         return;
       case wire::Message::Snapshot:
-        handle_snapshot(*envelope.message_as_Snapshot());
+        handle_snapshot(*envelope.message_as_Snapshot(), header.sequence());
         return;
       case wire::Message::CollisionEvents: {
         const auto* events = envelope.message_as_CollisionEvents()->events();
         if (events == nullptr) return;
         for (const wire::CollisionEvent* e : *events) {
+          if (!first_delivery(e->sequence())) {
+            ++stats.events_duplicate;
+            continue;
+          }
           result.collisions.push_back(CollisionEvent{e->tick(), e->type(), from_wire(e->a()),
                                                      from_wire(e->b()), wire::to_vec3(e->point()),
-                                                     wire::to_vec3(e->normal())});
+                                                     wire::to_vec3(e->normal()), e->sequence()});
           note_tick(e->tick());
         }
         return;
@@ -271,11 +429,29 @@ struct Client::Impl {
   }
 
   void handle_connect_answer(const wire::Envelope& envelope) {
+    if (const auto* challenge = envelope.message_as_Challenge()) {
+      // Echo the cookie at once: it proves we receive at our address.
+      if (challenge->cookie() == nullptr) return count_drop(wire::DropReason::None);
+      cookie.assign(challenge->cookie()->begin(), challenge->cookie()->end());
+      send_connect();
+      return;
+    }
     if (const auto* accepted = envelope.message_as_ConnectAccepted()) {
+      const wire::QuantizationConfig q = to_quantization(accepted->quantization());
+      std::string problem;
+      if (!q.validate(&problem)) {
+        rejected_reason = wire::ResultCode::InvalidArgument;
+        rejected_message = "the server announced an unusable snapshot quantisation: " + problem;
+        return;
+      }
       state = State::Connected;
       client_id = accepted->client_id();
       tick_hz = accepted->tick_hz();
       snapshot_hz = accepted->snapshot_hz();
+      max_objects = accepted->max_objects();
+      snapshots.emplace(q);
+      const wire::PacketHeader header = wire::header_of(envelope);
+      if (header.sequence() != 0) acks.on_receive(header.sequence());
       note_tick(accepted->tick());
       return;
     }
@@ -319,75 +495,33 @@ struct Client::Impl {
     slot = PendingPing{};
   }
 
-  /// Reassembles a snapshot: parts of one tick are collected until all part_count arrived; a
-  /// newer tick abandons an incomplete older one; parts older than the latest complete tick
-  /// (late or duplicated datagrams) are ignored. Every count is range-checked before use.
-  void handle_snapshot(const wire::Snapshot& s) {
-    const uint64_t tick = s.tick();
-    const uint32_t part = s.part();
-    const uint32_t part_count = s.part_count();
-    const uint32_t object_count = s.object_count();
-    const auto* wire_objects = s.objects();
-    const uint32_t n = wire_objects != nullptr ? wire_objects->size() : 0;
-    if (part_count == 0 || part_count > kMaxSnapshotParts || part >= part_count ||
-        object_count > part_count * kMaxObjectsPerPart || n > object_count) {
-      count_drop(wire::DropReason::None);
-      return;
-    }
-    note_tick(tick);
-    if ((latest_snapshot_tick && tick <= *latest_snapshot_tick) ||
-        (assembly.active && tick < assembly.tick)) {
+  /// Applies one delta snapshot (all or nothing) and acks its packet only when applied, so the
+  /// server uses as baselines exactly the states this client holds.
+  void handle_snapshot(const wire::Snapshot& s, uint32_t sequence) {
+    if (!snapshots || sequence == 0) return count_drop(wire::DropReason::None);
+    const auto* data = s.data();
+    const std::span<const uint8_t> payload =
+        data ? std::span<const uint8_t>(data->data(), data->size()) : std::span<const uint8_t>{};
+    const wire::SnapshotError error = snapshots->apply(sequence, s.tick(), payload);
+    if (error == wire::SnapshotError::Stale) {
       ++stats.snapshot_parts_stale;
       return;
     }
-    if (!assembly.active || tick > assembly.tick) {
-      if (assembly.active) ++stats.snapshots_superseded;
-      assembly.active = true;
-      assembly.tick = tick;
-      assembly.part_count = static_cast<uint16_t>(part_count);
-      assembly.object_count = object_count;
-      assembly.parts_received = 0;
-      assembly.part_seen.assign(part_count, 0);
-      assembly.objects.clear();
-    } else if (part_count != assembly.part_count || object_count != assembly.object_count) {
-      count_drop(wire::DropReason::None);  // parts of one tick disagree on its layout
-      return;
+    if (error != wire::SnapshotError::None) {
+      ++stats.snapshots_rejected;
+      ++stats.snapshot_errors[static_cast<size_t>(error)];
+      return count_drop(wire::DropReason::None);
     }
-    if (assembly.part_seen[part] != 0) return;  // duplicated datagram
-    if (assembly.objects.size() + n > assembly.object_count) {
-      count_drop(wire::DropReason::None);
-      return;
-    }
-    if (wire_objects != nullptr) {  // an absent vector is a part with no objects
-      for (const wire::ObjectState* o : *wire_objects) assembly.objects.push_back(to_object_state(*o));
-    }
-    assembly.part_seen[part] = 1;
-    ++assembly.parts_received;
-    if (assembly.parts_received < assembly.part_count) return;
-
-    assembly.active = false;
-    if (assembly.objects.size() != assembly.object_count) {
-      count_drop(wire::DropReason::None);  // parts complete but the totals disagree
-      return;
-    }
-    complete_snapshot();
-  }
-
-  void complete_snapshot() {
-    std::vector<ObjectState>& incoming = assembly.objects;
-    std::sort(incoming.begin(), incoming.end(),
-              [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; });
-    // A hostile or buggy server could repeat an id; keep one so find() stays well defined.
-    incoming.erase(std::unique(incoming.begin(), incoming.end(),
-                               [](const ObjectState& x, const ObjectState& y) { return x.id == y.id; }),
-                   incoming.end());
-    objects.swap(incoming);  // the old buffer becomes the next assembly's storage
-    latest_snapshot_tick = assembly.tick;
+    acks.on_receive(sequence);
+    note_tick(s.tick());
+    latest_snapshot_tick = s.tick();
     ++stats.snapshots_completed;
-
+    objects.clear();
+    for (const wire::SnapshotObject& o : snapshots->objects()) objects.push_back(to_object_state(o));
+    std::sort(objects.begin(), objects.end(), [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; });
     const auto first = static_cast<uint32_t>(result.snapshot_objects.size());
     result.snapshot_objects.insert(result.snapshot_objects.end(), objects.begin(), objects.end());
-    result.snapshots.push_back(SnapshotRange{assembly.tick, first, static_cast<uint32_t>(objects.size())});
+    result.snapshots.push_back(SnapshotRange{s.tick(), first, static_cast<uint32_t>(objects.size())});
   }
 };
 
@@ -400,7 +534,7 @@ Client::~Client() {
 }
 
 bool Client::connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout,
-                     std::string* error, std::string_view name) {
+                     std::string* error, std::string_view name, std::span<const uint8_t> token) {
   Impl& m = *impl_;
   auto fail = [&](std::string message) {
     m.reset_session();
@@ -450,18 +584,23 @@ bool Client::connect(std::string_view host, uint16_t port, std::chrono::millisec
   }
   m.server = endpoint;
   m.state = Impl::State::Connecting;
-
-  const std::string_view client_name = truncate_utf8(name, wire::kMaxClientNameBytes);
+  m.client_name = std::string(truncate_utf8(name, wire::kMaxClientNameBytes));
+  m.token.assign(token.begin(), token.end());
   const Clock::time_point deadline = Clock::now() + timeout;
   Clock::time_point next_send = Clock::now();
   for (;;) {
     const Clock::time_point now = Clock::now();
     if (now >= deadline) break;
     if (now >= next_send) {
-      m.send_connect(client_name);
+      m.send_connect();
       next_send = now + kConnectResendInterval;
     }
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(std::min(next_send, deadline) - now);
+    m.flush_link();
+    Clock::time_point wake = std::min(next_send, deadline);
+    if (m.link) {
+      if (const auto due = m.link->next_due()) wake = std::min(wake, *due);
+    }
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - now);
     if (m.wait_readable(wait)) m.drain();
     if (m.state == Impl::State::Connected) return true;
     if (m.rejected_reason) {
@@ -474,6 +613,10 @@ bool Client::connect(std::string_view host, uint16_t port, std::chrono::millisec
                    "; use a client built for the server's version";
       } else if (*m.rejected_reason == wire::ResultCode::ServerFull) {
         message += ": try again later or raise the server's --max-clients";
+      } else if (*m.rejected_reason == wire::ResultCode::TokenRequired ||
+                 *m.rejected_reason == wire::ResultCode::TokenInvalid ||
+                 *m.rejected_reason == wire::ResultCode::TokenExpired) {
+        message += ": get a fresh connect token from the game's backend (or impulse-server token)";
       }
       return fail(std::move(message));
     }
@@ -492,6 +635,10 @@ void Client::disconnect(std::string_view reason) {
   if (m.state != Impl::State::Idle && m.socket.is_open()) {
     const std::string_view text = truncate_utf8(reason, wire::kMaxStringBytes);
     for (int i = 0; i < kDisconnectRepeats; ++i) m.send_bytes(wire::build_disconnect(m.fbb, text));
+    if (m.link) {  // the session ends now: a simulated link must not hold the goodbyes
+      m.link->deliver_due(Clock::time_point::max(),
+                          [&m](const udp::endpoint& to, std::span<const uint8_t> bytes) { m.send_now(bytes, to); });
+    }
   }
   m.reset_session();
 }
@@ -516,64 +663,80 @@ uint32_t Client::create_object(const ObjectDesc& desc) {
   args.angular_damping = desc.angular_damping;
   args.material = desc.material;
   args.sensor = desc.sensor;
-  m.send_bytes(wire::build_create_object(m.fbb, request_id, args));
-  return request_id;
+  args.shared = desc.shared;
+  return m.send_request(request_id, wire::build_create_object(m.fbb, request_id, args));
 }
 
 uint32_t Client::destroy(ObjectID id) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  m.send_bytes(wire::build_destroy_object(m.fbb, request_id, id));
-  return request_id;
+  return m.send_request(request_id, wire::build_destroy_object(m.fbb, request_id, id));
 }
 
 uint32_t Client::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  m.send_bytes(wire::build_apply_force(m.fbb, request_id, id, force, point));
-  return request_id;
+  return m.send_request(request_id, wire::build_apply_force(m.fbb, request_id, id, force, point));
 }
 
 uint32_t Client::apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  m.send_bytes(wire::build_apply_impulse(m.fbb, request_id, id, impulse, point));
-  return request_id;
+  return m.send_request(request_id, wire::build_apply_impulse(m.fbb, request_id, id, impulse, point));
 }
 
 uint32_t Client::set_velocity(ObjectID id, Vec3 velocity) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  m.send_bytes(wire::build_set_velocity(m.fbb, request_id, id, velocity));
-  return request_id;
+  return m.send_request(request_id, wire::build_set_velocity(m.fbb, request_id, id, velocity));
 }
 
 uint32_t Client::apply_torque(ObjectID id, Vec3 torque) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  m.send_bytes(wire::build_apply_torque(m.fbb, request_id, id, torque));
-  return request_id;
+  return m.send_request(request_id, wire::build_apply_torque(m.fbb, request_id, id, torque));
 }
 
 uint32_t Client::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  m.send_bytes(wire::build_set_angular_velocity(m.fbb, request_id, id, angular_velocity));
-  return request_id;
+  return m.send_request(request_id, wire::build_set_angular_velocity(m.fbb, request_id, id, angular_velocity));
 }
 
 uint32_t Client::raycast(Vec3 origin, Vec3 translation, bool all) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  m.send_bytes(wire::build_raycast(m.fbb, request_id, origin, translation, all));
-  return request_id;
+  return m.send_request(request_id, wire::build_raycast(m.fbb, request_id, origin, translation, all));
+}
+
+uint32_t Client::set_interest(const wire::InterestArgs& area) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  return m.send_request(request_id, wire::build_set_interest(m.fbb, request_id, area));
+}
+
+uint32_t Client::set_interest_sphere(Vec3 center, float radius) {
+  wire::InterestArgs a;
+  a.kind = wire::InterestKind::Sphere;
+  a.center = center;
+  a.radius = radius;
+  return set_interest(a);
+}
+
+uint32_t Client::set_interest_box(Vec3 min, Vec3 max) {
+  wire::InterestArgs a;
+  a.kind = wire::InterestKind::Box;
+  a.min = min;
+  a.max = max;
+  return set_interest(a);
 }
 
 uint64_t Client::ping() {
@@ -589,6 +752,8 @@ const PollResult& Client::poll(std::chrono::milliseconds max_wait) {
     m.drain();
     if (m.result.empty() && max_wait.count() > 0 && m.wait_readable(max_wait)) m.drain();
   }
+  m.pump_requests(Clock::now());
+  m.send_ack_if_due(Clock::now());
   if (m.state == Impl::State::Connected && Clock::now() - m.last_send_time >= kKeepaliveInterval) {
     m.send_ping(false);
   }
@@ -604,6 +769,34 @@ const ObjectState* Client::find(ObjectID id) const {
   return it != objects.end() && it->id == id ? &*it : nullptr;
 }
 
+void Client::process_datagram(std::span<const uint8_t> bytes) {
+  Impl& m = *impl_;
+  // Idle: act as if connecting to an unknown server, so a ConnectAccepted can start a session.
+  if (m.state == Impl::State::Idle) m.state = Impl::State::Connecting;
+  if (bytes.size() > m.receive_buffer.size()) return m.count_drop(wire::DropReason::Oversized);
+  std::copy(bytes.begin(), bytes.end(), m.receive_buffer.begin());
+  m.handle_datagram(std::span<const uint8_t>(m.receive_buffer.data(), bytes.size()), m.server);
+}
+
+size_t Client::requests_in_flight() const { return impl_->outstanding.size(); }
+
+bool Client::set_link_conditions(const net::LinkConditions& conditions, std::string* error) {
+  Impl& m = *impl_;
+  if (!conditions.validate(error)) return false;
+  if (m.link && m.socket.is_open()) {
+    // What the old link still holds goes out now, late.
+    m.link->deliver_due(Clock::time_point::max(),
+                        [&m](const udp::endpoint& to, std::span<const uint8_t> bytes) { m.send_now(bytes, to); });
+  }
+  if (conditions.active()) {
+    m.link = std::make_unique<net::LinkSimulator<udp::endpoint>>(conditions);
+  } else {
+    m.link.reset();
+  }
+  return true;
+}
+uint32_t Client::max_objects() const { return impl_->max_objects; }
+net::LinkEstimates Client::link() const { return impl_->acks.estimates(); }
 uint32_t Client::client_id() const { return impl_->client_id; }
 uint64_t Client::server_tick() const { return impl_->server_tick; }
 uint64_t Client::snapshot_tick() const { return impl_->latest_snapshot_tick.value_or(0); }

@@ -17,8 +17,11 @@
 
 #include "impulse/schemas/impulse_generated.h"
 #include "shared/math.h"
+#include "shared/net/link_simulator.h"
+#include "shared/net/packet_acks.h"
 #include "shared/object_id.h"
 #include "shared/wire/codec.h"
+#include "shared/wire/snapshot_codec.h"
 
 namespace impulse {
 
@@ -47,9 +50,13 @@ struct ObjectDesc {
   float angular_damping = 0.05f;  ///< [1/s], [0, 100]: w *= 1 / (1 + dt * damping) per step
   uint16_t material = 0;     ///< id in the server's material-pair table; 0 = default
   bool sensor = false;       ///< reports Begin/End collision events but gets no contact response
+  /// Any client may push or destroy it. Otherwise only its creator may (unless the server runs
+  /// with --authority any); others get ResultCode::NotOwner.
+  bool shared = false;
 };
 
-/// One object as the server last reported it (a copy of wire::ObjectState in maths types).
+/// One object as the server last reported it, dequantised from the delta snapshots (positions to
+/// 2^-position_bits m, orientation to about 0.1 degree: docs/PROTOCOL.md, "Snapshot payload").
 struct ObjectState {
   ObjectID id;
   Vec3 position;          ///< centre of mass, world frame [m]
@@ -59,7 +66,7 @@ struct ObjectState {
   Vec3 angular_velocity;  ///< world frame [rad/s]
   wire::BodyKind kind = wire::BodyKind::Dynamic;
   wire::ShapeKind shape = wire::ShapeKind::Sphere;
-  bool sleeping = false;
+  bool sleeping = false;   ///< at rest on the server (velocities are then zero)
   bool sensor = false;
 };
 
@@ -105,6 +112,7 @@ struct CollisionEvent {
   ObjectID b;
   Vec3 point;   ///< world contact point [m]; for End, the last known point
   Vec3 normal;  ///< world frame, unit, from a towards b
+  uint32_t sequence = 0;  ///< the session's event number (each is delivered once)
 };
 
 /// A Pong that answered one of this client's ping() calls.
@@ -164,7 +172,13 @@ struct ClientStats {
   uint64_t send_errors = 0;           ///< send_to failed (the datagram is lost)
   uint64_t snapshots_completed = 0;
   uint64_t snapshots_superseded = 0;  ///< incomplete snapshots abandoned for a newer tick
-  uint64_t snapshot_parts_stale = 0;  ///< parts of a tick older than the latest complete one
+  uint64_t snapshot_parts_stale = 0;  ///< snapshots older than the latest applied one (not acked)
+  uint64_t snapshots_rejected = 0;    ///< snapshot payloads that failed decoding (never applied)
+  /// Rejections by wire::SnapshotError (index = the enum value).
+  std::array<uint64_t, static_cast<size_t>(wire::SnapshotError::Count)> snapshot_errors{};
+  uint64_t requests_resent = 0;       ///< requests sent again because no answer came in time
+  uint64_t results_duplicate = 0;     ///< answers to resends of requests already answered (dropped)
+  uint64_t events_duplicate = 0;      ///< collision events received again (dropped)
 };
 
 /// Splits "HOST:PORT" ("127.0.0.1:7777", "localhost:7777", "[::1]:7777") into its parts.
@@ -187,8 +201,10 @@ class Client {
   /// for at most `timeout` (plus name resolution). Replaces any previous session.
   /// @param name  client name for the server's logs, truncated to 64 bytes
   /// @return true when accepted; otherwise false with *error saying what to do (may be null).
+  /// @param token  a connect token from the game's backend (impulse-server token for tests);
+  ///                empty for a server without --token-key
   bool connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout,
-               std::string* error, std::string_view name = "impulse-client");
+               std::string* error, std::string_view name = "impulse-client", std::span<const uint8_t> token = {});
 
   /// Closes the session: sends Disconnect three times (UDP may lose any one) and forgets the
   /// server's state. Safe to call when not connected.
@@ -219,6 +235,14 @@ class Client {
   /// boundary, against the world after that tick's steps (RaycastResult::tick, the state of the
   /// snapshot of that tick), so requests sent before it are included. 0 = not sent.
   uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false);
+  /// Sets this client's area of interest: snapshots and collision events then cover only objects
+  /// inside it (objects leave the view once outside it by the server's hysteresis margin).
+  /// Answered by a RequestResult. The default area is the whole world.
+  uint32_t set_interest(const wire::InterestArgs& area);
+  /// A sphere of `radius` [m] about `center` (world frame).
+  uint32_t set_interest_sphere(Vec3 center, float radius);
+  /// An axis-aligned box from `min` to `max` [m] (world frame).
+  uint32_t set_interest_box(Vec3 min, Vec3 max);
   /// Sends a Ping; the PongInfo with the returned nonce (>= 1) arrives via poll(). 0 = not sent.
   uint64_t ping();
 
@@ -238,6 +262,21 @@ class Client {
   /// O(log n). The pointer is valid until the next poll()/connect()/disconnect().
   const ObjectState* find(ObjectID id) const;
 
+  /// Processes one datagram as if it came from the server (tests and fuzzing). An idle client
+  /// first acts as if it were connecting, so a ConnectAccepted starts a session without a
+  /// socket (anything it would send then fails and is counted in send_errors). Never throws.
+  void process_datagram(std::span<const uint8_t> bytes);
+  /// Impairs every datagram this client sends from now on: loss, latency, jitter, duplication,
+  /// reordering (tests and demos of bad links; net::LinkConditions). Held datagrams go out from
+  /// poll(). A perfect `conditions` removes the simulation (what it held is sent at once).
+  /// Returns false with *error naming the field when `conditions` is invalid.
+  bool set_link_conditions(const net::LinkConditions& conditions, std::string* error = nullptr);
+  /// Requests sent (or waiting to be sent) and not yet answered. Each is resent until answered.
+  size_t requests_in_flight() const;
+  /// This client's live-object quota from ConnectAccepted (0 = none).
+  uint32_t max_objects() const;
+  /// RTT, jitter and loss of the link to the server, from the packet acks.
+  net::LinkEstimates link() const;
   uint32_t client_id() const;    ///< assigned by the server; 0 when not connected
   /// The newest server tick this client has heard of (ConnectAccepted, snapshot, pong, event).
   uint64_t server_tick() const;

@@ -20,6 +20,7 @@
 #include <fmt/core.h>
 
 #include "client/client.h"
+#include "shared/hex.h"
 #include "shared/wire/codec.h"
 
 namespace {
@@ -43,10 +44,13 @@ bool parse_server(const std::string& server, std::string* host, uint16_t* port) 
   return false;
 }
 
+/// The --token value, hex-decoded (empty when not given).
+std::vector<uint8_t> g_token;
+
 bool connect_or_explain(impulse::Client& client, const std::string& host, uint16_t port,
                         milliseconds timeout, const std::string& name) {
   std::string error;
-  if (client.connect(host, port, timeout, &error, name)) return true;
+  if (client.connect(host, port, timeout, &error, name, g_token)) return true;
   fmt::print(stderr, "impulse-client: {}\n", error);
   return false;
 }
@@ -323,6 +327,11 @@ int main(int argc, char** argv) {
   demo->add_option("--seconds", seconds, "how long to run [s]")->check(CLI::Range(1, 86400))->capture_default_str();
   demo->add_option("--name", name, "client name shown in the server's log")->capture_default_str();
   demo->add_flag("--keep", keep_bodies, "leave the spawned bodies in the world when done");
+  std::string token_hex;
+  demo->add_option("--token", token_hex,
+                   "connect token (hex) from the game's backend or `impulse-server token`, for servers run with "
+                   "--token-key")
+      ->envname("IMPULSE_TOKEN");
 
   int timeout_ms = 1000;
   CLI::App* ping = app.add_subcommand("ping", "ping the server without opening a session; print the round-trip time (exit 0 on pong)");
@@ -332,6 +341,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
+  if (!token_hex.empty() && !impulse::from_hex(token_hex, &g_token)) {
+    fmt::print(stderr, "impulse-client: bad --token: expected an even number of hex digits (as printed by "
+                       "impulse-server token)\n");
+    return 2;
+  }
   if (demo->parsed()) return run_demo(server, seconds, name, keep_bodies);
   if (ping->parsed()) return run_ping(server, timeout_ms);
   return 2;

@@ -9,6 +9,7 @@
 #include "server/net/outbox.h"
 #include "server/physics/types.h"
 #include "server/physics/world.h"
+#include "shared/wire/codec.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
 
@@ -28,6 +29,9 @@ struct PendingRequest {
   std::optional<Vec3> point;                 ///< application point [m], world frame
   Vec3 translation;                          ///< Raycast only: the segment [m], world frame
   bool all_hits = false;                     ///< Raycast only: every hit instead of the closest
+  bool shared = false;                       ///< CreateObject only: any client may touch it
+  wire::InterestArgs interest;               ///< SetInterest only
+  bool rerun = false;                        ///< a Raycast answered again after its answer was lost
 };
 
 /// What applying one request did to the world.

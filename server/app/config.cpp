@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "shared/wire/quantize.h"
+
 namespace impulse::server {
 namespace {
 
@@ -64,6 +66,44 @@ std::string validate_config(const ServerConfig& c) {
   if (c.record_dir.empty() && (c.record_rotate_mb > 0.0 || c.record_rotate_minutes > 0.0)) {
     return "--record-rotate-mb and --record-rotate-minutes need --record-dir (a single --record file is never rotated)";
   }
+  if (c.authority != "owner" && c.authority != "any") {
+    return fmt::format("--authority must be \"owner\" or \"any\" (got \"{}\")", c.authority);
+  }
+  if (c.max_objects_per_client < 0 || c.max_objects_per_client > 1000000) {
+    return fmt::format("--max-objects-per-client must be in 0..1000000 (0 = no limit; got {})", c.max_objects_per_client);
+  }
+  if (c.max_requests_per_second < 0 || c.max_requests_per_second > 1000000) {
+    return fmt::format("--max-requests-per-second must be in 0..1000000 (0 = no limit; got {})", c.max_requests_per_second);
+  }
+  if (c.max_kbytes_in_per_second < 0 || c.max_kbytes_in_per_second > 1000000) {
+    return fmt::format("--max-kbytes-in-per-second must be in 0..1000000 (0 = no limit; got {})",
+                       c.max_kbytes_in_per_second);
+  }
+  if (c.max_kbps_per_client < 16 || c.max_kbps_per_client > 1000000) {
+    return fmt::format("--max-kbps-per-client must be in 16..1000000 kbit/s (got {})", c.max_kbps_per_client);
+  }
+  if (!(c.world_bound >= 1.0 && c.world_bound <= 100000.0)) {
+    return fmt::format("--world-bound must be in [1, 100000] m (got {})", c.world_bound);
+  }
+  if (c.position_fraction_bits < 4 || c.position_fraction_bits > 14) {
+    return fmt::format("--position-bits must be in 4..14 (step 2^-bits m; got {})", c.position_fraction_bits);
+  }
+  {
+    wire::QuantizationConfig q;
+    q.world_bound_m = static_cast<float>(c.world_bound);
+    q.position_fraction_bits = static_cast<uint8_t>(c.position_fraction_bits);
+    if (std::string problem; !q.validate(&problem)) {
+      return fmt::format("--world-bound {} with --position-bits {} cannot be quantised: {}", c.world_bound,
+                         c.position_fraction_bits, problem);
+    }
+  }
+  for (const auto& [flag, value] : {std::pair{"--sim-loss", c.sim_loss}, std::pair{"--sim-duplicate", c.sim_duplicate},
+                                    std::pair{"--sim-reorder", c.sim_reorder}}) {
+    if (!(value >= 0.0 && value <= 1.0)) return fmt::format("{} must be a probability in [0, 1] (got {})", flag, value);
+  }
+  for (const auto& [flag, value] : {std::pair{"--sim-latency-ms", c.sim_latency_ms}, std::pair{"--sim-jitter-ms", c.sim_jitter_ms}}) {
+    if (!(value >= 0.0 && value <= 10000.0)) return fmt::format("{} must be in [0, 10000] ms (got {})", flag, value);
+  }
   if (!is_log_level(c.log_level)) {
     return fmt::format("--log-level must be one of trace, debug, info, warn, error, critical, off (got \"{}\")",
                        c.log_level);
@@ -76,8 +116,10 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
     if (message) *message = std::move(text);
   };
 
-  CLI::App app{"impulse-server: authoritative 3D rigid-body physics over UDP (FlatBuffers, protocol v1).\n"
-               "Every flag --foo-bar can also be set as the environment variable IMPULSE_FOO_BAR; the flag wins.",
+  CLI::App app{"impulse-server: authoritative 3D rigid-body physics over UDP (FlatBuffers, protocol v3).\n"
+               "Every flag --foo-bar can also be set as the environment variable IMPULSE_FOO_BAR; the flag wins.\n"
+               "Connect tokens: impulse-server keygen --out FILE, then impulse-server token --key FILE "
+               "--client-id N --ttl SECONDS (each with --help).",
                "impulse-server"};
   app.set_version_flag("--version", "impulse-server 0.1.0");
   app.get_formatter()->column_width(34);
@@ -122,6 +164,41 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
                  "Seconds of simulated time between full keyframes in a recording, (0, 3600]")
       ->envname("IMPULSE_KEYFRAME_SECONDS")->capture_default_str();
 
+  app.add_option("--token-key", config.token_key_file,
+                 "Key file (impulse-server keygen): clients must present a connect token sealed with it; "
+                 "without it anonymous clients are accepted")
+      ->envname("IMPULSE_TOKEN_KEY");
+  app.add_option("--authority", config.authority,
+                 "owner: clients push/destroy only objects they created (or shared ones); any: every object")
+      ->envname("IMPULSE_AUTHORITY")->capture_default_str();
+  app.add_option("--max-objects-per-client", config.max_objects_per_client,
+                 "Live objects one client may own, 0..1000000 (0 = no limit; a token may set its own)")
+      ->envname("IMPULSE_MAX_OBJECTS_PER_CLIENT")->capture_default_str();
+  app.add_option("--max-requests-per-second", config.max_requests_per_second,
+                 "Requests per second per client before RateLimited answers (0 = no limit)")
+      ->envname("IMPULSE_MAX_REQUESTS_PER_SECOND")->capture_default_str();
+  app.add_option("--max-kbytes-in-per-second", config.max_kbytes_in_per_second,
+                 "KiB per second received per client before datagrams are dropped (0 = no limit)")
+      ->envname("IMPULSE_MAX_KBYTES_IN_PER_SECOND")->capture_default_str();
+  app.add_option("--max-kbps-per-client", config.max_kbps_per_client,
+                 "Send budget per client [kbit/s], 16..1000000; snapshots are cut to fit it")
+      ->envname("IMPULSE_MAX_KBPS_PER_CLIENT")->capture_default_str();
+  app.add_option("--world-bound", config.world_bound,
+                 "Snapshots carry objects with every |coordinate| <= this [m], [1, 100000]")
+      ->envname("IMPULSE_WORLD_BOUND")->capture_default_str();
+  app.add_option("--position-bits", config.position_fraction_bits,
+                 "Snapshot position precision: 2^-bits m, 4..14 (9 = 1/512 m)")
+      ->envname("IMPULSE_POSITION_BITS")->capture_default_str();
+  auto* sim = app.add_option_group("Network simulation", "Testing only: impair every datagram the server sends");
+  sim->add_option("--sim-loss", config.sim_loss, "Probability a datagram is lost, [0, 1]")->envname("IMPULSE_SIM_LOSS");
+  sim->add_option("--sim-latency-ms", config.sim_latency_ms, "Added one-way latency [ms]")->envname("IMPULSE_SIM_LATENCY_MS");
+  sim->add_option("--sim-jitter-ms", config.sim_jitter_ms, "Latency jitter, +- [ms]")->envname("IMPULSE_SIM_JITTER_MS");
+  sim->add_option("--sim-duplicate", config.sim_duplicate, "Probability a datagram is sent twice, [0, 1]")
+      ->envname("IMPULSE_SIM_DUPLICATE");
+  sim->add_option("--sim-reorder", config.sim_reorder, "Probability a datagram is delayed past later ones, [0, 1]")
+      ->envname("IMPULSE_SIM_REORDER");
+  sim->add_option("--sim-seed", config.sim_seed, "Seed of the simulation's random numbers")->envname("IMPULSE_SIM_SEED");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -154,10 +231,19 @@ std::string describe_config(const ServerConfig& c) {
   return fmt::format(
       "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
       "max_steps_per_frame={} stats_interval={}s log_level={} record={} record_dir={} record_rotate_mb={} "
-      "record_rotate_minutes={} keyframe_seconds={}",
+      "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
+      "max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
+      "position_bits={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
-      c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds);
+      c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
+      c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,
+      c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
+      c.position_fraction_bits,
+      c.sim_loss > 0 || c.sim_latency_ms > 0 || c.sim_jitter_ms > 0 || c.sim_duplicate > 0 || c.sim_reorder > 0
+          ? fmt::format(" SIMULATED LINK loss={} latency={}ms jitter={}ms duplicate={} reorder={} seed={}", c.sim_loss,
+                        c.sim_latency_ms, c.sim_jitter_ms, c.sim_duplicate, c.sim_reorder, c.sim_seed)
+          : std::string{});
 }
 
 }  // namespace impulse::server

@@ -10,9 +10,11 @@
 
 #include "server/app/config.h"
 #include "server/app/server.h"
+#include "server/app/token_tool.h"
 
 int main(int argc, char** argv) {
   using namespace impulse::server;
+  if (argc > 1 && is_token_tool_command(argv[1])) return run_token_tool(argc, argv);  // keygen, token
 
   ServerConfig config;
   std::string message;

@@ -3,7 +3,9 @@
 // Only this file reads the clock; it passes `now` into the core.
 #include "server/app/server.h"
 
+#include <algorithm>
 #include <array>
+#include <vector>
 
 #include <asio/io_context.hpp>
 #include <asio/ip/udp.hpp>
@@ -16,22 +18,46 @@
 #include "server/app/server_core.h"
 #include "server/net/udp_endpoint.h"
 #include "server/record/recorder.h"
+#include "shared/net/link_simulator.h"
 
 namespace impulse::server {
 namespace {
 
 double to_ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
+net::LinkConditions link_conditions_of(const ServerConfig& c) {
+  net::LinkConditions l;
+  l.loss = c.sim_loss;
+  l.latency_ms = c.sim_latency_ms;
+  l.jitter_ms = c.sim_jitter_ms;
+  l.duplicate = c.sim_duplicate;
+  l.reorder = c.sim_reorder;
+  l.seed = c.sim_seed;
+  return l;
+}
+
+// The q-quantile of `samples` (reordered in place); 0 when empty.
+uint64_t quantile(std::vector<uint64_t>& samples, double q) {
+  if (samples.empty()) return 0;
+  const auto k = static_cast<size_t>(q * static_cast<double>(samples.size() - 1));
+  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(k), samples.end());
+  return samples[k];
+}
+
 }  // namespace
 
 struct Server::Impl {
-  explicit Impl(ServerConfig c) : config(std::move(c)) {}
+  explicit Impl(ServerConfig c)
+      : config(std::move(c)), link(std::make_unique<net::LinkSimulator<Endpoint>>(link_conditions_of(config))) {}
 
   ServerConfig config;
   ServerStats stats;
   asio::io_context io{1};  // concurrency hint: one thread runs it
   asio::ip::udp::socket socket{io};
   asio::steady_timer timer{io};
+  asio::steady_timer link_timer{io};  // delivers datagrams held by the link simulator
+  std::unique_ptr<net::LinkSimulator<Endpoint>> link;  // active only with --sim-* flags (testing)
+  Outbox delayed;                     // one datagram at a time, from the simulator to the socket
   std::unique_ptr<ServerCore> core;
   std::unique_ptr<record::Recorder> recorder;  // null when not recording
   Outbox outbox;
@@ -51,6 +77,7 @@ struct Server::Impl {
     uint64_t wakeups = 0;
     uint64_t steps = 0;
     uint64_t datagrams_in = 0, bytes_in = 0, datagrams_out = 0, bytes_out = 0, dropped = 0, dropped_steps = 0;
+    std::vector<uint64_t> tick_ns;  // per wake-up with steps, for the percentiles
   } window;
 
   void arm_receive() {
@@ -87,6 +114,7 @@ struct Server::Impl {
       const double ms = to_ms(t1 - t0);
       window.tick_ms_sum += ms;
       window.tick_ms_max = std::max(window.tick_ms_max, ms);
+      window.tick_ns.push_back(static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count()));
       ++window.wakeups;
       window.steps += static_cast<uint64_t>(steps);
     }
@@ -96,6 +124,13 @@ struct Server::Impl {
 
   void flush() {
     if (outbox.empty()) return;
+    if (link->conditions().active()) {
+      const TimePoint now = Clock::now();
+      for (const Outbox::Datagram& d : outbox.datagrams()) link->submit(d.to, outbox.bytes_of(d), now);
+      outbox.clear();
+      arm_link_timer();
+      return;
+    }
     const SendTotals sent = send_outbox(socket, outbox);
     stats.datagrams_out.fetch_add(sent.datagrams, std::memory_order_relaxed);
     stats.bytes_out.fetch_add(sent.bytes, std::memory_order_relaxed);
@@ -105,21 +140,57 @@ struct Server::Impl {
     outbox.clear();
   }
 
+  void arm_link_timer() {
+    const std::optional<TimePoint> due = link->next_due();
+    if (!due) return;
+    link_timer.expires_at(*due);
+    link_timer.async_wait([this](const asio::error_code& ec) {
+      if (stopped || ec == asio::error::operation_aborted) return;
+      send_due_link(Clock::now());
+      arm_link_timer();
+    });
+  }
+
+  // Sends what the link simulator holds that is due at `until`.
+  void send_due_link(TimePoint until) {
+    link->deliver_due(until, [this](const Endpoint& to, std::span<const uint8_t> bytes) { delayed.push(to, bytes); });
+    const SendTotals sent = send_outbox(socket, delayed);
+    stats.datagrams_out.fetch_add(sent.datagrams, std::memory_order_relaxed);
+    stats.bytes_out.fetch_add(sent.bytes, std::memory_order_relaxed);
+    delayed.clear();
+  }
+
+  void change_link(const net::LinkConditions& conditions) {
+    send_due_link(TimePoint::max());  // what the old link held arrives now, late
+    link = std::make_unique<net::LinkSimulator<Endpoint>>(conditions);
+    spdlog::warn("simulated link changed: loss={} latency={}ms jitter={}ms duplicate={} reorder={}{}", conditions.loss,
+                 conditions.latency_ms, conditions.jitter_ms, conditions.duplicate, conditions.reorder,
+                 conditions.active() ? "" : " (a perfect link)");
+  }
+
   void log_stats(TimePoint now) {
     const auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
     const uint64_t in = load(stats.datagrams_in), bin = load(stats.bytes_in);
     const uint64_t out = load(stats.datagrams_out), bout = load(stats.bytes_out);
     const uint64_t dropped = load(stats.datagrams_dropped), dropped_steps = core->dropped_steps();
     const double seconds = std::chrono::duration<double>(now - window.since).count();
+    const uint64_t p50 = quantile(window.tick_ns, 0.50), p99 = quantile(window.tick_ns, 0.99);
+    stats.tick_ns_p50.store(p50, std::memory_order_relaxed);
+    stats.tick_ns_p99.store(p99, std::memory_order_relaxed);
     spdlog::info(
-        "stats: tick={} bodies={} awake={} clients={} tick_ms mean={:.3f} max={:.3f} (over {} wake-ups, {} steps, "
+        "stats: tick={} bodies={} awake={} clients={} tick_ms mean={:.3f} p50={:.3f} p99={:.3f} max={:.3f} (over {} "
+        "wake-ups, {} steps, "
         "{} dropped) in={} datagrams/{} B out={} datagrams/{} B dropped={} (last {:.1f} s)",
         load(stats.tick), stats.objects.load(std::memory_order_relaxed), stats.awake.load(std::memory_order_relaxed),
         stats.clients.load(std::memory_order_relaxed),
-        window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0, window.tick_ms_max,
+        window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0, static_cast<double>(p50) / 1e6,
+        static_cast<double>(p99) / 1e6, window.tick_ms_max,
         window.wakeups, window.steps, dropped_steps - window.dropped_steps, in - window.datagrams_in,
         bin - window.bytes_in, out - window.datagrams_out, bout - window.bytes_out, dropped - window.dropped, seconds);
+    std::vector<uint64_t> keep = std::move(window.tick_ns);
+    keep.clear();
     window = Window{};
+    window.tick_ns = std::move(keep);  // reuse the capacity
     window.since = now;
     window.datagrams_in = in;
     window.bytes_in = bin;
@@ -135,11 +206,13 @@ struct Server::Impl {
     if (core) {
       core->shut_down("server shutting down", outbox);
       flush();
+      send_due_link(TimePoint::max());  // a simulated link must not swallow the goodbyes
       spdlog::info("server stopped at tick {}", core->world().tick());
       if (recorder) recorder->finish();
     }
     asio::error_code ignored;
     timer.cancel();
+    link_timer.cancel();
     socket.close(ignored);
     io.stop();
   }
@@ -166,6 +239,15 @@ bool Server::start(std::string* error) {
     return fail(fmt::format("bad scene: {} (fix the file, or start with --scene demo)", scene_error));
   }
   m.core = std::make_unique<ServerCore>(m.config, scene.gravity, m.stats);
+  if (std::string security_error; !m.core->init_security(&security_error)) {
+    return fail(fmt::format("cannot start the handshake: {}", security_error));
+  }
+  if (m.link->conditions().active()) {
+    spdlog::warn("SIMULATED LINK on every datagram sent: loss={} latency={}ms jitter={}ms duplicate={} reorder={} "
+                 "(testing only; drop the --sim-* flags in production)",
+                 m.config.sim_loss, m.config.sim_latency_ms, m.config.sim_jitter_ms, m.config.sim_duplicate,
+                 m.config.sim_reorder);
+  }
   const bool recording = !m.config.record_file.empty() || !m.config.record_dir.empty();
   if (recording) {
     m.recorder = std::make_unique<record::Recorder>(m.config, scene.name.empty() ? m.config.scene : scene.name);
@@ -189,9 +271,9 @@ bool Server::start(std::string* error) {
   if (ec) return fail(fmt::format("cannot read the bound UDP port: {}", ec.message()));
   m.started = true;
   spdlog::info("listening on UDP {}:{}; scene \"{}\" with {} bodies; {} Hz steps, {} Hz snapshots, "
-               "{} objects per snapshot datagram",
+               "snapshots of at most {} payload bytes, budget {} kbit/s per client",
                m.config.bind, m.port, scene.name.empty() ? m.config.scene : scene.name, scene.bodies.size(),
-               m.config.tick_hz, m.config.snapshot_hz, wire::snapshot_objects_per_part());
+               m.config.tick_hz, m.config.snapshot_hz, wire::snapshot_payload_capacity(), m.config.max_kbps_per_client);
   return true;
 }
 
@@ -214,5 +296,20 @@ void Server::stop() {
 }
 
 const ServerStats& Server::stats() const { return impl_->stats; }
+
+void Server::set_link_conditions(const net::LinkConditions& conditions) {
+  std::string problem;
+  if (!conditions.validate(&problem)) {
+    spdlog::error("simulated link not changed: {}", problem);
+    return;
+  }
+  asio::post(impl_->io, [impl = impl_.get(), conditions] {
+    if (!impl->stopped) impl->change_link(conditions);
+  });
+}
+
+void Server::set_snapshot_observer(SnapshotObserver observer) {
+  if (impl_->core) impl_->core->set_snapshot_observer(std::move(observer));
+}
 
 }  // namespace impulse::server

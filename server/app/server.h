@@ -4,10 +4,22 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+namespace impulse::physics {
+class World;
+}
+namespace impulse::net {
+struct LinkConditions;
+}
+
 namespace impulse::server {
+
+/// Called on the server's thread after each wake-up that wrote snapshots, with the world they
+/// describe (benchmarks compare clients' views with it). Must not block.
+using SnapshotObserver = std::function<void(const physics::World& world)>;
 
 /// Server configuration. Every field has a CLI flag and an IMPULSE_<FLAG> environment variable.
 struct ServerConfig {
@@ -29,6 +41,24 @@ struct ServerConfig {
   double record_rotate_mb = 0;       ///< --record-rotate-mb: new file after this many MB; 0 = never
   double record_rotate_minutes = 0;  ///< --record-rotate-minutes: new file after this long [min]; 0 = never
   double keyframe_seconds = 10;      ///< --keyframe-seconds: keyframe interval [s] of simulated time
+
+  // --- Netcode (docs/PROTOCOL.md) ---
+  /// --token-key: a key file (impulse-server keygen); clients must then present a connect token
+  /// sealed with it. Empty = anonymous clients are accepted (local use).
+  std::string token_key_file;
+  /// --authority: "owner" = a client may push or destroy only objects it created (or shared
+  /// ones and the scene's); "any" = every client may touch every object.
+  std::string authority = "owner";
+  int max_objects_per_client = 1024;      ///< --max-objects-per-client: live objects a client may own; 0 = no limit
+  int max_requests_per_second = 1000;     ///< --max-requests-per-second: per client; over it: RateLimited
+  int max_kbytes_in_per_second = 256;     ///< --max-kbytes-in-per-second: per client received [KiB/s]; over it: dropped
+  int max_kbps_per_client = 1024;         ///< --max-kbps-per-client: send budget per client [kbit/s]
+  double world_bound = 1024;              ///< --world-bound: snapshots carry objects with |coordinate| <= this [m]
+  int position_fraction_bits = 9;         ///< --position-bits: snapshot position step 2^-bits m (9 = 1/512 m)
+  /// Network conditions injected on the send path (testing only): --sim-loss, --sim-latency-ms,
+  /// --sim-jitter-ms, --sim-duplicate, --sim-reorder, --sim-seed.
+  double sim_loss = 0, sim_latency_ms = 0, sim_jitter_ms = 0, sim_duplicate = 0, sim_reorder = 0;
+  uint64_t sim_seed = 1;
 };
 
 /// Monotonic counters, readable from any thread while the server runs.
@@ -44,8 +74,13 @@ struct ServerStats {
   std::atomic<uint64_t> datagrams_dropped{0};  ///< failed verification (any DropReason)
   std::atomic<uint64_t> requests_applied{0};   ///< requests answered with Ok
   std::atomic<uint64_t> requests_rejected{0};  ///< requests answered with an error code
+  std::atomic<uint64_t> requests_duplicate{0}; ///< resent requests deduplicated (answered again or ignored)
   std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() after the last step
   std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
+  std::atomic<uint64_t> tick_ns_p50{0};        ///< median tick time [ns] over the last stats interval
+  std::atomic<uint64_t> tick_ns_p99{0};        ///< 99th percentile tick time [ns] over the last stats interval
+  std::atomic<uint64_t> snapshot_bytes{0};     ///< snapshot datagram bytes sent, all clients
+  std::atomic<uint64_t> events_queued{0};      ///< collision events queued for delivery, all sessions
 };
 
 class Server {
@@ -67,6 +102,12 @@ class Server {
   /// Thread-safe and signal-safe to request: sends Disconnect to every client, then run() returns.
   void stop();
   const ServerStats& stats() const;
+  /// Thread-safe: replaces the simulated network conditions on the server's send path (testing;
+  /// --sim-* at start-up). Datagrams the old conditions still hold are sent at once. Invalid
+  /// conditions are logged and ignored.
+  void set_link_conditions(const net::LinkConditions& conditions);
+  /// Installs `observer` (see SnapshotObserver). Call after a successful start() and before run().
+  void set_snapshot_observer(SnapshotObserver observer);
 
  private:
   struct Impl;

@@ -1,7 +1,10 @@
 // Server tick logic: read datagrams -> apply requests -> step x n (fixed dt, capped accumulator,
-// Fiedler's "Fix Your Timestep!") -> write events and snapshots. Sessions follow netcode.io's
-// model (endpoint = identity, timeout on silence, explicit disconnect); time is passed in.
+// Fiedler's "Fix Your Timestep!") -> write reliable events and per-client delta snapshots.
+// Sessions follow netcode.io's model (cookie round trip before any state, endpoint = identity,
+// timeout on silence, explicit disconnect); time is passed in.
 #include "server/app/server_core.h"
+
+#include <ctime>
 
 #include <spdlog/spdlog.h>
 
@@ -102,6 +105,54 @@ std::string_view client_name_of(const wire::Connect& m) {
   return m.client_name() ? m.client_name()->string_view() : std::string_view{};
 }
 
+
+uint64_t system_unix_now() { return static_cast<uint64_t>(std::time(nullptr)); }
+
+// Requests that address an existing object and change it (ownership applies to these).
+bool touches_object(Message type) {
+  switch (type) {
+    case Message::DestroyObject:
+    case Message::ApplyForce:
+    case Message::ApplyImpulse:
+    case Message::SetVelocity:
+    case Message::ApplyTorque:
+    case Message::SetAngularVelocity:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Interest test with a margin [m] (the hysteresis of the event filter matches the snapshots').
+bool inside_interest(const wire::InterestArgs& area, Vec3 p, float margin) {
+  switch (area.kind) {
+    case wire::InterestKind::All: return true;
+    case wire::InterestKind::Sphere: {
+      const float r = area.radius + margin;
+      return length_squared(p - area.center) <= r * r;
+    }
+    case wire::InterestKind::Box:
+      return p.x >= area.min.x - margin && p.y >= area.min.y - margin && p.z >= area.min.z - margin &&
+             p.x <= area.max.x + margin && p.y <= area.max.y + margin && p.z <= area.max.z + margin;
+  }
+  return true;
+}
+
+InterestArea to_interest_area(const wire::InterestArgs& a) {
+  switch (a.kind) {
+    case wire::InterestKind::Sphere: return InterestArea::sphere(a.center, a.radius);
+    case wire::InterestKind::Box: return InterestArea::box(a.min, a.max);
+    case wire::InterestKind::All: break;
+  }
+  return InterestArea::all();
+}
+
+constexpr float kEventInterestMargin = 2.0f;  // [m], as the snapshot hysteresis
+constexpr std::chrono::milliseconds kMinEventResend{50};
+constexpr size_t kMaxEventDatagramsPerUpdate = 4;
+// A snapshot is sent even when the budget is spent, this small, so acks and exits keep flowing.
+constexpr size_t kMinSnapshotBudgetBytes = 64;
+
 }  // namespace
 
 ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& stats)
@@ -112,8 +163,31 @@ ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& st
       clock_(make_step_clock(config.tick_hz, config.max_steps_per_frame, TimePoint{})),
       dt_(1.0f / static_cast<float>(config.tick_hz)),
       client_timeout_(std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::duration<double>(config.client_timeout_s))) {
+          std::chrono::duration<double>(config.client_timeout_s))),
+      authority_any_(config.authority == "any"),
+      unix_now_(&system_unix_now) {
   queue_.reserve(256);
+  sender_config_.quant.world_bound_m = static_cast<float>(config.world_bound);
+  sender_config_.quant.position_fraction_bits = static_cast<uint8_t>(config.position_fraction_bits);
+}
+
+bool ServerCore::init_security(std::string* error) {
+  if (!security::init_crypto(error)) return false;
+  cookie_key_ = security::make_cookie_key();
+  if (config_.token_key_file.empty()) {
+    spdlog::warn("no --token-key: anonymous clients are accepted (fine for local use; give --token-key FILE "
+                 "in production so only clients with a token from your backend can connect)");
+    return true;
+  }
+  security::TokenKey key;
+  std::string warning;
+  if (!security::load_token_key(config_.token_key_file, &key, error, &warning)) return false;
+  if (!warning.empty()) spdlog::warn("{}", warning);
+  const auto id = security::token_key_id(key);
+  spdlog::info("connect tokens required: key {} (id {:02x}{:02x}{:02x}{:02x})", config_.token_key_file, id[0], id[1],
+               id[2], id[3]);
+  token_key_ = key;
+  return true;
 }
 
 bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error) {
@@ -123,18 +197,61 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
       if (error) *error = fmt::format("bodies[{}]: the world refused it: {}", i, describe(r.error, Message::CreateObject).message);
       return false;
     }
+    if (owners_.size() <= r.id.index) owners_.resize(r.id.index + 1);
+    owners_[r.id.index] = Ownership{r.id.generation, 0, true};  // the scene is everyone's
     if (recorder_) recorder_->note_body(r.id, bodies[i]);
   }
   publish_stats();
   return true;
 }
 
-void ServerCore::start(TimePoint now) { clock_ = make_step_clock(config_.tick_hz, config_.max_steps_per_frame, now); }
+void ServerCore::start(TimePoint now) {
+  clock_ = make_step_clock(config_.tick_hz, config_.max_steps_per_frame, now);
+  epoch_ = now;
+}
+
+uint32_t ServerCore::owner_of(ObjectID id) const {
+  if (id.index >= owners_.size() || owners_[id.index].generation != id.generation) return 0;
+  return owners_[id.index].client_id;
+}
+
+uint32_t ServerCore::live_objects_of(uint32_t client_id) const {
+  const auto it = live_objects_.find(client_id);
+  return it == live_objects_.end() ? 0 : it->second;
+}
+
+uint64_t ServerCore::server_time_us() const {
+  const uint64_t whole = world_.tick() * 1'000'000ull / static_cast<uint64_t>(config_.tick_hz);
+  return whole + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(clock_.accumulator).count());
+}
 
 bool ServerCore::push_bounded(const Endpoint& to, std::span<const uint8_t> bytes, size_t limit, Outbox& out) {
   if (bytes.size() > limit) return false;
   out.push(to, bytes);
   return true;
+}
+
+uint32_t ServerCore::send(Session& s, std::span<const uint8_t> bytes, TimePoint now, Outbox& out) {
+  const Payload payload = out.store(bytes);
+  const uint32_t sequence = s.acks.on_send(now, bytes.size());
+  const net::AckFields acks = s.acks.ack_fields();
+  wire::stamp_header(out.mutable_bytes(payload), wire::PacketHeader(sequence, acks.ack, acks.ack_bits));
+  out.push(s.endpoint, payload);
+  s.bytes_out.refill(now);
+  s.bytes_out.tokens -= static_cast<double>(bytes.size());  // may go negative: snapshots then wait
+  s.bytes_sent += bytes.size();
+  return sequence;
+}
+
+void ServerCore::process_header(Session& s, const wire::Envelope& envelope, TimePoint now) {
+  const wire::PacketHeader h = wire::header_of(envelope);
+  if (h.sequence() != 0) s.acks.on_receive(h.sequence());
+  newly_acked_.clear();
+  s.acks.on_acks(net::AckFields{h.ack(), h.ack_bits()}, now, &newly_acked_);
+  for (const uint32_t sequence : newly_acked_) {
+    s.events.on_acked(sequence);
+    if (s.snapshots) s.snapshots->on_acked(sequence);
+  }
 }
 
 // --- Receive ---------------------------------------------------------------------------------
@@ -155,17 +272,28 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
   }
 
   const wire::Envelope& envelope = *v.envelope;
+  if (envelope.message_type() == Message::Connect) {
+    handle_connect(from, *envelope.message_as_Connect(), bytes.size(), now, out);
+    return;
+  }
   Session* session = sessions_.find(from);
-  switch (envelope.message_type()) {
-    case Message::Connect:
-      handle_connect(from, *envelope.message_as_Connect(), bytes.size(), now, out);
+  if (session) {
+    // A flooding client is cut off here, before any work on its datagram; its resends get in later.
+    if (!session->bytes_in.take(static_cast<double>(bytes.size()), now)) {
+      rejects_.note(RejectReason::RateLimited, from, "receive byte rate", now);
       return;
+    }
+    session->last_heard = now;
+    process_header(*session, envelope, now);
+  }
+  switch (envelope.message_type()) {
     case Message::Ping: {
       const uint64_t nonce = envelope.message_as_Ping()->nonce();
-      const auto pong = wire::build_pong(fbb_, nonce, world_.tick());
+      // Nonce 0 from a session is an ack-only keepalive: its header carried the acks; no answer.
+      if (session && nonce == 0) return;
+      const auto pong = wire::build_pong(fbb_, nonce, world_.tick(), server_time_us());
       if (session) {
-        session->last_heard = now;
-        out.push(from, pong);
+        send(*session, pong, now, out);
       } else if (!push_bounded(from, pong, bytes.size(), out)) {
         // A stranger's Ping is answered only when padded to the Pong's size (no amplification).
         rejects_.note(RejectReason::NotConnected, from, "ping", now);
@@ -185,14 +313,18 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
         recorder_->add_client_event(record::ClientEventType::Disconnect, session->client_id, world_.tick(),
                                     to_string(from), {});
       }
-      sessions_.remove(from);
-      stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
+      remove_session(from);
       return;
     }
     default:
       handle_request(from, envelope, bytes.size(), now, out);
       return;
   }
+}
+
+void ServerCore::remove_session(const Endpoint& endpoint) {
+  sessions_.remove(endpoint);
+  stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
 }
 
 void ServerCore::handle_version_mismatch(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
@@ -212,8 +344,7 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
   if (Session* existing = sessions_.find(from)) {
     // Idempotent: the client resends Connect until an answer arrives; the first may be lost.
     existing->last_heard = now;
-    out.push(from, wire::build_connect_accepted(fbb_, existing->client_id, static_cast<uint16_t>(config_.tick_hz),
-                                                static_cast<uint16_t>(config_.snapshot_hz), world_.tick()));
+    send_accepted(*existing, now, out);
     return;
   }
   auto reject = [&](ResultCode code, std::string_view message, RejectReason reason) {
@@ -222,21 +353,105 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
     if (reply.size() > request_bytes) reply = wire::build_connect_rejected(fbb_, code, {});
     push_bounded(from, reply, request_bytes, out);
   };
+  if (request_bytes < wire::min_connect_bytes()) {
+    // Unpadded: answering it could amplify a spoofed source. Dropped without a reply.
+    rejects_.note(RejectReason::BadConnect, from, "Connect shorter than the minimum: pad it", now);
+    return;
+  }
   if (shutting_down_) return reject(ResultCode::ShuttingDown, "server is shutting down", RejectReason::ShuttingDown);
   if (const wire::Check check = wire::check_request(m); !check.ok()) {
     return reject(check.code, check.message, RejectReason::BadConnect);
   }
-  if (sessions_.full()) return reject(ResultCode::ServerFull, "server is full", RejectReason::ServerFull);
 
-  const Session* s = sessions_.add(from, sanitize_for_log(client_name_of(m), wire::kMaxClientNameBytes), now);
+  // The cookie round trip proves the sender receives at this address; until then, no state.
+  const security::PeerAddress peer = security::to_peer_address(from);
+  const uint64_t slot = security::cookie_time_slot(now - epoch_);
+  const std::span<const uint8_t> cookie =
+      m.cookie() ? std::span<const uint8_t>(m.cookie()->data(), m.cookie()->size()) : std::span<const uint8_t>{};
+  const security::CookieError cookie_error = security::verify_cookie(cookie_key_, peer, cookie, slot);
+  if (cookie_error != security::CookieError::None) {
+    if (!cookie.empty()) rejects_.note(RejectReason::BadCookie, from, security::to_string(cookie_error), now);
+    const security::Cookie fresh = security::make_cookie(cookie_key_, peer, slot);
+    push_bounded(from, wire::build_challenge(fbb_, fresh), request_bytes, out);
+    return;
+  }
+
+  uint32_t client_id = 0;
+  uint32_t max_objects = static_cast<uint32_t>(config_.max_objects_per_client);
+  if (token_key_) {
+    if (m.token() == nullptr || m.token()->size() == 0) {
+      return reject(ResultCode::TokenRequired, "this server requires a connect token (from the game's backend)",
+                    RejectReason::BadToken);
+    }
+    security::TokenClaims claims;
+    const security::TokenError token_error = security::open_token(
+        *token_key_, std::span<const uint8_t>(m.token()->data(), m.token()->size()), unix_now_(), &claims);
+    if (token_error != security::TokenError::None) {
+      const bool expired = token_error == security::TokenError::Expired;
+      spdlog::warn("connect refused: {} from {}{}", security::to_string(token_error), to_string(from),
+                   expired ? fmt::format(" (client id {}, expired at unix time {})", claims.client_id,
+                                         claims.expires_unix_s)
+                           : std::string{});
+      return reject(expired ? ResultCode::TokenExpired : ResultCode::TokenInvalid, security::to_string(token_error),
+                    RejectReason::BadToken);
+    }
+    if (claims.client_id == 0 || claims.client_id > UINT32_MAX) {
+      return reject(ResultCode::TokenInvalid, "token client id must be in 1..4294967295", RejectReason::BadToken);
+    }
+    client_id = static_cast<uint32_t>(claims.client_id);
+    if (claims.max_objects != 0) max_objects = claims.max_objects;
+    if (Session* old = sessions_.find_client(client_id)) {
+      // The same player connected again (new address or restarted game): the new session wins.
+      const Endpoint old_endpoint = old->endpoint;
+      send(*old, wire::build_disconnect(fbb_, "replaced by a new session of the same client id"), now, out);
+      spdlog::info("client {} reconnected from {}: its session at {} is replaced", client_id, to_string(from),
+                   to_string(old_endpoint));
+      if (recorder_) {
+        recorder_->add_client_event(record::ClientEventType::Disconnect, client_id, world_.tick(),
+                                    to_string(old_endpoint), {});
+      }
+      remove_session(old_endpoint);
+    }
+  }
+  if (sessions_.full()) return reject(ResultCode::ServerFull, "server is full", RejectReason::ServerFull);
+  accept_session(from, m, client_id, max_objects, now, out);
+}
+
+void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, uint32_t client_id,
+                                uint32_t max_objects, TimePoint now, Outbox& out) {
+  Session* s = sessions_.add(from, sanitize_for_log(client_name_of(m), wire::kMaxClientNameBytes), now, client_id);
+  if (s == nullptr) return;
+  s->max_objects = max_objects;
+  s->snapshots = std::make_unique<SnapshotSender>(sender_config_);
+  const double requests = config_.max_requests_per_second;
+  s->request_rate = TokenBucket{requests, requests, requests, now};
+  const double in_bytes = config_.max_kbytes_in_per_second * 1024.0;
+  s->bytes_in = TokenBucket{in_bytes, in_bytes, in_bytes, now};
+  const double out_bytes = config_.max_kbps_per_client * 1000.0 / 8.0;
+  // Burst: a quarter second, so a snapshot after a quiet spell may use a full datagram.
+  s->bytes_out = TokenBucket{out_bytes, out_bytes / 4, out_bytes / 4, now};
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
-  spdlog::info("client connected: {} name=\"{}\" id={} ({} of {} clients)", to_string(from), s->name, s->client_id,
-               sessions_.size(), config_.max_clients);
+  spdlog::info("client connected: {} name=\"{}\" id={}{} ({} of {} clients)", to_string(from), s->name, s->client_id,
+               token_key_ ? " (token)" : " (anonymous)", sessions_.size(), config_.max_clients);
   if (recorder_) {
     recorder_->add_client_event(record::ClientEventType::Connect, s->client_id, world_.tick(), to_string(from), s->name);
   }
-  out.push(from, wire::build_connect_accepted(fbb_, s->client_id, static_cast<uint16_t>(config_.tick_hz),
-                                              static_cast<uint16_t>(config_.snapshot_hz), world_.tick()));
+  send_accepted(*s, now, out);
+}
+
+void ServerCore::send_accepted(Session& s, TimePoint now, Outbox& out) {
+  wire::AcceptedArgs a;
+  a.client_id = s.client_id;
+  a.tick_hz = static_cast<uint16_t>(config_.tick_hz);
+  a.snapshot_hz = static_cast<uint16_t>(config_.snapshot_hz);
+  a.tick = world_.tick();
+  const wire::QuantizationConfig& q = sender_config_.quant;
+  a.quantization = wire::QuantizationArgs{q.world_bound_m,    q.position_fraction_bits,        q.orientation_bits,
+                                          q.max_linear_speed, q.linear_velocity_fraction_bits, q.max_angular_speed,
+                                          q.angular_velocity_fraction_bits};
+  a.max_objects = s.max_objects;
+  a.first_request_id = 1;
+  send(s, wire::build_connect_accepted(fbb_, a), now, out);
 }
 
 void ServerCore::reply_not_connected(const Endpoint& from, Message type, uint32_t request_id, size_t request_bytes,
@@ -253,13 +468,13 @@ void ServerCore::reply_not_connected(const Endpoint& from, Message type, uint32_
   if (push_bounded(from, reply, request_bytes, out)) stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
 }
 
-void ServerCore::reject_request(const Endpoint& from, Message type, uint32_t request_id, ObjectID id,
-                                const wire::Check& check, TimePoint now, Outbox& out) {
-  rejects_.note(RejectReason::InvalidArgument, from, check.message, now);
-  stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
-  out.push(from, type == Message::Raycast
-                     ? wire::build_raycast_result(fbb_, request_id, check.code, 0, {}, false, check.message)
-                     : wire::build_request_result(fbb_, request_id, check.code, id, check.message));
+void ServerCore::answer_slot(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out) {
+  const PendingRequest& r = slot.request;
+  send(s,
+       r.type == Message::Raycast
+           ? wire::build_raycast_result(fbb_, r.request_id, slot.code, 0, {}, false, slot.message)
+           : wire::build_request_result(fbb_, r.request_id, slot.code, slot.id, slot.message),
+       now, out);
 }
 
 void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
@@ -274,7 +489,10 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
       const auto* m = envelope.message_as_CreateObject();
       r.request_id = m->request_id();
       check = wire::check_request(*m);
-      if (check.ok()) r.desc = to_body_desc(*m);
+      if (check.ok()) {
+        r.desc = to_body_desc(*m);
+        r.shared = m->shared();
+      }
       break;
     }
     case Message::DestroyObject: {
@@ -340,6 +558,19 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
       }
       break;
     }
+    case Message::SetInterest: {
+      const auto* m = envelope.message_as_SetInterest();
+      r.request_id = m->request_id();
+      check = wire::check_request(*m);
+      if (check.ok()) {
+        r.interest.kind = m->kind();
+        if (m->center()) r.interest.center = wire::to_vec3(*m->center());
+        r.interest.radius = m->radius();
+        if (m->min()) r.interest.min = wire::to_vec3(*m->min());
+        if (m->max()) r.interest.max = wire::to_vec3(*m->max());
+      }
+      break;
+    }
     default:
       // verify_datagram admits only client messages, and the others are handled by the caller.
       rejects_.note(RejectReason::NoMessage, from, "unhandled message type", now);
@@ -348,19 +579,91 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
 
   Session* session = sessions_.find(from);
   if (!session) return reply_not_connected(from, r.type, r.request_id, request_bytes, now, out);
-  session->last_heard = now;
   r.client_id = session->client_id;
-  if (!check.ok()) return reject_request(from, r.type, r.request_id, r.id, check, now, out);
-  if (queue_.size() >= kMaxQueuedRequests) {
-    rejects_.note(RejectReason::QueueFull, from, {}, now);
-    return;
+
+  switch (session->requests.arrive(r, check.code, check.message)) {
+    case Arrival::Accepted:
+      admit_requests(*session, now, out);
+      return;
+    case Arrival::Duplicate:
+      stats_.requests_duplicate.fetch_add(1, std::memory_order_relaxed);
+      return;  // its answer is coming
+    case Arrival::AnsweredBefore: {
+      stats_.requests_duplicate.fetch_add(1, std::memory_order_relaxed);
+      const RequestSlot* slot = session->requests.find(r.request_id);
+      if (slot->request.type == Message::Raycast && slot->code == ResultCode::Ok) {
+        // A read: the lost answer is recomputed against the world of the next tick.
+        PendingRequest again = slot->request;
+        again.from = from;
+        again.rerun = true;
+        if (queue_.size() < kMaxQueuedRequests) queue_.push_back(again);
+      } else {
+        answer_slot(*session, *slot, now, out);
+      }
+      return;
+    }
+    case Arrival::TooOld:
+      rejects_.note(RejectReason::RequestTooOld, from, {}, now);
+      send(*session,
+           wire::build_request_result(fbb_, r.request_id, ResultCode::RequestTooOld, r.id,
+                                      "request_id: older than the server's window; it was answered long ago"),
+           now, out);
+      return;
+    case Arrival::TooFarAhead:
+      rejects_.note(RejectReason::RequestTooFarAhead, from, {}, now);
+      return;
+    case Arrival::Invalid:
+      rejects_.note(RejectReason::InvalidArgument, from, "request_id 0", now);
+      send(*session,
+           wire::build_request_result(fbb_, 0, ResultCode::InvalidArgument, r.id,
+                                      "request_id: must be >= 1 (the client's request sequence)"),
+           now, out);
+      return;
   }
-  queue_.push_back(r);
+}
+
+void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
+  while (RequestSlot* slot = s.requests.admit_next()) {
+    const PendingRequest& r = slot->request;
+    if (slot->early_code != ResultCode::Ok) {
+      rejects_.note(RejectReason::InvalidArgument, s.endpoint, slot->early_message, now);
+      stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      s.requests.answer(r.request_id, slot->early_code, r.id, slot->early_message);
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (!s.request_rate.take(1.0, now)) {
+      rejects_.note(RejectReason::RateLimited, s.endpoint, "requests per second", now);
+      stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      s.requests.answer(r.request_id, ResultCode::RateLimited, r.id,
+                        "too many requests per second (--max-requests-per-second); slow down and resend");
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (r.type == Message::SetInterest) {
+      s.interest = r.interest;
+      if (s.snapshots) s.snapshots->set_interest(to_interest_area(r.interest));
+      stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+      s.requests.answer(r.request_id, ResultCode::Ok, ObjectID{}, {});
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (queue_.size() >= kMaxQueuedRequests) {
+      // Every session's admission is capped by its rate limit; this guards the total.
+      rejects_.note(RejectReason::QueueFull, s.endpoint, {}, now);
+      s.requests.answer(r.request_id, ResultCode::RateLimited, r.id, "the server's request queue is full; resend");
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    queue_.push_back(r);
+  }
 }
 
 // --- Tick ------------------------------------------------------------------------------------
 
 void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
+  Session* s = sessions_.find(r.from);
+  if (s == nullptr) return;  // disconnected since
   ray_entries_.clear();
   if (r.all_hits) {
     world_.raycast_all(r.vector, r.translation, ray_hits_);
@@ -369,25 +672,80 @@ void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
     ray_entries_.push_back(to_wire_hit(*hit));
   }
   // The builder keeps the nearest raycast_hits_per_datagram() hits and flags the rest as cut.
-  out.push(r.from,
-           wire::build_raycast_result(fbb_, r.request_id, ResultCode::Ok, world_.tick(), ray_entries_, false, {}));
-  stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+  send(*s, wire::build_raycast_result(fbb_, r.request_id, ResultCode::Ok, world_.tick(), ray_entries_, false, {}),
+       clock_.last, out);
+  if (!r.rerun) {
+    s->requests.answer(r.request_id, ResultCode::Ok, ObjectID{}, {});
+    stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view* message) const {
+  if (r.type == Message::CreateObject) {
+    const Session* s = nullptr;
+    for (const Session& candidate : sessions_.sessions()) {
+      if (candidate.client_id == r.client_id) s = &candidate;
+    }
+    const uint32_t quota = s ? s->max_objects : static_cast<uint32_t>(config_.max_objects_per_client);
+    if (quota != 0 && live_objects_of(r.client_id) >= quota) {
+      *message = "the client's live-object quota is used up: destroy some of its objects first";
+      return ResultCode::QuotaExceeded;
+    }
+    return ResultCode::Ok;
+  }
+  if (!touches_object(r.type) || authority_any_) return ResultCode::Ok;
+  if (r.id.index >= owners_.size()) return ResultCode::Ok;  // the World answers StaleId
+  const Ownership& o = owners_[r.id.index];
+  if (o.generation != r.id.generation || o.shared || o.client_id == r.client_id) return ResultCode::Ok;
+  *message = "id: the object belongs to another client and was not created as shared";
+  return ResultCode::NotOwner;
+}
+
+void ServerCore::note_applied(const PendingRequest& r, ObjectID id) {
+  if (r.type == Message::CreateObject) {
+    if (owners_.size() <= id.index) owners_.resize(id.index + 1);
+    owners_[id.index] = Ownership{id.generation, r.client_id, r.shared};
+    ++live_objects_[r.client_id];
+  } else if (r.type == Message::DestroyObject && id.index < owners_.size()) {
+    Ownership& o = owners_[id.index];
+    if (o.generation == id.generation && o.client_id != 0) {
+      auto it = live_objects_.find(o.client_id);
+      if (it != live_objects_.end() && it->second > 0) --it->second;
+    }
+    o = Ownership{};
+  }
 }
 
 void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& out) {
   if (!changes_world(r.type)) return;  // Raycast: answered after the steps (answer_raycasts)
-  const AppliedRequest applied = apply_to_world(world_, r);
-  const physics::Error error = applied.error;
-  const ObjectID id = applied.id;
-  const WorldOutcome outcome = describe(error, r.type);
-  if (outcome.code == ResultCode::Ok) {
+  Session* s = sessions_.find(r.from);
+  std::string_view refusal;
+  const ResultCode auth = authorize(r, &refusal);
+  ResultCode code = auth;
+  ObjectID id = r.id;
+  std::string_view message = refusal;
+  if (auth == ResultCode::Ok) {
+    const AppliedRequest applied = apply_to_world(world_, r);
+    const WorldOutcome outcome = describe(applied.error, r.type);
+    code = outcome.code;
+    id = applied.id;
+    message = outcome.message;
+    if (code != ResultCode::Ok) rejects_.note(outcome.reason, r.from, outcome.message, now);
+    if (code == ResultCode::Ok) note_applied(r, id);
+    // Only requests that reached the World are recorded: a replay needs nothing else.
+    if (recorder_) recorder_->add_request(r, outcome.code, id);
+  } else {
+    rejects_.note(auth == ResultCode::NotOwner ? RejectReason::NotOwner : RejectReason::QuotaExceeded, r.from,
+                  refusal, now);
+  }
+  if (code == ResultCode::Ok) {
     stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
   } else {
     stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
-    rejects_.note(outcome.reason, r.from, outcome.message, now);
   }
-  if (recorder_) recorder_->add_request(r, outcome.code, id);
-  out.push(r.from, wire::build_request_result(fbb_, r.request_id, outcome.code, id, outcome.message));
+  if (s == nullptr) return;  // the session ended since; the effect stands
+  s->requests.answer(r.request_id, code, id, message);
+  send(*s, wire::build_request_result(fbb_, r.request_id, code, id, message), now, out);
 }
 
 void ServerCore::apply_requests(TimePoint now, Outbox& out) {
@@ -401,6 +759,49 @@ void ServerCore::answer_raycasts(Outbox& out) {
     if (r.type == Message::Raycast) answer_raycast(r, out);
   }
   queue_.clear();
+}
+
+void ServerCore::write_events(TimePoint now, Outbox& out) {
+  // Each session gets the new events inside its area of interest, then everything due for a
+  // (re)send, in as few datagrams as they need.
+  const size_t per_datagram = wire::collision_events_per_datagram();
+  for (Session& s : sessions_.sessions()) {
+    for (const wire::CollisionEvent& e : events_) {
+      const Vec3 p = wire::to_vec3(e.point());
+      if (inside_interest(s.interest, p, kEventInterestMargin)) {
+        s.events.push(e);
+        stats_.events_queued.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    const auto rtt = std::chrono::duration<double, std::milli>(s.acks.estimates().rtt_ms * 1.25);
+    const auto resend_after =
+        std::max<std::chrono::nanoseconds>(kMinEventResend, std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
+    for (size_t d = 0; d < kMaxEventDatagramsPerUpdate; ++d) {
+      s.events.collect_due(now, resend_after, per_datagram, &event_batch_);
+      if (event_batch_.empty()) break;
+      const uint32_t sequence = send(s, wire::build_collision_events(fbb_, event_batch_), now, out);
+      s.events.mark_sent(sequence, now);
+    }
+  }
+}
+
+void ServerCore::write_snapshots(TimePoint now, Outbox& out) {
+  build_snapshot_source(world_, sender_config_.quant, &snapshot_source_);
+  snapshot_source_.tick = world_.tick();
+  const size_t capacity = wire::snapshot_payload_capacity();
+  for (Session& s : sessions_.sessions()) {
+    if (!s.snapshots) continue;
+    s.bytes_out.refill(now);
+    // The budget: what the bucket holds, at most one datagram. An empty bucket still sends a
+    // minimal snapshot so acks and exits keep flowing.
+    const size_t budget = std::clamp<size_t>(static_cast<size_t>(std::max(0.0, s.bytes_out.tokens)),
+                                             kMinSnapshotBudgetBytes, capacity);
+    const uint32_t sequence = s.acks.last_sent() + 1;  // send() assigns exactly this one
+    s.snapshots->write(snapshot_source_, sequence, budget, &snapshot_payload_);
+    const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payload_);
+    send(s, bytes, now, out);
+    stats_.snapshot_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
+  }
 }
 
 int ServerCore::update(TimePoint now, Outbox& out) {
@@ -431,10 +832,10 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     }
     // Events at the end of the wake-up in which they happened (each carries its own tick), before
     // the snapshot that shows their outcome.
-    write_collision_events(events_, sessions_.sessions(), fbb_, out);
+    write_events(now, out);
     if (snapshot_due && sessions_.size() > 0) {
-      gather_object_states(world_, &object_states_);
-      write_snapshot(world_.tick(), object_states_, sessions_.sessions(), fbb_, out);
+      write_snapshots(now, out);
+      if (snapshot_observer_) snapshot_observer_(world_);
     }
     publish_stats(step_hash);
   }
@@ -447,10 +848,8 @@ void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
   expired_.clear();
   sessions_.take_expired(now - client_timeout_, &expired_);
   if (expired_.empty()) return;
-  const auto bytes = wire::build_disconnect(fbb_, "timed out: no datagram within the client timeout");
-  const Payload payload = out.store(bytes);
-  for (const Session& s : expired_) {
-    out.push(s.endpoint, payload);
+  for (Session& s : expired_) {
+    send(s, wire::build_disconnect(fbb_, "timed out: no datagram within the client timeout"), now, out);
     spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
                  to_string(s.endpoint), s.name, s.client_id,
                  std::chrono::duration<double>(now - s.last_heard).count());
@@ -466,16 +865,13 @@ void ServerCore::shut_down(std::string_view reason, Outbox& out) {
   shutting_down_ = true;
   expired_.clear();
   sessions_.take_all(&expired_);
-  if (!expired_.empty()) {
-    const Payload payload = out.store(wire::build_disconnect(fbb_, reason));
-    for (const Session& s : expired_) {
-      out.push(s.endpoint, payload);
-      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(s.endpoint), s.name,
-                   s.client_id, reason);
-      if (recorder_) {
-        recorder_->add_client_event(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(),
-                                    to_string(s.endpoint), {});
-      }
+  for (Session& s : expired_) {
+    send(s, wire::build_disconnect(fbb_, reason), clock_.last, out);
+    spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(s.endpoint), s.name,
+                 s.client_id, reason);
+    if (recorder_) {
+      recorder_->add_client_event(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(),
+                                  to_string(s.endpoint), {});
     }
   }
   stats_.clients.store(0, std::memory_order_relaxed);

@@ -1,10 +1,11 @@
-// The server's logic without sockets or clocks: sessions, the request queue, the fixed-step
-// loop, snapshots and collision events. The Asio layer (server.cpp) feeds it datagrams and the
-// current time and sends what it queues in an Outbox, so every rule here is unit-testable with
-// a fake clock.
+// The server's logic without sockets or clocks: the handshake, sessions, exactly-once requests,
+// ownership and quotas, the fixed-step loop, per-client delta snapshots and reliable collision
+// events. The Asio layer (server.cpp) feeds it datagrams and the current time and sends what it
+// queues in an Outbox, so every rule here is unit-testable with a fake clock.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -18,8 +19,10 @@
 #include "server/app/server.h"
 #include "server/app/step_clock.h"
 #include "server/net/outbox.h"
+#include "server/net/handshake.h"
 #include "server/net/reject_log.h"
 #include "server/net/session_table.h"
+#include "server/net/snapshot_sender.h"
 #include "server/physics/world.h"
 #include "shared/wire/codec.h"
 
@@ -41,20 +44,32 @@ class ServerCore {
   /// @param stats   updated in place; must outlive the core
   ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& stats);
 
+  /// Makes the cookie key and, with config.token_key_file, loads the token key. Call once before
+  /// start(). On failure returns false with *error saying what to do.
+  bool init_security(std::string* error);
+  /// Replaces the token key (tests; a server normally loads it in init_security()).
+  void set_token_key(const security::TokenKey& key) { token_key_ = key; }
+  /// The Unix time [s] used to check token expiry; by default the system clock. Tests override it.
+  void set_unix_time_source(uint64_t (*now_unix_s)()) { unix_now_ = now_unix_s; }
+
   /// Creates `bodies` in order. On a World error returns false with *error naming the body index.
   bool add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error);
 
   /// Records every applied request, step and session change into `recorder` (null: none). Set it
   /// before add_bodies() so the scene's bodies are noted too. Not owned; must outlive the core.
   void set_recorder(record::Recorder* recorder) { recorder_ = recorder; }
+  /// Called after every wake-up that wrote snapshots (see SnapshotObserver); empty = none.
+  void set_snapshot_observer(SnapshotObserver observer) { snapshot_observer_ = std::move(observer); }
 
   /// Starts the fixed-step clock at `now`. Call once, before the first update().
   void start(TimePoint now);
 
-  /// Handles one received datagram at `now`: verifies it, answers Connect/Ping/Disconnect at
-  /// once, range-checks requests (InvalidArgument at once) and queues the valid ones for the next
-  /// tick boundary. Anything refused is counted and logged through the RejectLog. Replies to an
-  /// address without a session are never larger than the datagram that caused them.
+  /// Handles one received datagram at `now`: verifies it, runs the handshake (Connect without a
+  /// valid cookie -> Challenge; with one -> token check -> session), answers Ping/Disconnect at
+  /// once, processes the packet header's acks, and admits requests exactly once and in order
+  /// (range-check failures are answered at once, the rest queued for the next tick boundary).
+  /// Anything refused is counted and logged through the RejectLog. Replies to an address without
+  /// a session are never larger than the datagram that caused them.
   void handle_datagram(const Endpoint& from, std::span<const uint8_t> bytes, TimePoint now, Outbox& out);
 
   /// One wake-up at `now`: if steps are due, applies the queued requests (in arrival order,
@@ -81,9 +96,30 @@ class ServerCore {
   std::chrono::nanoseconds time_to_next_step() const { return server::time_to_next_step(clock_); }
   /// Requests waiting for the next tick.
   size_t queued_requests() const { return queue_.size(); }
+  /// The client that owns object `id` (0: the scene or nobody), and whether it is shared.
+  uint32_t owner_of(ObjectID id) const;
+  /// Live objects owned by `client_id`.
+  uint32_t live_objects_of(uint32_t client_id) const;
 
  private:
   void handle_connect(const Endpoint& from, const wire::Connect& m, size_t request_bytes, TimePoint now, Outbox& out);
+  void accept_session(const Endpoint& from, const wire::Connect& m, uint32_t client_id, uint32_t max_objects,
+                      TimePoint now, Outbox& out);
+  void send_accepted(Session& s, TimePoint now, Outbox& out);
+  /// Queues `bytes` for `s`, stamping the packet header (sequence, acks) and debiting its budget.
+  /// Returns the sequence it went out with.
+  uint32_t send(Session& s, std::span<const uint8_t> bytes, TimePoint now, Outbox& out);
+  /// Records the peer's sequence and processes its acks (snapshot baselines, events).
+  void process_header(Session& s, const wire::Envelope& envelope, TimePoint now);
+  void answer_slot(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out);
+  void admit_requests(Session& s, TimePoint now, Outbox& out);
+  /// Ownership and quota checks at apply time; Ok when the request may touch the world.
+  wire::ResultCode authorize(const PendingRequest& r, std::string_view* message) const;
+  void note_applied(const PendingRequest& r, ObjectID id);
+  void write_events(TimePoint now, Outbox& out);
+  void write_snapshots(TimePoint now, Outbox& out);
+  void remove_session(const Endpoint& endpoint);
+  uint64_t server_time_us() const;
   void handle_version_mismatch(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
                                TimePoint now, Outbox& out);
   void handle_request(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes, TimePoint now,
@@ -111,13 +147,35 @@ class ServerCore {
   float dt_;  // [s], 1 / tick_hz
   std::chrono::nanoseconds client_timeout_;
   bool shutting_down_ = false;
+  bool authority_any_ = false;  // --authority any
   record::Recorder* recorder_ = nullptr;
+  SnapshotObserver snapshot_observer_;
+
+  // Handshake: the cookie key lives only in this process; cookie time slots count from epoch_.
+  security::CookieKey cookie_key_;
+  std::optional<security::TokenKey> token_key_;
+  uint64_t (*unix_now_)() = nullptr;
+  TimePoint epoch_{};
+
+  /// Who owns each object, indexed by ObjectID::index (the generation tells a reused slot).
+  struct Ownership {
+    uint32_t generation = 0;
+    uint32_t client_id = 0;  ///< 0 = the scene (everyone's)
+    bool shared = true;
+  };
+  std::vector<Ownership> owners_;
+  std::map<uint32_t, uint32_t> live_objects_;  // client id -> live objects it owns (ordered: deterministic)
+
+  SnapshotSenderConfig sender_config_;
+  SnapshotSource snapshot_source_;
 
   // Buffers reused every wake-up (clear(), never shrink).
   flatbuffers::FlatBufferBuilder fbb_{2 * wire::kMaxDatagramBytes};
   std::vector<PendingRequest> queue_;
-  std::vector<wire::ObjectState> object_states_;
+  std::vector<uint8_t> snapshot_payload_;
   std::vector<wire::CollisionEvent> events_;
+  std::vector<wire::CollisionEvent> event_batch_;
+  std::vector<uint32_t> newly_acked_;
   std::vector<Session> expired_;
   std::vector<physics::RayHit> ray_hits_;
   std::vector<wire::RayHitEntry> ray_entries_;

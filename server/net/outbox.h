@@ -37,6 +37,10 @@ class Outbox {
   /// store() + push() for a datagram with a single recipient.
   void push(const Endpoint& to, std::span<const uint8_t> bytes) { push(to, store(bytes)); }
 
+  /// The stored bytes of `p`, writable (to stamp a packet header after storing). Valid until the
+  /// next store() or clear().
+  std::span<uint8_t> mutable_bytes(Payload p) { return std::span<uint8_t>(bytes_).subspan(p.offset, p.size); }
+
   std::span<const Datagram> datagrams() const { return datagrams_; }
   std::span<const uint8_t> bytes_of(const Datagram& d) const {
     return std::span<const uint8_t>(bytes_).subspan(d.payload.offset, d.payload.size);

@@ -44,11 +44,18 @@ const char* to_string(RejectReason reason) {
     case RejectReason::WorldFull: return "create refused: world full";
     case RejectReason::ServerFull: return "connect refused: server full";
     case RejectReason::ShuttingDown: return "connect refused: shutting down";
-    case RejectReason::BadConnect: return "connect refused: bad name or protocol version";
+    case RejectReason::BadConnect: return "connect refused: bad name, protocol version or padding";
     case RejectReason::QueueFull: return "request dropped: queue full";
     case RejectReason::EventsDropped: return "collision events dropped";
     case RejectReason::ReceiveError: return "socket receive error";
     case RejectReason::SendError: return "socket send error";
+    case RejectReason::BadCookie: return "connect with a bad cookie (challenged again)";
+    case RejectReason::BadToken: return "connect refused: missing, invalid or expired token";
+    case RejectReason::RateLimited: return "client over its request or byte rate";
+    case RejectReason::NotOwner: return "request refused: object owned by another client";
+    case RejectReason::QuotaExceeded: return "create refused: client's object quota used up";
+    case RejectReason::RequestTooOld: return "request id below the exactly-once window";
+    case RejectReason::RequestTooFarAhead: return "request id beyond the exactly-once window";
     case RejectReason::Count: break;
   }
   return "unknown";

@@ -35,6 +35,13 @@ enum class RejectReason : uint8_t {
   EventsDropped,    ///< collision events beyond the per-wake-up cap were not sent
   ReceiveError,     ///< the socket reported an error on receive (e.g. ICMP port unreachable)
   SendError,        ///< send_to failed; the datagram is lost
+  BadCookie,        ///< a Connect echoed a cookie that is stale, forged or for another address
+  BadToken,         ///< a Connect without a token (when required), or with a bad or expired one
+  RateLimited,      ///< over the per-client request or byte rate
+  NotOwner,         ///< a request touched another client's unshared object
+  QuotaExceeded,    ///< a create beyond the client's live-object quota
+  RequestTooOld,    ///< a request id below the exactly-once window
+  RequestTooFarAhead,  ///< a request id beyond the window (dropped; the client resends)
   Count,
 };
 const char* to_string(RejectReason reason);

@@ -14,12 +14,24 @@ Session* SessionTable::find(const Endpoint& endpoint) {
   return it == index_.end() ? nullptr : &sessions_[it->second];
 }
 
-Session* SessionTable::add(const Endpoint& endpoint, std::string name, TimePoint now) {
+Session* SessionTable::add(const Endpoint& endpoint, std::string name, TimePoint now, uint32_t client_id) {
   if (full() || index_.count(endpoint) != 0) return nullptr;
   const auto index = static_cast<uint32_t>(sessions_.size());
-  sessions_.push_back(Session{endpoint, next_client_id_++, std::move(name), now, now});
+  Session& s = sessions_.emplace_back();
+  s.endpoint = endpoint;
+  s.client_id = client_id != 0 ? client_id : next_client_id_++;
+  s.name = std::move(name);
+  s.connected_at = now;
+  s.last_heard = now;
   index_.emplace(endpoint, index);
-  return &sessions_.back();
+  return &s;
+}
+
+Session* SessionTable::find_client(uint32_t client_id) {
+  for (Session& s : sessions_) {
+    if (s.client_id == client_id) return &s;
+  }
+  return nullptr;
 }
 
 void SessionTable::remove_at(uint32_t index) {
@@ -43,7 +55,7 @@ void SessionTable::take_expired(TimePoint deadline, std::vector<Session>* expire
   // Walk backwards so swap-removal never skips an unvisited session.
   for (auto i = static_cast<uint32_t>(sessions_.size()); i-- > 0;) {
     if (sessions_[i].last_heard < deadline) {
-      expired->push_back(sessions_[i]);
+      expired->push_back(std::move(sessions_[i]));
       remove_at(i);
     }
   }

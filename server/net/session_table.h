@@ -1,29 +1,71 @@
 // Sessions keyed by the client's UDP endpoint (address + port), as in netcode.io's server: the
-// endpoint is the identity; a session lives until Disconnect, timeout or shutdown.
+// endpoint is the identity; a session lives until Disconnect, timeout, replacement by a new
+// session of the same client id, or shutdown. Each session owns its packet acks, its
+// exactly-once request window, its reliable event channel and its snapshot sender.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/net/event_channel.h"
 #include "server/net/outbox.h"
+#include "server/net/request_window.h"
+#include "server/net/snapshot_sender.h"
+#include "shared/wire/codec.h"
+#include "shared/net/packet_acks.h"
 
 namespace impulse::server {
 
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
 
+/// A token bucket: `tokens` refill at `rate` per second up to `burst` (Turner, "New
+/// directions in communications", 1986 — the classic traffic shaper).
+struct TokenBucket {
+  double rate = 0;    ///< tokens per second; 0 = unlimited
+  double burst = 0;   ///< capacity
+  double tokens = 0;
+  TimePoint last{};
+
+  /// Refills for the time since the last call, then takes `n` tokens if there are enough.
+  bool take(double n, TimePoint now) {
+    if (rate <= 0) return true;
+    refill(now);
+    if (tokens < n) return false;
+    tokens -= n;
+    return true;
+  }
+  void refill(TimePoint now) {
+    const double dt = std::chrono::duration<double>(now - last).count();
+    last = now;
+    if (dt > 0) tokens = std::min(burst, tokens + dt * rate);
+  }
+};
+
 /// One connected client.
 struct Session {
   Endpoint endpoint;
-  uint32_t client_id = 0;    ///< >= 1, unique for the lifetime of the server
+  uint32_t client_id = 0;    ///< >= 1: the token's client id, or assigned by the table
   std::string name;          ///< client_name from Connect, sanitised for logs (<= 64 bytes)
   TimePoint connected_at{};
   TimePoint last_heard{};    ///< arrival of the latest datagram from this endpoint
+  uint32_t max_objects = 0;  ///< live-object quota (0 = none): the token's, else the server's
+  net::PacketAcks acks;      ///< sequences sent and received, RTT and loss
+  RequestWindow requests;    ///< exactly-once admission of this client's requests
+  EventChannel events;       ///< collision events until acked
+  std::unique_ptr<SnapshotSender> snapshots;  ///< baselines, interest and priorities of this client
+  wire::InterestArgs interest;                 ///< the area set by SetInterest (All by default)
+  TokenBucket request_rate;  ///< requests per second
+  TokenBucket bytes_in;      ///< received bytes per second
+  TokenBucket bytes_out;     ///< the bandwidth budget (--max-kbps-per-client), bytes
+  uint64_t bytes_sent = 0;   ///< every datagram sent to this session [bytes]
 };
 
 /// Fixed-capacity table of sessions. Sessions are stored densely (iteration order is insertion
@@ -35,8 +77,11 @@ class SessionTable {
 
   /// The session of `endpoint`, or nullptr. The pointer is valid until the next add/remove.
   Session* find(const Endpoint& endpoint);
-  /// Adds a session with the next client id, or returns nullptr when full or already present.
-  Session* add(const Endpoint& endpoint, std::string name, TimePoint now);
+  /// Adds a session with `client_id` (0: the table's next id), or returns nullptr when full or
+  /// already present. The caller fills in the rest of the session.
+  Session* add(const Endpoint& endpoint, std::string name, TimePoint now, uint32_t client_id = 0);
+  /// The session of `client_id`, or nullptr. Valid until the next add/remove.
+  Session* find_client(uint32_t client_id);
   /// Removes the session of `endpoint`; false when there is none.
   bool remove(const Endpoint& endpoint);
   /// Moves every session whose last_heard is before `deadline` into *expired (appended).
@@ -45,6 +90,7 @@ class SessionTable {
   void take_all(std::vector<Session>* all);
 
   std::span<const Session> sessions() const { return sessions_; }
+  std::span<Session> sessions() { return sessions_; }
   uint32_t size() const { return static_cast<uint32_t>(sessions_.size()); }
   bool full() const { return sessions_.size() >= max_sessions_; }
 

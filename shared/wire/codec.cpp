@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,7 @@ bool is_sent_by_client(Message type) {
     case Message::Raycast:
     case Message::Ping:
     case Message::Disconnect:
+    case Message::SetInterest:
       return true;
     default:
       return false;
@@ -122,6 +124,7 @@ bool is_sent_by_server(Message type) {
     case Message::CollisionEvents:
     case Message::Pong:
     case Message::RaycastResult:
+    case Message::Challenge:
       return true;
     default:
       return false;
@@ -158,9 +161,7 @@ Verified verify_datagram(std::span<const uint8_t> bytes, Direction expected) {
   const bool direction_ok = expected == Direction::ClientToServer ? is_sent_by_client(type) : is_sent_by_server(type);
   if (!direction_ok) return {nullptr, DropReason::WrongDirection};
 
-  if (const Snapshot* s = envelope->message_as_Snapshot()) {
-    if (!is_struct_vector_aligned(s->objects(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
-  } else if (const CollisionEvents* e = envelope->message_as_CollisionEvents()) {
+  if (const CollisionEvents* e = envelope->message_as_CollisionEvents()) {
     if (!is_struct_vector_aligned(e->events(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
   } else if (const RaycastResult* r = envelope->message_as_RaycastResult()) {
     if (!is_struct_vector_aligned(r->hits(), bytes.data())) return {nullptr, DropReason::VerifyFailed};
@@ -299,7 +300,37 @@ Check check_request(const Connect& m) {
   if (m.client_name() != nullptr && m.client_name()->size() > kMaxClientNameBytes) {
     return {ResultCode::InvalidArgument, "client_name: must be at most 64 bytes"};
   }
+  if (m.cookie() != nullptr && m.cookie()->size() > kMaxCookieBytes) {
+    return {ResultCode::InvalidArgument, "cookie: must be at most 64 bytes"};
+  }
+  if (m.token() != nullptr && m.token()->size() > kMaxTokenBytes) {
+    return {ResultCode::InvalidArgument, "token: must be at most 256 bytes"};
+  }
   return {};
+}
+
+Check check_request(const SetInterest& m) {
+  constexpr auto kInvalid = ResultCode::InvalidArgument;
+  switch (m.kind()) {
+    case InterestKind::All:
+      return {};
+    case InterestKind::Sphere:
+      if (m.center() == nullptr || !within(*m.center(), kMaxCoordinate)) {
+        return {kInvalid, "center: required for a sphere, |component| <= 1e5 m"};
+      }
+      if (!in_open_closed(m.radius(), kMaxCoordinate)) return {kInvalid, "radius: must be in (0, 1e5] m"};
+      return {};
+    case InterestKind::Box:
+      if (m.min() == nullptr || m.max() == nullptr || !within(*m.min(), kMaxCoordinate) ||
+          !within(*m.max(), kMaxCoordinate)) {
+        return {kInvalid, "min, max: required for a box, |component| <= 1e5 m"};
+      }
+      if (m.min()->x() > m.max()->x() || m.min()->y() > m.max()->y() || m.min()->z() > m.max()->z()) {
+        return {kInvalid, "min, max: min must be <= max on every axis"};
+      }
+      return {};
+  }
+  return {kInvalid, "kind: unknown interest kind"};
 }
 
 // --- Builders --------------------------------------------------------------------------------
@@ -309,7 +340,9 @@ namespace {
 // finish() without the size assertion, for the capacity probes that measure oversized buffers.
 std::span<const uint8_t> finish_unchecked(flatbuffers::FlatBufferBuilder& fbb, Message type,
                                           flatbuffers::Offset<void> message) {
-  const auto envelope = CreateEnvelope(fbb, kProtocolVersion, type, message);
+  // Every datagram carries a header slot so the sender can stamp it in place (stamp_header).
+  const PacketHeader unstamped(0, 0, 0);
+  const auto envelope = CreateEnvelope(fbb, kProtocolVersion, type, message, &unstamped);
   FinishEnvelopeBuffer(fbb, envelope);
   return {fbb.GetBufferPointer(), fbb.GetSize()};
 }
@@ -323,12 +356,76 @@ std::span<const uint8_t> finish(flatbuffers::FlatBufferBuilder& fbb, Message typ
   return bytes;
 }
 
+bool stamp_header(std::span<uint8_t> datagram, const PacketHeader& header) {
+  if (datagram.size() < sizeof(flatbuffers::uoffset_t)) return false;
+  // The caller built this buffer, so it is trusted; the header's place is read, then overwritten.
+  const Envelope* envelope = GetEnvelope(datagram.data());
+  const PacketHeader* slot = envelope->header();
+  if (slot == nullptr) return false;
+  std::memcpy(const_cast<PacketHeader*>(slot), &header, sizeof(PacketHeader));
+  return true;
+}
+
+PacketHeader header_of(const Envelope& envelope) {
+  const PacketHeader* h = envelope.header();
+  return h ? *h : PacketHeader(0, 0, 0);
+}
+
+size_t min_connect_bytes() {
+  // The largest Challenge the server can send: a Connect at least this large can never be
+  // amplified by its answer.
+  static const size_t bytes = [] {
+    flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
+    const std::vector<uint8_t> cookie(kMaxCookieBytes, 0xFF);
+    return build_challenge(fbb, cookie).size();
+  }();
+  return bytes;
+}
+
 std::span<const uint8_t> build_connect(flatbuffers::FlatBufferBuilder& fbb, std::string_view client_name,
+                                       std::span<const uint8_t> cookie, std::span<const uint8_t> token,
                                        uint16_t protocol_version) {
+  const size_t min_bytes = min_connect_bytes();
+  auto build = [&](size_t padding_bytes) {
+    fbb.Clear();
+    const auto name = create_string(fbb, client_name);
+    const auto cookie_vec = cookie.empty() ? flatbuffers::Offset<flatbuffers::Vector<uint8_t>>()
+                                           : fbb.CreateVector(cookie.data(), std::min(cookie.size(), kMaxCookieBytes));
+    const auto token_vec = token.empty() ? flatbuffers::Offset<flatbuffers::Vector<uint8_t>>()
+                                         : fbb.CreateVector(token.data(), std::min(token.size(), kMaxTokenBytes));
+    const std::vector<uint8_t> zeros(padding_bytes, 0);
+    const auto padding = padding_bytes == 0 ? flatbuffers::Offset<flatbuffers::Vector<uint8_t>>()
+                                            : fbb.CreateVector(zeros);
+    const auto message = CreateConnect(fbb, protocol_version, name, cookie_vec, token_vec, padding);
+    return finish(fbb, Message::Connect, message.Union());
+  };
+  const size_t unpadded = build(0).size();
+  if (unpadded >= min_bytes) return build(0);
+  // A vector costs 4 length bytes plus alignment; pad generously, then trim to the minimum that fits.
+  size_t padding = min_bytes - unpadded;
+  while (build(padding).size() > min_bytes + 8 && padding > 0) --padding;
+  while (build(padding).size() < min_bytes) ++padding;
+  return build(padding);
+}
+
+std::span<const uint8_t> build_challenge(flatbuffers::FlatBufferBuilder& fbb, std::span<const uint8_t> cookie) {
   fbb.Clear();
-  const auto name = create_string(fbb, client_name);
-  const auto message = CreateConnect(fbb, protocol_version, name);
-  return finish(fbb, Message::Connect, message.Union());
+  const auto vec = fbb.CreateVector(cookie.data(), std::min(cookie.size(), kMaxCookieBytes));
+  const auto message = CreateChallenge(fbb, vec);
+  return finish(fbb, Message::Challenge, message.Union());
+}
+
+std::span<const uint8_t> build_set_interest(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                            const InterestArgs& args) {
+  fbb.Clear();
+  const wire::Vec3 center = to_wire(args.center);
+  const wire::Vec3 lo = to_wire(args.min);
+  const wire::Vec3 hi = to_wire(args.max);
+  const bool sphere = args.kind == InterestKind::Sphere;
+  const bool box = args.kind == InterestKind::Box;
+  const auto message = CreateSetInterest(fbb, request_id, args.kind, sphere ? &center : nullptr,
+                                         sphere ? args.radius : 0.0f, box ? &lo : nullptr, box ? &hi : nullptr);
+  return finish(fbb, Message::SetInterest, message.Union());
 }
 
 std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
@@ -342,7 +439,7 @@ std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb
   const auto message =
       CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity, args.mass,
                          args.restitution, args.friction, &orientation, &angular_velocity, args.sensor,
-                         args.angular_damping, args.material);
+                         args.angular_damping, args.material, args.shared);
   return finish(fbb, Message::CreateObject, message.Union());
 }
 
@@ -417,10 +514,14 @@ std::span<const uint8_t> build_disconnect(flatbuffers::FlatBufferBuilder& fbb, s
   return finish(fbb, Message::Disconnect, message.Union());
 }
 
-std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& fbb, uint32_t client_id,
-                                                uint16_t tick_hz, uint16_t snapshot_hz, uint64_t tick) {
+std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& fbb, const AcceptedArgs& args) {
   fbb.Clear();
-  const auto message = CreateConnectAccepted(fbb, client_id, tick_hz, snapshot_hz, tick);
+  const QuantizationArgs& q = args.quantization;
+  const auto quantization =
+      CreateQuantization(fbb, q.world_bound, q.position_fraction_bits, q.orientation_bits, q.max_linear_speed,
+                         q.linear_velocity_fraction_bits, q.max_angular_speed, q.angular_velocity_fraction_bits);
+  const auto message = CreateConnectAccepted(fbb, args.client_id, args.tick_hz, args.snapshot_hz, args.tick,
+                                             quantization, args.max_objects, args.first_request_id);
   return finish(fbb, Message::ConnectAccepted, message.Union());
 }
 
@@ -440,9 +541,10 @@ std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fb
   return finish(fbb, Message::RequestResult, message.Union());
 }
 
-std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick) {
+std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick,
+                                    uint64_t server_time_us) {
   fbb.Clear();
-  const auto message = CreatePong(fbb, nonce, tick);
+  const auto message = CreatePong(fbb, nonce, tick, server_time_us);
   return finish(fbb, Message::Pong, message.Union());
 }
 
@@ -454,11 +556,10 @@ namespace {
 constexpr size_t kProbeElements = 64;
 
 std::span<const uint8_t> build_snapshot_unchecked(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                                  uint16_t part, uint16_t part_count, uint32_t object_count,
-                                                  std::span<const ObjectState> slice) {
+                                                  std::span<const uint8_t> data) {
   fbb.Clear();
-  const auto objects = fbb.CreateVectorOfStructs(slice.data(), slice.size());
-  const auto message = CreateSnapshot(fbb, tick, part, part_count, object_count, objects);
+  const auto vec = fbb.CreateVector(data.data(), data.size());
+  const auto message = CreateSnapshot(fbb, tick, vec);
   return finish_unchecked(fbb, Message::Snapshot, message.Union());
 }
 
@@ -485,41 +586,28 @@ std::span<const uint8_t> build_collision_events_unchecked(flatbuffers::FlatBuffe
 
 }  // namespace
 
-uint32_t snapshot_objects_per_part() {
-  // Worst-case header: non-default values for every scalar, so every field is present.
-  static const uint32_t capacity = [] {
+size_t snapshot_payload_capacity() {
+  // Worst-case header: the largest tick, so every scalar is present.
+  static const size_t capacity = [] {
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
-    const std::vector<ObjectState> probe(kProbeElements);
-    return measure_capacity(sizeof(ObjectState), [&](size_t n) {
-      return build_snapshot_unchecked(fbb, UINT64_MAX, UINT16_MAX, UINT16_MAX, UINT32_MAX,
-                                      std::span<const ObjectState>(probe.data(), std::min(n, probe.size())))
-          .size();
-    });
+    const std::vector<uint8_t> probe(kMaxDatagramBytes, 0);
+    const size_t overhead = build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(1)).size() - 1;
+    size_t n = kMaxDatagramBytes - overhead;
+    while (n > 0 && build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n)).size() >
+                        kMaxDatagramBytes) {
+      --n;
+    }
+    // The 1-byte probe counted up to 3 bytes of vector alignment as overhead: grow back to the largest fit.
+    while (build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n + 1)).size() <= kMaxDatagramBytes) ++n;
+    return n;
   }();
   return capacity;
 }
 
-SnapshotPlan plan_snapshot(size_t object_count) {
-  SnapshotPlan plan;
-  plan.objects_per_part = snapshot_objects_per_part();
-  const size_t max_objects = static_cast<size_t>(UINT16_MAX) * plan.objects_per_part;
-  const size_t sent = std::min(object_count, max_objects);
-  plan.object_count = static_cast<uint32_t>(sent);
-  const size_t parts = sent == 0 ? 1 : (sent + plan.objects_per_part - 1) / plan.objects_per_part;
-  plan.part_count = static_cast<uint16_t>(parts);
-  return plan;
-}
-
-std::span<const uint8_t> build_snapshot_part(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                             std::span<const ObjectState> objects, const SnapshotPlan& plan,
-                                             uint16_t part) {
-  assert(part < plan.part_count && objects.size() >= plan.object_count);
-  const size_t count = std::min<size_t>(plan.object_count, objects.size());
-  const size_t begin = std::min<size_t>(static_cast<size_t>(part) * plan.objects_per_part, count);
-  const size_t end = std::min<size_t>(begin + plan.objects_per_part, count);
-  const auto bytes = build_snapshot_unchecked(fbb, tick, part, plan.part_count, plan.object_count,
-                                              objects.subspan(begin, end - begin));
-  assert(bytes.size() <= kMaxDatagramBytes && "snapshot part exceeds the datagram limit");
+std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
+                                        std::span<const uint8_t> data) {
+  const auto bytes = build_snapshot_unchecked(fbb, tick, data.first(std::min(data.size(), snapshot_payload_capacity())));
+  assert(bytes.size() <= kMaxDatagramBytes && "snapshot exceeds the datagram limit");
   return bytes;
 }
 

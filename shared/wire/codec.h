@@ -17,14 +17,20 @@
 
 namespace impulse::wire {
 
-/// Version 2 added rotation, capsules, planes, sensors, materials and raycasts (docs/PROTOCOL.md).
-inline constexpr uint16_t kProtocolVersion = 2;
+/// Version 2 added rotation, capsules, planes, sensors, materials and raycasts; version 3 the
+/// packet header, the cookie handshake, tokens, exactly-once requests, ownership, areas of
+/// interest and delta-compressed snapshots (docs/PROTOCOL.md).
+inline constexpr uint16_t kProtocolVersion = 3;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Longest client name or message string accepted [bytes].
 inline constexpr size_t kMaxStringBytes = 256;
 /// Longest Connect.client_name accepted [bytes]; check_request(Connect) rejects longer ones.
 inline constexpr size_t kMaxClientNameBytes = 64;
+/// Longest Connect.cookie / Challenge.cookie accepted [bytes].
+inline constexpr size_t kMaxCookieBytes = 64;
+/// Longest Connect.token accepted [bytes].
+inline constexpr size_t kMaxTokenBytes = 256;
 /// Receive buffers must be aligned to this [bytes]: the widest scalar in the schema (u64) is read
 /// in place, so an unaligned buffer would make those reads undefined behaviour.
 inline constexpr size_t kDatagramAlignment = 8;
@@ -120,6 +126,10 @@ Check check_request(const SetVelocity& m);
 Check check_request(const SetAngularVelocity& m);
 Check check_request(const Raycast& m);
 Check check_request(const Connect& m);
+///  - SetInterest: Sphere: center present with |component| <= kMaxCoordinate and radius in
+///    (0, kMaxCoordinate]; Box: min and max present, |component| <= kMaxCoordinate, min <= max.
+///  - Connect (v3): cookie <= kMaxCookieBytes, token <= kMaxTokenBytes.
+Check check_request(const SetInterest& m);
 
 /// Converts between wire and maths vectors. (Inside this namespace an unqualified `Vec3` is the
 /// wire struct, hence the qualified return types.)
@@ -132,6 +142,13 @@ inline std::optional<impulse::Vec3> to_optional_vec3(const wire::Vec3* v) {
 /// Converts between wire and maths quaternions (same layout: x, y, z, then the scalar w).
 inline impulse::Quat to_quat(const wire::Quat& q) { return {q.x(), q.y(), q.z(), q.w()}; }
 inline wire::Quat to_wire(const impulse::Quat& q) { return wire::Quat(q.x, q.y, q.z, q.w); }
+
+/// Overwrites the packet header of a finished datagram built by this codec (every builder writes
+/// a zeroed header slot). The sender stamps each datagram just before it goes out, when its
+/// sequence is known. Returns false when the buffer has no header slot (not built here).
+bool stamp_header(std::span<uint8_t> datagram, const PacketHeader& header);
+/// The header of a verified envelope; all zeros (sequence 0 = none) when absent.
+PacketHeader header_of(const Envelope& envelope);
 
 /// Builders: each resets `fbb`, writes one finished Envelope (with identifier and version) and
 /// returns its bytes, valid until `fbb` is next used. Every builder's output is at most
@@ -158,12 +175,53 @@ struct CreateObjectArgs {
   float angular_damping = 0.05f;          ///< [1/s], [0, 100]
   uint16_t material = 0;                  ///< material-pair table id; 0 = default
   bool sensor = false;                    ///< events only, no contact response
+  bool shared = false;                    ///< any client may push or destroy it, not only its creator
 };
 
+/// A SetInterest request's area, world frame [m].
+struct InterestArgs {
+  InterestKind kind = InterestKind::All;
+  impulse::Vec3 center;   ///< Sphere
+  float radius = 0;       ///< Sphere, (0, 1e5]
+  impulse::Vec3 min;      ///< Box
+  impulse::Vec3 max;      ///< Box
+};
+
+/// The snapshot quantisation a server announces in ConnectAccepted (schemas/impulse.fbs).
+struct QuantizationArgs {
+  float world_bound = 0;               ///< [m]
+  uint8_t position_fraction_bits = 0;  ///< position step 2^-bits m
+  uint8_t orientation_bits = 0;        ///< bits per smallest-three component
+  float max_linear_speed = 0;          ///< [m/s]
+  uint8_t linear_velocity_fraction_bits = 0;///< step 2^-bits m/s
+  float max_angular_speed = 0;         ///< [rad/s]
+  uint8_t angular_velocity_fraction_bits = 0;///< step 2^-bits rad/s
+};
+
+/// Everything a ConnectAccepted carries.
+struct AcceptedArgs {
+  uint32_t client_id = 0;
+  uint16_t tick_hz = 0;          ///< [Hz]
+  uint16_t snapshot_hz = 0;      ///< [Hz]
+  uint64_t tick = 0;             ///< the server's current tick
+  QuantizationArgs quantization;
+  uint32_t max_objects = 0;      ///< the client's live-object quota; 0 = none
+  uint32_t first_request_id = 1; ///< the request sequence the server expects first
+};
+
+/// The smallest Connect the server answers [bytes]: the size of the largest possible Challenge,
+/// so the answer to an unvalidated address is never larger than what it sent.
+size_t min_connect_bytes();
 /// Connect with `client_name` (for logs; truncated to kMaxStringBytes here, and the server
-/// rejects names longer than kMaxClientNameBytes). `protocol_version` is overridable for tests.
+/// rejects names longer than kMaxClientNameBytes), the server's `cookie` (empty on the first
+/// Connect) and a connect `token` (empty = anonymous), padded to min_connect_bytes().
+/// `protocol_version` is overridable for tests.
 std::span<const uint8_t> build_connect(flatbuffers::FlatBufferBuilder& fbb, std::string_view client_name,
+                                       std::span<const uint8_t> cookie = {}, std::span<const uint8_t> token = {},
                                        uint16_t protocol_version = kProtocolVersion);
+/// SetInterest: the client's area of interest (units of InterestArgs).
+std::span<const uint8_t> build_set_interest(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                            const InterestArgs& args);
 /// CreateObject with every field of `args` written as given (the server range-checks them).
 std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                              const CreateObjectArgs& args);
@@ -201,9 +259,10 @@ std::span<const uint8_t> build_disconnect(flatbuffers::FlatBufferBuilder& fbb, s
 
 // --- Server -> client ----------------------------------------------------------------------------
 
-/// ConnectAccepted: the session's client id, the server's rates [Hz] and its current tick.
-std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& fbb, uint32_t client_id,
-                                                uint16_t tick_hz, uint16_t snapshot_hz, uint64_t tick);
+/// Challenge carrying `cookie` (at most kMaxCookieBytes are written).
+std::span<const uint8_t> build_challenge(flatbuffers::FlatBufferBuilder& fbb, std::span<const uint8_t> cookie);
+/// ConnectAccepted: the session's client id, the server's rates, tick, quantisation and quota.
+std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& fbb, const AcceptedArgs& args);
 /// ConnectRejected with `reason` (VersionMismatch, ServerFull, ShuttingDown, InvalidArgument) and
 /// a human-readable message (may be empty; truncated to kMaxStringBytes).
 std::span<const uint8_t> build_connect_rejected(flatbuffers::FlatBufferBuilder& fbb, ResultCode reason,
@@ -211,8 +270,10 @@ std::span<const uint8_t> build_connect_rejected(flatbuffers::FlatBufferBuilder& 
 /// `id` is the created or addressed object (null ObjectID{} when none); `message` is empty on Ok.
 std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                               ResultCode code, ObjectID id, std::string_view message);
-/// Pong echoing `nonce`, stamped with the server's current tick.
-std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick);
+/// Pong echoing `nonce`, stamped with the server's current tick and its simulation clock [µs]
+/// (tick t is stepped at t * 1e6 / tick_hz µs).
+std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick,
+                                    uint64_t server_time_us);
 
 /// Raycast hits that fit in one RaycastResult datagram (measured like the snapshot's capacity,
 /// with a worst-case header). Proven by a unit test.
@@ -227,26 +288,13 @@ std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fb
                                               ResultCode code, uint64_t tick, std::span<const RayHitEntry> hits,
                                               bool truncated, std::string_view message);
 
-/// How a snapshot of `object_count` objects is split into datagrams.
-struct SnapshotPlan {
-  uint32_t objects_per_part = 0;  ///< capacity of one part (kSnapshotObjectsPerPart)
-  uint16_t part_count = 1;        ///< >= 1; an empty world still sends one (empty) part
-  uint32_t object_count = 0;      ///< objects carried in total (clamped, see plan_snapshot)
-};
-
-/// Objects that fit in one Snapshot datagram. Computed once from the measured size of a built
-/// Snapshot with worst-case header values (see codec.cpp), so a schema change cannot silently
-/// break the kMaxDatagramBytes bound. Proven by a unit test for 0..2000 objects.
-uint32_t snapshot_objects_per_part();
-/// Plans the split of `object_count` objects. More objects than 65535 parts can carry (about
-/// 1.5 M) are clamped: the plan's object_count says how many are sent.
-SnapshotPlan plan_snapshot(size_t object_count);
-/// Builds part `part` (< plan.part_count) of the snapshot at `tick`: the slice
-/// objects[part * objects_per_part, ...) of at most objects_per_part objects.
-/// `objects.size()` must be >= plan.object_count (the same array the plan was made from).
-std::span<const uint8_t> build_snapshot_part(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                             std::span<const ObjectState> objects, const SnapshotPlan& plan,
-                                             uint16_t part);
+/// The largest Snapshot.data payload whose datagram fits kMaxDatagramBytes [bytes], measured
+/// once with a worst-case tick. Proven by a unit test.
+size_t snapshot_payload_capacity();
+/// Snapshot at `tick` carrying the bit-packed payload `data` (docs/PROTOCOL.md, "Snapshot
+/// payload"); at most snapshot_payload_capacity() bytes are written (callers budget for it).
+std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
+                                        std::span<const uint8_t> data);
 
 /// Collision events that fit in one CollisionEvents datagram (measured like the snapshot's).
 uint32_t collision_events_per_datagram();

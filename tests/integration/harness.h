@@ -83,6 +83,10 @@ struct ServerOptions {
   std::string record_dir;
   double record_rotate_minutes = 0;
   double keyframe_seconds = 0;
+  /// Simulated conditions on the server's send path (ServerConfig's sim_* fields).
+  net::LinkConditions link;
+  /// Installed before the server runs (Server::set_snapshot_observer); empty = none.
+  server::SnapshotObserver observer;
 };
 
 /// A real Server bound to 127.0.0.1 on an ephemeral port, running on its own thread.
@@ -92,6 +96,7 @@ class RunningServer {
   explicit RunningServer(const ServerOptions& options = {})
       : scene_("impulse-scene", options.scene_json), server_(make_config(options, scene_.path())) {
     started_ = server_.start(&error_);
+    if (started_ && options.observer) server_.set_snapshot_observer(options.observer);
     if (started_) thread_ = std::thread([this] { server_.run(); });
   }
   ~RunningServer() { stop(); }
@@ -110,6 +115,7 @@ class RunningServer {
   const std::string& error() const { return error_; }
   uint16_t port() const { return server_.local_port(); }
   const server::ServerStats& stats() const { return server_.stats(); }
+  server::Server& server() { return server_; }
 
  private:
   static server::ServerConfig make_config(const ServerOptions& options, const std::string& scene_path) {
@@ -126,6 +132,12 @@ class RunningServer {
     config.record_dir = options.record_dir;
     if (options.record_rotate_minutes > 0) config.record_rotate_minutes = options.record_rotate_minutes;
     if (options.keyframe_seconds > 0) config.keyframe_seconds = options.keyframe_seconds;
+    config.sim_loss = options.link.loss;
+    config.sim_latency_ms = options.link.latency_ms;
+    config.sim_jitter_ms = options.link.jitter_ms;
+    config.sim_duplicate = options.link.duplicate;
+    config.sim_reorder = options.link.reorder;
+    config.sim_seed = options.link.seed;
     return config;
   }
 
@@ -143,9 +155,10 @@ class ClientDriver {
   /// Snapshots kept per driver (oldest dropped first) [count].
   static constexpr size_t kSnapshotHistory = 512;
 
-  bool connect(uint16_t port, std::string* error = nullptr, std::string_view name = "integration-test") {
+  bool connect(uint16_t port, std::string* error = nullptr, std::string_view name = "integration-test",
+               milliseconds timeout = milliseconds{2000}) {
     std::string message;
-    const bool ok = client.connect("127.0.0.1", port, milliseconds{2000}, &message, name);
+    const bool ok = client.connect("127.0.0.1", port, timeout, &message, name);
     if (error != nullptr) *error = message;
     return ok;
   }

@@ -1,7 +1,10 @@
-// Hostile and invalid input against a real server over loopback UDP. Raw datagrams come from a
-// second "attacker" socket; invalid requests come from the well-behaved client itself. Every case
-// checks three things: the bad input got a clear answer (a RequestResult / ConnectRejected with
-// the right code, or a counted drop), the world is unchanged, and the good client is still served.
+// Hostile and invalid input against a real server over loopback UDP (protocol version 3). Raw
+// datagrams come from "attacker" sockets, with or without a session of their own (opened by the
+// cookie handshake, request ids counting from 1); invalid requests also come from the well-behaved
+// client itself. Every case checks that the bad input got a clear answer (a RequestResult /
+// ConnectRejected with the right code, or a counted drop), that the world is unchanged, and that
+// the good client is still served. An address without a session never gets more bytes back than
+// it sent (anti-amplification), which is measured datagram by datagram.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -21,14 +24,158 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 Bytes to_bytes(std::span<const uint8_t> s) { return Bytes(s.begin(), s.end()); }
 
 /// A Connect with an arbitrary envelope version, field version and name (bypasses the codec's
-/// builders, which would truncate the name and always write kProtocolVersion in the envelope).
-Bytes make_connect(uint16_t envelope_version, uint16_t field_version, const std::string& name) {
-  flatbuffers::FlatBufferBuilder fbb;
-  const auto name_offset = fbb.CreateString(name);
-  const auto connect = wire::CreateConnect(fbb, field_version, name_offset);
-  wire::FinishEnvelopeBuffer(fbb, wire::CreateEnvelope(fbb, envelope_version, wire::Message::Connect, connect.Union()));
-  return Bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+/// builders, which would truncate the name and always write kProtocolVersion in the envelope),
+/// padded to wire::min_connect_bytes() unless `pad` is false.
+Bytes make_connect(uint16_t envelope_version, uint16_t field_version, const std::string& name, bool pad = true) {
+  auto build = [&](size_t padding) {
+    flatbuffers::FlatBufferBuilder fbb;
+    const auto name_offset = fbb.CreateString(name);
+    const Bytes zeros(padding, 0);
+    const auto padding_offset = padding ? fbb.CreateVector(zeros) : 0;
+    const auto connect = wire::CreateConnect(fbb, field_version, name_offset, 0, 0, padding_offset);
+    wire::FinishEnvelopeBuffer(fbb, wire::CreateEnvelope(fbb, envelope_version, wire::Message::Connect,
+                                                         connect.Union()));
+    return Bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  };
+  Bytes unpadded = build(0);
+  if (!pad || unpadded.size() >= wire::min_connect_bytes()) return unpadded;
+  return build(wire::min_connect_bytes() - unpadded.size());  // the field's own overhead only adds to it
 }
+
+/// A client datagram built by the codec, with `extra` zero bytes appended. FlatBuffers ignores
+/// bytes after the buffer's objects, so this is how a Ping is padded to earn a Pong.
+Bytes padded(std::span<const uint8_t> built, size_t extra) {
+  Bytes b(built.begin(), built.end());
+  b.resize(b.size() + extra, 0);
+  return b;
+}
+
+/// What came back for one datagram.
+struct Reply {
+  wire::Message type = wire::Message::NONE;  ///< NONE: unverifiable
+  size_t bytes = 0;
+  Bytes datagram;
+};
+
+/// An attacker socket, optionally with a session of its own opened by the cookie handshake. In a
+/// session, requests carry the session's request sequence (1, 2, ...) and every datagram a packet
+/// header with the next sequence, as the client library sends them.
+class RawPeer {
+ public:
+  explicit RawPeer(uint16_t server_port) : server_(RawSocket::server_endpoint(server_port)) {}
+
+  RawSocket socket;
+
+  /// Sends `built` as is (no header stamped): what an address without a session sends.
+  void send_raw(std::span<const uint8_t> bytes) { socket.send(bytes, server_); }
+
+  /// Sends `built` with the next packet sequence stamped in its header.
+  void send_in_session(std::span<const uint8_t> built) {
+    Bytes b(built.begin(), built.end());
+    ASSERT_TRUE(wire::stamp_header(b, wire::PacketHeader(next_sequence_++, 0, 0)));
+    socket.send(b, server_);
+  }
+
+  /// Sends `datagram`, then a barrier: a Ping padded so the server may answer it even without a
+  /// session. The server handles datagrams in order and sends each one's replies before reading
+  /// the next, so everything that arrives before the barrier's Pong answers `datagram`. Snapshots
+  /// and collision events (sent to a session every tick) are not replies and are skipped.
+  std::vector<Reply> send_and_collect(std::span<const uint8_t> built, bool in_session = false) {
+    const Bytes datagram(built.begin(), built.end());  // `built` may live in socket.fbb, reused below
+    const uint64_t nonce = ++barrier_nonce_;
+    const Bytes barrier = padded(wire::build_ping(socket.fbb, nonce), 200);
+    if (in_session) {
+      send_in_session(datagram);
+      send_in_session(barrier);
+    } else {
+      send_raw(datagram);
+      send_raw(barrier);
+    }
+    std::vector<Reply> replies;
+    const Clock::time_point deadline = Clock::now() + kWaitTimeout;
+    for (int i = 0; i < kMaxIterations && Clock::now() < deadline; ++i) {
+      asio::ip::udp::endpoint from;
+      const size_t n = socket.receive(milliseconds{5}, &from);
+      if (n == 0) continue;
+      const wire::Verified v = wire::verify_datagram(socket.last(n), wire::Direction::ServerToClient);
+      const wire::Message type = v.reason == wire::DropReason::None ? v.envelope->message_type() : wire::Message::NONE;
+      if (type == wire::Message::Pong && v.envelope->message_as_Pong()->nonce() == nonce) return replies;
+      if (type == wire::Message::Snapshot || type == wire::Message::CollisionEvents) continue;
+      const auto bytes = socket.last(n);
+      replies.push_back(Reply{type, n, Bytes(bytes.begin(), bytes.end())});
+    }
+    ADD_FAILURE() << "the barrier Pong never came back";
+    return replies;
+  }
+
+  /// Connect -> Challenge -> Connect with the cookie -> ConnectAccepted. Returns the session's
+  /// client id, or nullopt (with a test failure naming the step that failed).
+  std::optional<uint32_t> handshake(std::string_view name) {
+    send_raw(wire::build_connect(socket.fbb, name));
+    const wire::Envelope* challenge = socket.wait_from_server(wire::Message::Challenge);
+    if (challenge == nullptr || challenge->message_as_Challenge()->cookie() == nullptr) {
+      ADD_FAILURE() << "no Challenge for the first Connect";
+      return std::nullopt;
+    }
+    const auto* c = challenge->message_as_Challenge()->cookie();
+    cookie = Bytes(c->begin(), c->end());
+    send_raw(wire::build_connect(socket.fbb, name, cookie));
+    const wire::Envelope* accepted = socket.wait_from_server(wire::Message::ConnectAccepted);
+    if (accepted == nullptr) {
+      ADD_FAILURE() << "no ConnectAccepted for the Connect with the cookie";
+      return std::nullopt;
+    }
+    const wire::ConnectAccepted& m = *accepted->message_as_ConnectAccepted();
+    EXPECT_EQ(m.first_request_id(), 1u);
+    EXPECT_NE(m.quantization(), nullptr);
+    EXPECT_EQ(wire::header_of(*accepted).sequence(), 1u);  // the session's first datagram
+    next_request_id = m.first_request_id();
+    return m.client_id();
+  }
+
+  /// One RequestResult as received.
+  struct Result {
+    uint32_t request_id = 0;
+    wire::ResultCode code = wire::ResultCode::Ok;
+    ObjectID id;
+  };
+
+  /// Receives for the duration of `snapshots` snapshot datagrams (one per server tick), recording
+  /// every RequestResult that arrives meanwhile. Ends early once `until` results were recorded.
+  /// Tick-paced, so "no answer within n ticks" needs no sleep.
+  void receive_for_snapshots(int snapshots, size_t until = SIZE_MAX) {
+    int seen = 0;
+    const Clock::time_point deadline = Clock::now() + kWaitTimeout;
+    for (int i = 0; i < kMaxIterations && Clock::now() < deadline && seen < snapshots && results.size() < until; ++i) {
+      asio::ip::udp::endpoint from;
+      const size_t n = socket.receive(milliseconds{5}, &from);
+      if (n == 0) continue;
+      const wire::Verified v = wire::verify_datagram(socket.last(n), wire::Direction::ServerToClient);
+      if (v.reason != wire::DropReason::None) continue;
+      if (v.envelope->message_type() == wire::Message::Snapshot) ++seen;
+      if (const auto* r = v.envelope->message_as_RequestResult()) {
+        results.push_back(Result{r->request_id(), r->code(), from_wire(r->id())});
+      }
+    }
+    EXPECT_TRUE(seen >= snapshots || results.size() >= until) << "the session stopped receiving snapshots";
+  }
+
+  /// Receives until `count` more RequestResults arrived (bounded by kWaitTimeout's worth of ticks).
+  void wait_results(size_t count) {
+    const size_t target = results.size() + count;
+    receive_for_snapshots(std::numeric_limits<int>::max(), target);
+    EXPECT_EQ(results.size(), target) << "RequestResults missing";
+  }
+
+  Bytes cookie;                  ///< from the last handshake's Challenge
+  uint32_t next_request_id = 1;  ///< from ConnectAccepted.first_request_id
+  std::vector<Result> results;   ///< every RequestResult received by the waits above, in order
+
+ private:
+  asio::ip::udp::endpoint server_;
+  uint32_t next_sequence_ = 1;
+  uint64_t barrier_nonce_ = 0;
+};
 
 class BadInput : public ::testing::Test {
  protected:
@@ -172,8 +319,10 @@ TEST_F(BadInput, OversizedDatagramsAreDroppedUnread) {
 TEST_F(BadInput, WellFormedButMeaninglessDatagramsAreDropped) {
   std::vector<Bytes> datagrams;
   // A server->client message sent to the server (wrong direction).
-  datagrams.push_back(to_bytes(wire::build_connect_accepted(attacker.fbb, 1, 60, 30, 0)));
-  datagrams.push_back(to_bytes(wire::build_pong(attacker.fbb, 1, 2)));
+  datagrams.push_back(to_bytes(wire::build_connect_accepted(attacker.fbb, wire::AcceptedArgs{})));
+  datagrams.push_back(to_bytes(wire::build_pong(attacker.fbb, 1, 2, 3)));
+  datagrams.push_back(to_bytes(wire::build_challenge(attacker.fbb, Bytes(32, 0xCC))));
+  datagrams.push_back(to_bytes(wire::build_snapshot(attacker.fbb, 7, Bytes(64, 0))));
   // An envelope with no message, and one with an unknown union type.
   for (const auto type : {wire::Message::NONE, static_cast<wire::Message>(200)}) {
     flatbuffers::FlatBufferBuilder fbb;
@@ -216,22 +365,232 @@ TEST_F(BadInput, WrongProtocolVersionConnectIsRejectedWithVersionMismatch) {
 }
 
 TEST_F(BadInput, RequestsFromAnAddressWithoutASessionAreRefused) {
+  RawPeer stranger(server.port());
   wire::CreateObjectArgs args;
   args.position = {0.0f, 3.0f, 0.0f};
-  attacker.send(wire::build_create_object(attacker.fbb, 77, args), server_endpoint());
-  const wire::Envelope* reply = attacker.wait_from_server(wire::Message::RequestResult);
-  ASSERT_NE(reply, nullptr) << "no RequestResult for a request without a session";
-  EXPECT_EQ(reply->message_as_RequestResult()->request_id(), 77u);
-  EXPECT_EQ(reply->message_as_RequestResult()->code(), wire::ResultCode::NotConnected);
-  // Nor may a stranger push or destroy someone else's objects.
-  attacker.send(wire::build_destroy_object(attacker.fbb, 78, target), server_endpoint());
-  attacker.send(wire::build_apply_impulse(attacker.fbb, 79, target, {0.0f, 50.0f, 0.0f}), server_endpoint());
-  for (uint32_t id : {78u, 79u}) {
-    const wire::Envelope* r = attacker.wait_from_server(wire::Message::RequestResult);
-    ASSERT_NE(r, nullptr);
-    EXPECT_EQ(r->message_as_RequestResult()->request_id(), id);
-    EXPECT_EQ(r->message_as_RequestResult()->code(), wire::ResultCode::NotConnected);
+  const std::vector<Reply> created = stranger.send_and_collect(wire::build_create_object(stranger.socket.fbb, 77, args));
+  ASSERT_EQ(created.size(), 1u) << "no answer to a request without a session";
+  const wire::Verified v = wire::verify_datagram(created[0].datagram, wire::Direction::ServerToClient);
+  ASSERT_EQ(v.reason, wire::DropReason::None);
+  ASSERT_NE(v.envelope->message_as_RequestResult(), nullptr);
+  EXPECT_EQ(v.envelope->message_as_RequestResult()->request_id(), 77u);
+  EXPECT_EQ(v.envelope->message_as_RequestResult()->code(), wire::ResultCode::NotConnected);
+  EXPECT_EQ(wire::header_of(*v.envelope).sequence(), 0u);  // no session, no packet sequence
+
+  // Nor may a stranger push or destroy someone else's objects. Small requests get the answer only
+  // when it is no larger than they are; either way nothing happens.
+  for (const Bytes& request : {to_bytes(wire::build_destroy_object(stranger.socket.fbb, 78, target)),
+                               to_bytes(wire::build_apply_impulse(stranger.socket.fbb, 79, target, {0, 50, 0})),
+                               to_bytes(wire::build_set_velocity(stranger.socket.fbb, 80, target, {0, 50, 0}))}) {
+    for (const Reply& r : stranger.send_and_collect(request)) {
+      EXPECT_EQ(r.type, wire::Message::RequestResult);
+      EXPECT_LE(r.bytes, request.size());
+      const wire::Verified rv = wire::verify_datagram(r.datagram, wire::Direction::ServerToClient);
+      ASSERT_EQ(rv.reason, wire::DropReason::None);
+      EXPECT_EQ(rv.envelope->message_as_RequestResult()->code(), wire::ResultCode::NotConnected);
+    }
   }
+  expect_unchanged_and_serving();
+}
+
+// ---------------------------------------------------------------------- the handshake
+
+TEST_F(BadInput, AnUnpaddedConnectGetsNoAnswerAndNoSession) {
+  RawPeer stranger(server.port());
+  const Bytes unpadded = make_connect(wire::kProtocolVersion, wire::kProtocolVersion, "short", false);
+  ASSERT_LT(unpadded.size(), wire::min_connect_bytes());
+  EXPECT_TRUE(stranger.send_and_collect(unpadded).empty()) << "an unpadded Connect was answered";
+  EXPECT_EQ(server.stats().clients.load(), 1u);
+  // The same Connect padded to the minimum is answered with a Challenge: size was the reason.
+  const Bytes padded_connect = make_connect(wire::kProtocolVersion, wire::kProtocolVersion, "short");
+  ASSERT_GE(padded_connect.size(), wire::min_connect_bytes());
+  const std::vector<Reply> replies = stranger.send_and_collect(padded_connect);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].type, wire::Message::Challenge);
+  EXPECT_LE(replies[0].bytes, padded_connect.size());
+  EXPECT_EQ(server.stats().clients.load(), 1u);  // a Challenge creates no state
+  expect_unchanged_and_serving();
+}
+
+TEST_F(BadInput, AForgedCookieGetsAFreshChallengeNeverASession) {
+  RawPeer attacker_peer(server.port());
+  RawPeer other(server.port());
+  auto challenge_cookie = [](const std::vector<Reply>& replies) -> Bytes {
+    if (replies.size() != 1 || replies[0].type != wire::Message::Challenge) {
+      ADD_FAILURE() << "expected exactly one Challenge, got " << replies.size() << " replies";
+      return {};
+    }
+    const wire::Verified v = wire::verify_datagram(replies[0].datagram, wire::Direction::ServerToClient);
+    const auto* c = v.envelope->message_as_Challenge()->cookie();
+    return c ? Bytes(c->begin(), c->end()) : Bytes{};
+  };
+  flatbuffers::FlatBufferBuilder& fbb = attacker_peer.socket.fbb;
+  const Bytes cookie = challenge_cookie(attacker_peer.send_and_collect(wire::build_connect(fbb, "forger")));
+  ASSERT_FALSE(cookie.empty());
+  const Bytes others_cookie = challenge_cookie(other.send_and_collect(wire::build_connect(fbb, "other")));
+  ASSERT_FALSE(others_cookie.empty());
+
+  std::vector<Bytes> forged;
+  for (size_t byte : {size_t{0}, cookie.size() / 2, cookie.size() - 1}) {  // one bit flipped
+    Bytes f = cookie;
+    f[byte] ^= 0x01;
+    forged.push_back(f);
+  }
+  forged.push_back(Bytes(cookie.begin(), cookie.end() - 1));                  // truncated
+  forged.push_back(Bytes(cookie.size(), 0x00));                               // zeros
+  forged.push_back(Bytes(wire::kMaxCookieBytes, 0xA5));                       // longest, made up
+  forged.push_back(others_cookie);  // valid, but for another address: the MAC covers address and port
+  for (const Bytes& f : forged) {
+    SCOPED_TRACE(testing::Message() << f.size() << "-byte forged cookie");
+    const Bytes connect = to_bytes(wire::build_connect(fbb, "forger", f));
+    const std::vector<Reply> replies = attacker_peer.send_and_collect(connect);
+    const Bytes fresh = challenge_cookie(replies);  // a fresh Challenge, never an accept
+    EXPECT_FALSE(fresh.empty());
+    for (const Reply& r : replies) EXPECT_LE(r.bytes, connect.size());
+    EXPECT_EQ(server.stats().clients.load(), 1u) << "a forged cookie opened a session";
+  }
+
+  // The genuine cookie does open a session (so the refusals above were about the cookie), and the
+  // session closes again on Disconnect.
+  const std::vector<Reply> accepted = attacker_peer.send_and_collect(wire::build_connect(fbb, "forger", cookie));
+  ASSERT_FALSE(accepted.empty());
+  EXPECT_EQ(accepted[0].type, wire::Message::ConnectAccepted);
+  EXPECT_EQ(server.stats().clients.load(), 2u);
+  attacker_peer.send_in_session(wire::build_disconnect(fbb, "done"));
+  EXPECT_TRUE(good.poll_until([&] { return server.stats().clients.load() == 1u; }));
+  expect_unchanged_and_serving();
+}
+
+TEST_F(BadInput, AnAddressWithoutASessionNeverGetsMoreBytesThanItSent) {
+  // Every kind of datagram a spoofed source could send, each measured against what came back.
+  RawPeer stranger(server.port());
+  flatbuffers::FlatBufferBuilder& fbb = stranger.socket.fbb;
+  wire::CreateObjectArgs create;
+  create.position = {0, 3, 0};
+  wire::InterestArgs area;
+  area.kind = wire::InterestKind::Sphere;
+  area.radius = 10.0f;
+  const std::vector<std::pair<const char*, Bytes>> datagrams{
+      {"first Connect", to_bytes(wire::build_connect(fbb, "spoofed"))},
+      {"Connect with a forged cookie", to_bytes(wire::build_connect(fbb, "spoofed", Bytes(32, 0x42)))},
+      {"Connect with a long name", make_connect(wire::kProtocolVersion, wire::kProtocolVersion, std::string(200, 'n'))},
+      {"Connect of another version", make_connect(wire::kProtocolVersion + 1, wire::kProtocolVersion + 1, "v")},
+      {"Connect with another field version", make_connect(wire::kProtocolVersion, 2, "v")},
+      {"unpadded Connect", make_connect(wire::kProtocolVersion, wire::kProtocolVersion, "u", false)},
+      {"CreateObject", to_bytes(wire::build_create_object(fbb, 1, create))},
+      {"DestroyObject", to_bytes(wire::build_destroy_object(fbb, 1, target))},
+      {"ApplyForce", to_bytes(wire::build_apply_force(fbb, 1, target, {1, 0, 0}))},
+      {"ApplyImpulse", to_bytes(wire::build_apply_impulse(fbb, 1, target, {1, 0, 0}, Vec3{0, 1, 0}))},
+      {"SetVelocity", to_bytes(wire::build_set_velocity(fbb, 1, target, {1, 0, 0}))},
+      {"ApplyTorque", to_bytes(wire::build_apply_torque(fbb, 1, target, {1, 0, 0}))},
+      {"SetAngularVelocity", to_bytes(wire::build_set_angular_velocity(fbb, 1, target, {1, 0, 0}))},
+      {"Raycast", to_bytes(wire::build_raycast(fbb, 1, {0, 5, 0}, {0, -10, 0}, true))},
+      {"SetInterest", to_bytes(wire::build_set_interest(fbb, 1, area))},
+      {"invalid CreateObject", [&] {
+         wire::CreateObjectArgs bad = create;
+         bad.mass = -1.0f;
+         return to_bytes(wire::build_create_object(fbb, 1, bad));
+       }()},
+      {"unpadded Ping", to_bytes(wire::build_ping(fbb, 9))},
+      {"Disconnect", to_bytes(wire::build_disconnect(fbb, "never connected"))},
+      {"server message", to_bytes(wire::build_pong(fbb, 1, 2, 3))},
+      {"garbage", Bytes(300, 0x5A)},
+  };
+  size_t bytes_in = 0;
+  size_t bytes_out = 0;
+  int answered = 0;
+  for (const auto& [what, datagram] : datagrams) {
+    SCOPED_TRACE(what);
+    const std::vector<Reply> replies = stranger.send_and_collect(datagram);
+    EXPECT_LE(replies.size(), 1u) << "more than one datagram for one";
+    size_t out = 0;
+    for (const Reply& r : replies) {
+      out += r.bytes;
+      EXPECT_NE(r.type, wire::Message::ConnectAccepted);
+    }
+    EXPECT_LE(out, datagram.size()) << "amplification: " << out << " bytes out for " << datagram.size() << " in";
+    bytes_in += datagram.size();
+    bytes_out += out;
+    answered += replies.empty() ? 0 : 1;
+    EXPECT_EQ(server.stats().clients.load(), 1u);
+  }
+  EXPECT_LE(bytes_out, bytes_in);
+  // Not vacuous: the handshake and refusals do answer (Challenge, ConnectRejected, NotConnected).
+  EXPECT_GE(answered, 4) << bytes_out << " bytes out for " << bytes_in << " in";
+  expect_unchanged_and_serving();
+}
+
+// ---------------------------------------------------------------------- a raw session
+
+TEST_F(BadInput, ARawSessionsRequestsAreAdmittedOnceAndInOrder) {
+  RawPeer raw(server.port());
+  const std::optional<uint32_t> client_id = raw.handshake("raw session");
+  ASSERT_TRUE(client_id.has_value());
+  EXPECT_EQ(server.stats().clients.load(), 2u);
+  ASSERT_EQ(raw.next_request_id, 1u);
+  flatbuffers::FlatBufferBuilder& fbb = raw.socket.fbb;
+  wire::CreateObjectArgs args;
+  args.shape = wire::ShapeKind::Box;
+  args.dims = {0.25f, 0.25f, 0.25f};
+  args.position = {20.0f, 0.25f, 20.0f};
+  const Bytes create_1 = to_bytes(wire::build_create_object(fbb, 1, args));
+  args.position.x = 22.0f;
+  const Bytes create_2 = to_bytes(wire::build_create_object(fbb, 2, args));
+
+  // Request 2 arrives first: it waits for 1 (no answer over several ticks, nothing created).
+  raw.send_in_session(create_2);
+  raw.receive_for_snapshots(4);
+  EXPECT_TRUE(raw.results.empty()) << "request 2 was answered before request 1 arrived";
+  EXPECT_EQ(server.stats().objects.load(), baseline_ids.size());
+
+  // Request 1 fills the gap: both are applied, in order.
+  raw.send_in_session(create_1);
+  raw.wait_results(2);
+  ASSERT_EQ(raw.results.size(), 2u);
+  EXPECT_EQ(raw.results[0].request_id, 1u);
+  EXPECT_EQ(raw.results[1].request_id, 2u);
+  EXPECT_EQ(raw.results[0].code, wire::ResultCode::Ok);
+  EXPECT_EQ(raw.results[1].code, wire::ResultCode::Ok);
+  const ObjectID first = raw.results[0].id;
+  const ObjectID second = raw.results[1].id;
+  EXPECT_LT(first.index, second.index) << "applied out of order";
+  EXPECT_EQ(server.stats().objects.load(), baseline_ids.size() + 2);
+
+  // A duplicate of an answered request gets the stored answer again and is not applied again.
+  const uint64_t duplicates = server.stats().requests_duplicate.load();
+  raw.send_in_session(create_1);
+  raw.wait_results(1);
+  ASSERT_EQ(raw.results.size(), 3u);
+  EXPECT_EQ(raw.results[2].request_id, 1u);
+  EXPECT_EQ(raw.results[2].code, wire::ResultCode::Ok);
+  EXPECT_EQ(raw.results[2].id, first);
+  EXPECT_EQ(server.stats().requests_duplicate.load(), duplicates + 1);
+  EXPECT_EQ(server.stats().objects.load(), baseline_ids.size() + 2);
+
+  // Request id 0 is never a valid sequence; an id 256 or more ahead of the next expected one (3)
+  // is dropped unanswered.
+  raw.send_in_session(wire::build_destroy_object(fbb, 0, first));
+  raw.wait_results(1);
+  ASSERT_EQ(raw.results.size(), 4u);
+  EXPECT_EQ(raw.results[3].request_id, 0u);
+  EXPECT_EQ(raw.results[3].code, wire::ResultCode::InvalidArgument);
+  raw.send_in_session(wire::build_destroy_object(fbb, 3 + 256, first));
+  raw.send_in_session(wire::build_destroy_object(fbb, 3 + 1000, first));
+  raw.receive_for_snapshots(4);
+  EXPECT_EQ(raw.results.size(), 4u) << "a request far beyond the window was answered";
+  EXPECT_EQ(server.stats().objects.load(), baseline_ids.size() + 2);
+
+  // The sequence continues at 3: clean up, then disconnect.
+  raw.send_in_session(wire::build_destroy_object(fbb, 3, first));
+  raw.send_in_session(wire::build_destroy_object(fbb, 4, second));
+  raw.wait_results(2);
+  ASSERT_EQ(raw.results.size(), 6u);
+  EXPECT_EQ(raw.results[4].request_id, 3u);
+  EXPECT_EQ(raw.results[4].code, wire::ResultCode::Ok);
+  EXPECT_EQ(raw.results[5].request_id, 4u);
+  EXPECT_EQ(raw.results[5].code, wire::ResultCode::Ok);
+  raw.send_in_session(wire::build_disconnect(fbb, "done"));
+  EXPECT_TRUE(good.poll_until([&] { return server.stats().clients.load() == 1u; }));
   expect_unchanged_and_serving();
 }
 

@@ -1,155 +1,16 @@
 // ServerCore driven by a fake clock (no sockets, no sleeps): sessions, the request queue applied
 // at tick boundaries, immediate rejections, anti-amplification, snapshots at their own rate,
 // collision events, timeouts, shutdown and the capped fixed-step accumulator.
-#include <gtest/gtest.h>
-
-#include <chrono>
-#include <cmath>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "server/app/server_core.h"
-#include "server/app/step_clock.h"
+#include "unit/server/core_fixture.h"
 
 namespace impulse::server {
 namespace {
 
-using namespace std::chrono_literals;
-using wire::Message;
-using wire::ResultCode;
-
-using Bytes = std::vector<uint8_t>;
-Bytes copy(std::span<const uint8_t> s) { return Bytes(s.begin(), s.end()); }
-
-/// One datagram the core queued, verified and copied so it outlives the Outbox.
-struct Sent {
-  Endpoint to;
-  Bytes bytes;
-  const wire::Envelope* envelope() const { return wire::GetEnvelope(bytes.data()); }
-  Message type() const { return envelope()->message_type(); }
-};
-
-class CoreTest : public ::testing::Test {
- protected:
-  static constexpr int kTickHz = 60;
-  static constexpr std::chrono::nanoseconds kStep{1'000'000'000LL / kTickHz};
-
-  explicit CoreTest(ServerConfig config = test_config()) : config_(config), core_(config, {0, -9.81f, 0}, stats_) {
-    physics::BodyDesc ground;
-    ground.kind = physics::BodyKind::Static;
-    ground.shape = physics::make_box({50, 0.5f, 50});
-    ground.position = {0, -0.5f, 0};
-    std::string error;
-    EXPECT_TRUE(core_.add_bodies(std::span(&ground, 1), &error)) << error;
-    ground_id_ = ObjectID{0, 1};
-    core_.world().for_each_object([this](const physics::BodyState& b) { ground_id_ = b.id; });
-    core_.start(now_);
-  }
-
-  static ServerConfig test_config() {
-    ServerConfig c;
-    c.tick_hz = kTickHz;
-    c.snapshot_hz = 30;
-    c.max_clients = 2;
-    c.client_timeout_s = 2.0;
-    c.max_steps_per_frame = 4;
-    return c;
-  }
-
-  static Endpoint endpoint(uint16_t port) { return Endpoint(asio::ip::make_address("127.0.0.1"), port); }
-
-  /// Feeds one datagram at the current fake time; returns what the core queued in reply.
-  std::vector<Sent> receive(const Endpoint& from, std::span<const uint8_t> bytes) {
-    const Bytes aligned = copy(bytes);
-    core_.handle_datagram(from, aligned, now_, out_);
-    return drain();
-  }
-  /// Advances the fake clock and runs one wake-up; returns what was queued.
-  std::vector<Sent> advance(std::chrono::nanoseconds dt, int* steps = nullptr) {
-    now_ += dt;
-    const int n = core_.update(now_, out_);
-    if (steps) *steps = n;
-    return drain();
-  }
-  std::vector<Sent> drain() {
-    std::vector<Sent> sent;
-    for (const Outbox::Datagram& d : out_.datagrams()) {
-      Sent s{d.to, copy(out_.bytes_of(d))};
-      EXPECT_LE(s.bytes.size(), wire::kMaxDatagramBytes);
-      EXPECT_EQ(wire::verify_datagram(s.bytes, wire::Direction::ServerToClient).reason, wire::DropReason::None);
-      sent.push_back(std::move(s));
-    }
-    out_.clear();
-    return sent;
-  }
-
-  /// Connects `from` and returns its client id (0 on failure).
-  uint32_t connect(const Endpoint& from, std::string_view name = "tester") {
-    const auto sent = receive(from, wire::build_connect(fbb_, name));
-    if (sent.size() != 1 || sent[0].type() != Message::ConnectAccepted) return 0;
-    return sent[0].envelope()->message_as_ConnectAccepted()->client_id();
-  }
-
-  static std::vector<const wire::RequestResult*> results(const std::vector<Sent>& sent) {
-    std::vector<const wire::RequestResult*> r;
-    for (const Sent& s : sent) {
-      if (const auto* m = s.envelope()->message_as_RequestResult()) r.push_back(m);
-    }
-    return r;
-  }
-  // The results point into the datagrams: a temporary vector would leave them dangling.
-  static std::vector<const wire::RequestResult*> results(std::vector<Sent>&&) = delete;
-  static std::vector<const wire::RaycastResult*> raycasts(const std::vector<Sent>& sent) {
-    std::vector<const wire::RaycastResult*> r;
-    for (const Sent& s : sent) {
-      if (const auto* m = s.envelope()->message_as_RaycastResult()) r.push_back(m);
-    }
-    return r;
-  }
-  static std::vector<const wire::RaycastResult*> raycasts(std::vector<Sent>&&) = delete;
-
-  /// Connects a client, sends `requests` (built datagrams) and runs one step; returns what the
-  /// step sent. Every request must be queued (none answered at once).
-  std::vector<Sent> apply_in_one_step(const Endpoint& from, const std::vector<Bytes>& requests) {
-    for (const Bytes& r : requests) EXPECT_TRUE(receive(from, r).empty());
-    return advance(kStep);
-  }
-  /// Creates one object in its own step; returns its id (null on failure, with a test failure).
-  ObjectID create(const Endpoint& from, const wire::CreateObjectArgs& args) {
-    const auto sent = apply_in_one_step(from, {copy(wire::build_create_object(fbb_, next_request_++, args))});
-    const auto r = results(sent);
-    if (r.size() != 1 || r[0]->code() != ResultCode::Ok) {
-      ADD_FAILURE() << "create failed" << (r.size() == 1 && r[0]->message() ? ": " + r[0]->message()->str() : "");
-      return {};
-    }
-    return from_wire(r[0]->id());
-  }
-  /// The snapshot row of `id` in what was sent, or nullopt.
-  static std::optional<wire::ObjectState> snapshot_row(const std::vector<Sent>& sent, ObjectID id) {
-    for (const Sent& s : sent) {
-      const auto* snap = s.envelope()->message_as_Snapshot();
-      if (snap == nullptr || snap->objects() == nullptr) continue;
-      for (const wire::ObjectState* o : *snap->objects()) {
-        if (o->id() == impulse::to_wire(id)) return *o;
-      }
-    }
-    return std::nullopt;
-  }
-  uint32_t next_request_ = 1000;
-
-  ServerConfig config_;
-  ServerStats stats_;
-  ServerCore core_;
-  Outbox out_;
-  flatbuffers::FlatBufferBuilder fbb_;
-  TimePoint now_ = TimePoint{} + 1h;
-  ObjectID ground_id_;
-};
+using namespace core_test;
 
 TEST_F(CoreTest, ConnectIsAcceptedAndIdempotent) {
   const Endpoint a = endpoint(5000);
-  const auto sent = receive(a, wire::build_connect(fbb_, "alice"));
+  const auto sent = handshake(a, "alice");
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].to, a);
   const auto* accepted = sent[0].envelope()->message_as_ConnectAccepted();
@@ -159,7 +20,11 @@ TEST_F(CoreTest, ConnectIsAcceptedAndIdempotent) {
   EXPECT_EQ(accepted->snapshot_hz(), 30);
   EXPECT_EQ(accepted->tick(), 0u);
 
-  EXPECT_EQ(connect(a), 1u);  // a resent Connect gets the same session
+  // A Connect resent from a connected address gets the same session's ConnectAccepted at once.
+  const auto again = receive(a, wire::build_connect(fbb_, "alice"));
+  ASSERT_EQ(again.size(), 1u);
+  ASSERT_EQ(again[0].type(), Message::ConnectAccepted);
+  EXPECT_EQ(again[0].envelope()->message_as_ConnectAccepted()->client_id(), 1u);
   EXPECT_EQ(core_.sessions().size(), 1u);
   EXPECT_EQ(connect(endpoint(5001)), 2u);
   EXPECT_EQ(stats_.clients.load(), 2u);
@@ -168,7 +33,7 @@ TEST_F(CoreTest, ConnectIsAcceptedAndIdempotent) {
 TEST_F(CoreTest, ServerFullAndBadConnectsAreRejected) {
   ASSERT_EQ(connect(endpoint(1)), 1u);
   ASSERT_EQ(connect(endpoint(2)), 2u);
-  auto sent = receive(endpoint(3), wire::build_connect(fbb_, "third"));
+  auto sent = handshake(endpoint(3), "third");
   ASSERT_EQ(sent.size(), 1u);
   ASSERT_EQ(sent[0].type(), Message::ConnectRejected);
   EXPECT_EQ(sent[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::ServerFull);
@@ -177,7 +42,7 @@ TEST_F(CoreTest, ServerFullAndBadConnectsAreRejected) {
   EXPECT_TRUE(sent.empty());
   EXPECT_EQ(core_.sessions().size(), 1u);
 
-  sent = receive(endpoint(4), wire::build_connect(fbb_, std::string(65, 'n')));
+  sent = receive(endpoint(4), wire::build_connect(fbb_, std::string(65, 'n')));  // refused before the cookie
   ASSERT_EQ(sent.size(), 1u);
   ASSERT_EQ(sent[0].type(), Message::ConnectRejected);
   EXPECT_EQ(sent[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::InvalidArgument);
@@ -215,7 +80,7 @@ TEST_F(CoreTest, StrangersGetNotConnectedNoLargerThanTheirRequest) {
   // the tick is non-zero: FlatBuffers omits fields equal to their default).
   advance(kStep);
   Bytes ping = copy(wire::build_ping(fbb_, 5));
-  ASSERT_GT(wire::build_pong(fbb_, 5, 1).size(), ping.size());
+  ASSERT_GT(wire::build_pong(fbb_, 5, 1, 16667).size(), ping.size());
   EXPECT_TRUE(receive(endpoint(7), ping).empty());
   ping.resize(wire::kMaxDatagramBytes, 0);
   const auto pong = receive(endpoint(7), ping);
@@ -242,11 +107,11 @@ TEST_F(CoreTest, RequestsAreAppliedAtTheNextTickInArrivalOrder) {
   ASSERT_NE(connect(a), 0u);
   wire::CreateObjectArgs ball;
   ball.position = {0, 5, 0};
-  EXPECT_TRUE(receive(a, wire::build_create_object(fbb_, 1, ball)).empty());
+  EXPECT_TRUE(receive(a, wire::build_create_object(fbb_, next_id(a), ball)).empty());
   ball.position = {3, 5, 0};
-  EXPECT_TRUE(receive(a, wire::build_create_object(fbb_, 2, ball)).empty());
-  EXPECT_TRUE(receive(a, wire::build_apply_force(fbb_, 3, ground_id_, {1, 0, 0})).empty());
-  EXPECT_TRUE(receive(a, wire::build_destroy_object(fbb_, 4, ObjectID{1234, 9})).empty());
+  EXPECT_TRUE(receive(a, wire::build_create_object(fbb_, next_id(a), ball)).empty());
+  EXPECT_TRUE(receive(a, wire::build_apply_force(fbb_, next_id(a), ground_id_, {1, 0, 0})).empty());
+  EXPECT_TRUE(receive(a, wire::build_destroy_object(fbb_, next_id(a), ObjectID{1234, 9})).empty());
   EXPECT_EQ(core_.queued_requests(), 4u);
   EXPECT_EQ(core_.world().object_count(), 1u);  // nothing applied before the tick
 
@@ -271,8 +136,8 @@ TEST_F(CoreTest, RequestsAreAppliedAtTheNextTickInArrivalOrder) {
 
   // The created object is addressable: destroy it, then its id is stale.
   const ObjectID first = from_wire(r[0]->id());
-  receive(a, wire::build_destroy_object(fbb_, 5, first));
-  receive(a, wire::build_set_velocity(fbb_, 6, first, {1, 0, 0}));
+  receive(a, wire::build_destroy_object(fbb_, next_id(a), first));
+  receive(a, wire::build_set_velocity(fbb_, next_id(a), first, {1, 0, 0}));
   const auto sent2 = advance(kStep);
   const auto r2 = results(sent2);
   ASSERT_EQ(r2.size(), 2u);
@@ -286,13 +151,13 @@ TEST_F(CoreTest, InvalidNumbersAreRejectedImmediatelyNamingTheField) {
   ASSERT_NE(connect(a), 0u);
   wire::CreateObjectArgs bad;
   bad.mass = -1.0f;
-  const auto sent = receive(a, wire::build_create_object(fbb_, 10, bad));
+  const auto sent = receive(a, wire::build_create_object(fbb_, next_id(a), bad));
   auto r = results(sent);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
   EXPECT_NE(r[0]->message()->str().find("mass"), std::string::npos);
 
-  const auto sent2 = receive(a, wire::build_apply_impulse(fbb_, 11, ground_id_, {std::nanf(""), 0, 0}));
+  const auto sent2 = receive(a, wire::build_apply_impulse(fbb_, next_id(a), ground_id_, {std::nanf(""), 0, 0}));
   r = results(sent2);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
@@ -309,7 +174,7 @@ TEST_F(CoreTest, MalformedDatagramsAreCountedAndDropped) {
   Bytes bad_id = copy(wire::build_ping(fbb_, 1));
   bad_id[5] = 'Z';
   EXPECT_TRUE(receive(a, bad_id).empty());
-  EXPECT_TRUE(receive(a, wire::build_pong(fbb_, 1, 2)).empty());  // wrong direction
+  EXPECT_TRUE(receive(a, wire::build_pong(fbb_, 1, 2, 3)).empty());  // wrong direction
   EXPECT_EQ(stats_.datagrams_dropped.load(), 4u);
   EXPECT_EQ(core_.rejects().count(RejectReason::Empty), 1u);
   EXPECT_EQ(core_.rejects().count(RejectReason::Oversized), 1u);
@@ -321,28 +186,27 @@ TEST_F(CoreTest, MalformedDatagramsAreCountedAndDropped) {
 TEST_F(CoreTest, SnapshotsAtTheirOwnRateWithEveryObject) {
   const Endpoint a = endpoint(5000);
   ASSERT_NE(connect(a), 0u);
-  // 40 more bodies so a snapshot needs two parts.
   for (uint32_t i = 0; i < 40; ++i) {
     wire::CreateObjectArgs ball;
     ball.position = {static_cast<float>(i) * 1.5f - 30.0f, 2.0f, 0.0f};
-    receive(a, wire::build_create_object(fbb_, i + 1, ball));
+    receive(a, wire::build_create_object(fbb_, next_id(a), ball));
   }
-  int snapshot_parts = 0;
   std::vector<uint64_t> ticks;
+  wire::SnapshotReceiver& view = receivers_.at(a.port());
   for (int i = 0; i < kTickHz; ++i) {  // one simulated second, one step per wake-up
-    for (const Sent& s : advance(kStep)) {
+    const auto sent = advance(kStep);
+    snapshot_row(sent, ground_id_);  // applies them
+    for (const Sent& s : sent) {
       const auto* snap = s.envelope()->message_as_Snapshot();
       if (!snap) continue;
-      ++snapshot_parts;
       EXPECT_EQ(s.to, a);
-      EXPECT_EQ(snap->object_count(), 41u);
-      EXPECT_EQ(snap->part_count(), wire::plan_snapshot(41).part_count);
-      if (snap->part() == 0) ticks.push_back(snap->tick());
+      ticks.push_back(snap->tick());
     }
   }
-  ASSERT_EQ(ticks.size(), 30u);  // 30 Hz
+  ASSERT_EQ(ticks.size(), 30u);  // 30 Hz, one datagram each
   for (size_t i = 0; i < ticks.size(); ++i) EXPECT_EQ(ticks[i], 2 * (i + 1));
-  EXPECT_EQ(snapshot_parts, 30 * wire::plan_snapshot(41).part_count);
+  EXPECT_EQ(view.objects().size(), 41u);  // the ground and the 40 balls
+  EXPECT_EQ(view.tick(), 60u);
 }
 
 TEST_F(CoreTest, CollisionEventsAreTickStampedAndOrdered) {
@@ -351,7 +215,7 @@ TEST_F(CoreTest, CollisionEventsAreTickStampedAndOrdered) {
   wire::CreateObjectArgs ball;
   ball.dims = {0.5f, 0.5f, 0.5f};
   ball.position = {0, 1.0f, 0};  // 0.5 m above the ground
-  receive(a, wire::build_create_object(fbb_, 1, ball));
+  receive(a, wire::build_create_object(fbb_, next_id(a), ball));
   std::vector<wire::CollisionEvent> begins;
   uint64_t last_tick = 0;
   for (int i = 0; i < 2 * kTickHz && begins.empty(); ++i) {
@@ -391,7 +255,7 @@ TEST_F(CoreTest, SilentSessionsTimeOutAndPingsKeepThemAlive) {
   ASSERT_EQ(core_.sessions().size(), 1u);
   EXPECT_EQ(core_.sessions().sessions()[0].endpoint, chatty);
   // A request from the timed-out address is now NotConnected.
-  const auto refused = receive(quiet, wire::build_destroy_object(fbb_, 1, ObjectID{1, 1}));
+  const auto refused = receive(quiet, wire::build_destroy_object(fbb_, next_id(quiet), ObjectID{1, 1}));
   const auto r = results(refused);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0]->code(), ResultCode::NotConnected);
@@ -408,7 +272,7 @@ TEST_F(CoreTest, ShutdownDisconnectsEveryoneAndRefusesNewClients) {
     EXPECT_EQ(s.envelope()->message_as_Disconnect()->reason()->str(), "server shutting down");
   }
   EXPECT_EQ(core_.sessions().size(), 0u);
-  const auto refused = receive(endpoint(3), wire::build_connect(fbb_, "late"));
+  const auto refused = receive(endpoint(3), wire::build_connect(fbb_, "late"));  // refused before the cookie
   ASSERT_EQ(refused.size(), 1u);
   ASSERT_EQ(refused[0].type(), Message::ConnectRejected);
   EXPECT_EQ(refused[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::ShuttingDown);
@@ -487,7 +351,7 @@ TEST_F(CoreTest, CreateObjectCarriesOrientationShapesSensorAndMaterialIntoTheWor
   EXPECT_EQ(z->kind, physics::BodyKind::Static);
 
   // The snapshot rows carry the pose, the angular velocity, the dims and the sensor flag.
-  std::optional<wire::ObjectState> box_row, capsule_row, zone_row;
+  std::optional<wire::SnapshotObject> box_row, capsule_row, zone_row;
   for (int i = 0; i < 4 && !(box_row && capsule_row && zone_row); ++i) {
     const auto sent = advance(kStep);
     box_row = snapshot_row(sent, box_id);
@@ -496,14 +360,17 @@ TEST_F(CoreTest, CreateObjectCarriesOrientationShapesSensorAndMaterialIntoTheWor
   }
   ASSERT_TRUE(box_row && capsule_row && zone_row) << "no snapshot with all three rows";
   const physics::BodyState now = *core_.world().get_object(box_id);
-  EXPECT_EQ(wire::to_quat(box_row->orientation()), now.orientation);  // bit-exact copy
-  EXPECT_EQ(wire::to_vec3(box_row->angular_velocity()), now.angular_velocity);
-  EXPECT_EQ(box_row->shape(), wire::ShapeKind::Box);
-  EXPECT_EQ(capsule_row->shape(), wire::ShapeKind::Capsule);
-  EXPECT_EQ(wire::to_vec3(capsule_row->dims()), (Vec3{0.25f, 0.75f, 0.25f}));
-  EXPECT_TRUE(zone_row->sensor());
-  EXPECT_EQ(wire::to_vec3(zone_row->dims()), (Vec3{1.0f, 0.5f, 2.0f}));
-  EXPECT_FALSE(box_row->sensor());
+  // Quantised on the wire: orientation to the smallest-three bound, angular velocity to 1/128 rad/s.
+  EXPECT_GT(std::fabs(dot(box_row->orientation, now.orientation)), static_cast<float>(std::cos(0.5 * wire::max_orientation_error_rad(10))) - 1e-6f);
+  EXPECT_NEAR(box_row->angular_velocity.x, now.angular_velocity.x, 1.0f / 256.0f + 1e-6f);
+  EXPECT_NEAR(box_row->angular_velocity.y, now.angular_velocity.y, 1.0f / 256.0f + 1e-6f);
+  EXPECT_NEAR(box_row->angular_velocity.z, now.angular_velocity.z, 1.0f / 256.0f + 1e-6f);
+  EXPECT_EQ(box_row->shape, wire::ShapeKind::Box);
+  EXPECT_EQ(capsule_row->shape, wire::ShapeKind::Capsule);
+  EXPECT_EQ(capsule_row->dims, (Vec3{0.25f, 0.75f, 0.25f}));  // dims travel as raw floats
+  EXPECT_TRUE(zone_row->sensor);
+  EXPECT_EQ(zone_row->dims, (Vec3{1.0f, 0.5f, 2.0f}));
+  EXPECT_FALSE(box_row->sensor);
 }
 
 TEST_F(CoreTest, PlaneIsAcceptedOnlyAsAStaticBody) {
@@ -515,7 +382,7 @@ TEST_F(CoreTest, PlaneIsAcceptedOnlyAsAStaticBody) {
   plane.orientation = quat_from_axis_angle({1, 0, 0}, 0.1f);
   for (const wire::BodyKind kind : {wire::BodyKind::Dynamic, wire::BodyKind::Kinematic}) {
     plane.kind = kind;
-    const auto sent = receive(a, wire::build_create_object(fbb_, 1, plane));  // refused at once
+    const auto sent = receive(a, wire::build_create_object(fbb_, next_id(a), plane));  // refused at once
     const auto r = results(sent);
     ASSERT_EQ(r.size(), 1u);
     EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
@@ -528,12 +395,12 @@ TEST_F(CoreTest, PlaneIsAcceptedOnlyAsAStaticBody) {
   const physics::BodyState body = *core_.world().get_object(id);
   EXPECT_EQ(body.shape.kind, physics::ShapeKind::Plane);
   EXPECT_EQ(body.kind, physics::BodyKind::Static);
-  std::optional<wire::ObjectState> row;
+  std::optional<wire::SnapshotObject> row;
   for (int i = 0; i < 4 && !row; ++i) row = snapshot_row(advance(kStep), id);
   ASSERT_TRUE(row.has_value());
-  EXPECT_EQ(row->shape(), wire::ShapeKind::Plane);
-  EXPECT_EQ(wire::to_vec3(row->dims()), (Vec3{}));
-  EXPECT_EQ(wire::to_quat(row->orientation()), body.orientation);
+  EXPECT_EQ(row->shape, wire::ShapeKind::Plane);
+  EXPECT_EQ(row->dims, (Vec3{}));
+  EXPECT_GT(std::fabs(dot(row->orientation, body.orientation)), static_cast<float>(std::cos(0.5 * wire::max_orientation_error_rad(10))) - 1e-6f);
 }
 
 TEST_F(CoreTest, TorqueActsForOneStepByTheClosedForm) {
@@ -549,7 +416,7 @@ TEST_F(CoreTest, TorqueActsForOneStepByTheClosedForm) {
   const ObjectID id = create(a, ball);
   ASSERT_FALSE(id.is_null());
   const Vec3 torque{0.0f, 3.0f, -1.2f};
-  const auto sent = apply_in_one_step(a, {copy(wire::build_apply_torque(fbb_, 1, id, torque))});
+  const auto sent = apply_in_one_step(a, {copy(wire::build_apply_torque(fbb_, next_id(a), id, torque))});
   const auto r = results(sent);
   ASSERT_EQ(r.size(), 1u);
   ASSERT_EQ(r[0]->code(), ResultCode::Ok);
@@ -568,14 +435,14 @@ TEST_F(CoreTest, TorqueActsForOneStepByTheClosedForm) {
 
   // Errors: NotDynamic on the static ground, StaleId, and InvalidArgument at once for NaN.
   const auto sent2 = apply_in_one_step(
-      a, {copy(wire::build_apply_torque(fbb_, 2, ground_id_, torque)),
-          copy(wire::build_apply_torque(fbb_, 3, ObjectID{999, 7}, torque))});
+      a, {copy(wire::build_apply_torque(fbb_, next_id(a), ground_id_, torque)),
+          copy(wire::build_apply_torque(fbb_, next_id(a), ObjectID{999, 7}, torque))});
   const auto r2 = results(sent2);
   ASSERT_EQ(r2.size(), 2u);
   EXPECT_EQ(r2[0]->code(), ResultCode::NotDynamic);
   EXPECT_NE(r2[0]->message()->str().find("torque"), std::string::npos);
   EXPECT_EQ(r2[1]->code(), ResultCode::StaleId);
-  const auto refused = receive(a, wire::build_apply_torque(fbb_, 4, id, {std::nanf(""), 0, 0}));
+  const auto refused = receive(a, wire::build_apply_torque(fbb_, next_id(a), id, {std::nanf(""), 0, 0}));
   const auto r3 = results(refused);
   ASSERT_EQ(r3.size(), 1u);
   EXPECT_EQ(r3[0]->code(), ResultCode::InvalidArgument);
@@ -591,8 +458,8 @@ TEST_F(CoreTest, SetAngularVelocityIsAppliedAndRefusedForStaticBodies) {
   const ObjectID id = create(a, ball);
   ASSERT_FALSE(id.is_null());
   const Vec3 w{1.0f, -2.0f, 0.5f};
-  const auto sent = apply_in_one_step(a, {copy(wire::build_set_angular_velocity(fbb_, 1, id, w)),
-                                          copy(wire::build_set_angular_velocity(fbb_, 2, ground_id_, w))});
+  const auto sent = apply_in_one_step(a, {copy(wire::build_set_angular_velocity(fbb_, next_id(a), id, w)),
+                                          copy(wire::build_set_angular_velocity(fbb_, next_id(a), ground_id_, w))});
   const auto r = results(sent);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0]->code(), ResultCode::Ok);
@@ -601,7 +468,7 @@ TEST_F(CoreTest, SetAngularVelocityIsAppliedAndRefusedForStaticBodies) {
   EXPECT_NEAR(got.x, w.x, 1e-6f);
   EXPECT_NEAR(got.y, w.y, 1e-6f);
   EXPECT_NEAR(got.z, w.z, 1e-6f);
-  const auto refused = receive(a, wire::build_set_angular_velocity(fbb_, 3, id, {0, 150.0f, 0}));
+  const auto refused = receive(a, wire::build_set_angular_velocity(fbb_, next_id(a), id, {0, 150.0f, 0}));
   const auto r2 = results(refused);
   ASSERT_EQ(r2.size(), 1u);
   EXPECT_EQ(r2[0]->code(), ResultCode::InvalidArgument);
@@ -629,9 +496,9 @@ TEST_F(CoreTest, RaycastAnswersTheClosestHitOrAllHitsAfterTheStep) {
 
   // Origin 10 m up, 20 m down: fraction = (10 - y_hit) / 20.
   const Vec3 origin{0, 10, 0}, down{0, -20, 0};
-  const auto sent = apply_in_one_step(a, {copy(wire::build_raycast(fbb_, 1, origin, down, false)),
-                                          copy(wire::build_raycast(fbb_, 2, origin, down, true)),
-                                          copy(wire::build_raycast(fbb_, 3, {100, 5, 100}, {0, 0, 10}, true))});
+  const auto sent = apply_in_one_step(a, {copy(wire::build_raycast(fbb_, next_id(a), origin, down, false)),
+                                          copy(wire::build_raycast(fbb_, next_id(a), origin, down, true)),
+                                          copy(wire::build_raycast(fbb_, next_id(a), {100, 5, 100}, {0, 0, 10}, true))});
   const auto r = raycasts(sent);
   ASSERT_EQ(r.size(), 3u);
   for (const wire::RaycastResult* m : r) {
@@ -640,7 +507,7 @@ TEST_F(CoreTest, RaycastAnswersTheClosestHitOrAllHitsAfterTheStep) {
     EXPECT_FALSE(m->truncated());
     EXPECT_EQ(m->message(), nullptr);
   }
-  EXPECT_EQ(r[0]->request_id(), 1u);
+  EXPECT_EQ(r[0]->request_id(), 3u);  // after the two creates
   ASSERT_NE(r[0]->hits(), nullptr);
   ASSERT_EQ(r[0]->hits()->size(), 1u);
   const wire::RayHitEntry* closest = r[0]->hits()->Get(0);
@@ -667,8 +534,8 @@ TEST_F(CoreTest, RaycastAnswersTheClosestHitOrAllHitsAfterTheStep) {
   wire::CreateObjectArgs ball;
   ball.dims = {0.5f, 0.5f, 0.5f};
   ball.position = {20, 30, 0};
-  const auto sent2 = apply_in_one_step(a, {copy(wire::build_create_object(fbb_, 4, ball)),
-                                           copy(wire::build_raycast(fbb_, 5, {20, 40, 0}, {0, -20, 0}, false))});
+  const auto sent2 = apply_in_one_step(a, {copy(wire::build_create_object(fbb_, next_id(a), ball)),
+                                           copy(wire::build_raycast(fbb_, next_id(a), {20, 40, 0}, {0, -20, 0}, false))});
   const auto created = results(sent2);
   const auto r2 = raycasts(sent2);
   ASSERT_EQ(created.size(), 1u);
@@ -690,13 +557,13 @@ TEST_F(CoreTest, RaycastAllIsTruncatedToTheNearestHitsThatFitOneDatagram) {
     s.kind = wire::BodyKind::Static;
     s.dims = {0.2f, 0.2f, 0.2f};
     s.position = {1.0f + static_cast<float>(i), 5, 0};
-    creates.push_back(copy(wire::build_create_object(fbb_, static_cast<uint32_t>(i + 1), s)));
+    creates.push_back(copy(wire::build_create_object(fbb_, next_id(a), s)));
   }
   const auto created = apply_in_one_step(a, creates);
   ASSERT_EQ(results(created).size(), static_cast<size_t>(kSpheres));
   const Vec3 origin{0, 5, 0}, along{50, 0, 0};
-  const auto sent = apply_in_one_step(a, {copy(wire::build_raycast(fbb_, 100, origin, along, true)),
-                                          copy(wire::build_raycast(fbb_, 101, origin, along, false))});
+  const auto sent = apply_in_one_step(a, {copy(wire::build_raycast(fbb_, next_id(a), origin, along, true)),
+                                          copy(wire::build_raycast(fbb_, next_id(a), origin, along, false))});
   const auto r = raycasts(sent);
   ASSERT_EQ(r.size(), 2u);
   const uint32_t capacity = wire::raycast_hits_per_datagram();
@@ -717,10 +584,10 @@ TEST_F(CoreTest, RaycastAllIsTruncatedToTheNearestHitsThatFitOneDatagram) {
 TEST_F(CoreTest, BadRaycastsAreAnsweredAtOnceWithARaycastResult) {
   const Endpoint a = endpoint(5000);
   ASSERT_NE(connect(a), 0u);
-  const auto sent = receive(a, wire::build_raycast(fbb_, 7, {0, 10, 0}, {0, 0, 0}, false));
+  const auto sent = receive(a, wire::build_raycast(fbb_, next_id(a), {0, 10, 0}, {0, 0, 0}, false));
   const auto r = raycasts(sent);
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0]->request_id(), 7u);
+  EXPECT_EQ(r[0]->request_id(), 1u);
   EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
   EXPECT_EQ(r[0]->hits(), nullptr);
   ASSERT_NE(r[0]->message(), nullptr);
@@ -728,13 +595,13 @@ TEST_F(CoreTest, BadRaycastsAreAnsweredAtOnceWithARaycastResult) {
   EXPECT_EQ(core_.queued_requests(), 0u);
 
   // From a stranger: NotConnected, in a reply no larger than the request.
-  const Bytes request = copy(wire::build_raycast(fbb_, 8, {0, 10, 0}, {0, -1, 0}, true));
+  const Bytes request = copy(wire::build_raycast(fbb_, next_id(a), {0, 10, 0}, {0, -1, 0}, true));
   const auto stranger = receive(endpoint(9), request);
   ASSERT_EQ(stranger.size(), 1u);
   EXPECT_LE(stranger[0].bytes.size(), request.size());
   const auto r2 = raycasts(stranger);
   ASSERT_EQ(r2.size(), 1u);
-  EXPECT_EQ(r2[0]->request_id(), 8u);
+  EXPECT_EQ(r2[0]->request_id(), 2u);
   EXPECT_EQ(r2[0]->code(), ResultCode::NotConnected);
 }
 

@@ -1,0 +1,483 @@
+// Per-client snapshot sender: delta against the newest acked baseline per object and a priority
+// accumulator filling the byte budget (Glenn Fiedler, "Snapshot Compression" and "State
+// Synchronization", gafferongames.com, 2015); relevancy with hysteresis and per-entity baselines
+// as in Unity Netcode for Entities.
+#include "server/net/snapshot_sender.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cmath>
+
+namespace impulse::server {
+
+// Entry records carry the wire kinds; the physics enums share their values.
+static_assert(static_cast<int>(physics::ShapeKind::Sphere) == static_cast<int>(wire::ShapeKind::Sphere) &&
+              static_cast<int>(physics::ShapeKind::Box) == static_cast<int>(wire::ShapeKind::Box) &&
+              static_cast<int>(physics::ShapeKind::Capsule) == static_cast<int>(wire::ShapeKind::Capsule) &&
+              static_cast<int>(physics::ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane));
+static_assert(static_cast<int>(physics::BodyKind::Dynamic) == static_cast<int>(wire::BodyKind::Dynamic) &&
+              static_cast<int>(physics::BodyKind::Static) == static_cast<int>(wire::BodyKind::Static) &&
+              static_cast<int>(physics::BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic));
+
+namespace {
+
+// Serial-number comparisons (RFC 1982) of 32-bit packet sequences.
+bool sequence_at_or_after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
+bool sequence_after(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
+
+// The wire dims of a shape, as CreateObject takes them.
+Vec3 wire_dims(const physics::Shape& shape) {
+  switch (shape.kind) {
+    case physics::ShapeKind::Sphere: return {shape.radius, shape.radius, shape.radius};
+    case physics::ShapeKind::Box: return shape.half_extents;
+    case physics::ShapeKind::Capsule: return {shape.radius, shape.half_height, shape.radius};
+    case physics::ShapeKind::Plane:
+    case physics::ShapeKind::Count: break;
+  }
+  return {};
+}
+
+bool finite_at_least(float v, float lo) { return std::isfinite(v) && v >= lo; }
+
+// After this many candidates in a row that did not fit, the payload is considered full: bounds
+// the work of a write when thousands of records are due.
+constexpr uint32_t kMaxMissesInARow = 64;
+
+void sort_rows_by_index(SnapshotSource* out);
+
+}  // namespace
+
+void build_snapshot_source(const physics::World& world, const wire::QuantizationConfig& config, SnapshotSource* out) {
+  const wire::QuantizationLimits limits = wire::derive_limits(config);
+  out->tick = world.tick();
+  out->ids.clear();
+  out->states.clear();
+  out->positions.clear();
+  out->speeds.clear();
+  out->descs.clear();
+  out->representable.clear();
+  bool sorted = true;
+  world.for_each_object([&](const physics::BodyState& b) {
+    if (!out->ids.empty() && out->ids.back().index > b.id.index) sorted = false;
+    const bool at_rest = b.sleeping || b.kind == physics::BodyKind::Static;
+    out->ids.push_back(b.id);
+    out->states.push_back(wire::quantize_state(b.position, b.orientation, b.velocity, b.angular_velocity, at_rest,
+                                               config, limits));
+    out->positions.push_back(b.position);
+    out->speeds.push_back(at_rest ? 0.0f : length(b.velocity));
+    out->descs.push_back(wire::ObjectDescription{static_cast<wire::BodyKind>(b.kind),
+                                                 static_cast<wire::ShapeKind>(b.shape.kind), wire_dims(b.shape),
+                                                 b.sensor});
+    out->representable.push_back(wire::is_representable(b.position, config) &&
+                                 b.id.index < wire::kMaxSnapshotObjectIndex);
+  });
+  if (!sorted) sort_rows_by_index(out);
+  index_snapshot_source(out);
+}
+
+void index_snapshot_source(SnapshotSource* src) {
+  static std::atomic<uint64_t> next_lineage{1};
+  if (src->lineage == 0) src->lineage = next_lineage.fetch_add(1, std::memory_order_relaxed);
+  ++src->build;
+  const size_t n = src->ids.size();
+  const size_t m = std::max(src->row_of_index.size(), n == 0 ? size_t{0} : size_t{src->ids[n - 1].index} + 1);
+  src->row_of_index.assign(m, SnapshotSource::kNoRow);
+  src->changed_build.resize(m, 0);
+  src->previous_ids.resize(m);
+  src->previous_states.resize(m);
+  src->previous_representable.resize(m, 0);
+  for (size_t r = 0; r < n; ++r) src->row_of_index[src->ids[r].index] = static_cast<uint32_t>(r);
+  for (size_t i = 0; i < m; ++i) {
+    const uint32_t r = src->row_of_index[i];
+    const ObjectID id = r == SnapshotSource::kNoRow ? ObjectID{} : src->ids[r];
+    const wire::QuantizedState state = r == SnapshotSource::kNoRow ? wire::QuantizedState{} : src->states[r];
+    const uint8_t representable = r == SnapshotSource::kNoRow ? 0 : src->representable[r];
+    if (id != src->previous_ids[i] || !(state == src->previous_states[i]) ||
+        representable != src->previous_representable[i]) {
+      src->changed_build[i] = src->build;
+      src->previous_ids[i] = id;
+      src->previous_states[i] = state;
+      src->previous_representable[i] = representable;
+    }
+  }
+}
+
+namespace {
+
+// The World iterates in storage order; reorder every row column by index with one permutation
+// applied in place, cycle by cycle (row k takes the old row perm[k]).
+void sort_rows_by_index(SnapshotSource* out) {
+
+  const size_t n = out->ids.size();
+  std::vector<uint32_t>& perm = out->scratch;
+  perm.resize(n);
+  for (size_t i = 0; i < n; ++i) perm[i] = static_cast<uint32_t>(i);
+  std::sort(perm.begin(), perm.end(), [&](uint32_t a, uint32_t b) { return out->ids[a].index < out->ids[b].index; });
+  for (size_t i = 0; i < n; ++i) {
+    size_t current = i;
+    while (perm[current] != i) {
+      const size_t next = perm[current];
+      std::swap(out->ids[current], out->ids[next]);
+      std::swap(out->states[current], out->states[next]);
+      std::swap(out->positions[current], out->positions[next]);
+      std::swap(out->speeds[current], out->speeds[next]);
+      std::swap(out->descs[current], out->descs[next]);
+      std::swap(out->representable[current], out->representable[next]);
+      perm[current] = static_cast<uint32_t>(current);
+      current = next;
+    }
+    perm[current] = static_cast<uint32_t>(current);
+  }
+}
+
+}  // namespace
+
+InterestArea InterestArea::sphere(Vec3 center, float radius) {
+  InterestArea a;
+  a.kind = Kind::Sphere;
+  a.center = center;
+  a.radius = radius;
+  return a;
+}
+
+InterestArea InterestArea::box(Vec3 min, Vec3 max) {
+  InterestArea a;
+  a.kind = Kind::Box;
+  a.min = min;
+  a.max = max;
+  return a;
+}
+
+bool is_valid(const InterestArea& area) {
+  switch (area.kind) {
+    case InterestArea::Kind::All: return true;
+    case InterestArea::Kind::Sphere: return is_finite(area.center) && finite_at_least(area.radius, 0.0f);
+    case InterestArea::Kind::Box:
+      return is_finite(area.min) && is_finite(area.max) && area.min.x <= area.max.x && area.min.y <= area.max.y &&
+             area.min.z <= area.max.z;
+  }
+  return false;
+}
+
+float distance_outside(const InterestArea& area, Vec3 p) {
+  switch (area.kind) {
+    case InterestArea::Kind::All: return 0.0f;
+    case InterestArea::Kind::Sphere: return std::max(0.0f, length(p - area.center) - area.radius);
+    case InterestArea::Kind::Box: {
+      const Vec3 below = max(area.min - p, Vec3{});
+      const Vec3 above = max(p - area.max, Vec3{});
+      return length(below + above);
+    }
+  }
+  return 0.0f;
+}
+
+bool SnapshotSenderConfig::validate(std::string* error) const {
+  if (!quant.validate(error)) return false;
+  const char* message = nullptr;
+  if (!finite_at_least(hysteresis_m, 0.0f)) message = "snapshot sender: hysteresis_m must be finite and >= 0";
+  else if (!(std::isfinite(priority_base) && priority_base > 0.0f))
+    message = "snapshot sender: priority_base must be finite and > 0";
+  else if (!finite_at_least(priority_per_speed, 0.0f))
+    message = "snapshot sender: priority_per_speed must be finite and >= 0";
+  else if (!finite_at_least(priority_near, 0.0f)) message = "snapshot sender: priority_near must be finite and >= 0";
+  else if (!(std::isfinite(priority_distance_scale_m) && priority_distance_scale_m > 0.0f))
+    message = "snapshot sender: priority_distance_scale_m must be finite and > 0";
+  if (message == nullptr) return true;
+  if (error != nullptr) *error = message;
+  return false;
+}
+
+SnapshotSender::SnapshotSender(const SnapshotSenderConfig& config) : config_(config) {
+  if (!config_.validate(nullptr)) config_ = SnapshotSenderConfig{};
+  limits_ = wire::derive_limits(config_.quant);
+}
+
+bool SnapshotSender::set_interest(const InterestArea& area) {
+  if (!is_valid(area)) return false;
+  area_ = area;
+  visit_all_ = true;
+  return true;
+}
+
+void SnapshotSender::reset() {
+  std::fill(tracks_.begin(), tracks_.end(), Track{});
+  visit_all_ = true;
+  pending_.clear();
+  acked_.clear();
+  for (SentPacket& p : sent_) {
+    p.pending = false;
+    p.items.clear();
+  }
+}
+
+void SnapshotSender::begin_exit(Track& t, uint32_t sequence) {
+  t.exit_pending = 1;
+  t.exit_sequence = sequence;
+  t.baseline_valid = 0;
+  t.epoch_sequence = sequence;
+  t.priority = 0.0f;
+}
+
+float SnapshotSender::priority_gain(const SnapshotSource& source, uint32_t row) const {
+  float gain = config_.priority_base +
+               config_.priority_per_speed * std::min(source.speeds[row], config_.quant.max_linear_speed);
+  if (area_.kind != InterestArea::Kind::All) {
+    const Vec3 focus = area_.kind == InterestArea::Kind::Sphere ? area_.center : (area_.min + area_.max) * 0.5f;
+    const float scale = config_.priority_distance_scale_m;
+    gain += config_.priority_near * scale / (scale + length(source.positions[row] - focus));
+  }
+  return gain;
+}
+
+wire::SnapshotRecord SnapshotSender::make_record(const SnapshotSource& source, const Candidate& c,
+                                                 uint32_t sequence) const {
+  wire::SnapshotRecord r;
+  r.kind = c.kind;
+  r.id.index = c.index;
+  if (c.kind == wire::RecordKind::Exit) return r;
+  const Track& t = tracks_[c.index];
+  r.id = source.ids[c.row];
+  r.state = source.states[c.row];
+  if (c.kind == wire::RecordKind::Entry) {
+    r.desc = source.descs[c.row];
+  } else {
+    r.baseline = t.baseline;
+    r.baseline_distance = sequence - t.baseline_sequence;
+  }
+  return r;
+}
+
+bool SnapshotSender::visit(const SnapshotSource& source, uint32_t index, uint32_t sequence) {
+  Track& t = tracks_[index];
+  const uint32_t r = index < source.row_of_index.size() ? source.row_of_index[index] : SnapshotSource::kNoRow;
+  const bool present = r != SnapshotSource::kNoRow;
+  const ObjectID id = present ? source.ids[r] : ObjectID{};
+
+  if (t.id != id) {  // destroyed, created, or a new generation at this index
+    if (!t.held_id.is_null() && !t.exit_pending) begin_exit(t, sequence);
+    t.id = id;
+    t.relevant = 0;
+    t.baseline_valid = 0;
+    t.epoch_sequence = sequence;
+    t.priority = 0.0f;
+  }
+  bool relevant = false;
+  if (present && source.representable[r] != 0) {
+    const float outside = distance_outside(area_, source.positions[r]);
+    relevant = t.relevant != 0 ? outside <= config_.hysteresis_m : outside <= 0.0f;
+  }
+  if (t.relevant != 0 && !relevant && !t.held_id.is_null() && !t.exit_pending) begin_exit(t, sequence);
+  if (relevant && t.exit_pending && t.held_id == id) t.exit_pending = 0;  // re-entry cancels the exit
+  t.relevant = relevant ? 1 : 0;
+
+  if (!relevant) {
+    t.priority = 0.0f;
+    if (!t.exit_pending) return false;
+    candidates_.push_back(Candidate{index, 0, 0.0f, 1, wire::RecordKind::Exit});
+    return true;
+  }
+  if (t.baseline_valid && t.baseline == source.states[r]) {  // the client has it: costs nothing
+    t.priority = 0.0f;
+    return false;
+  }
+  t.priority += priority_gain(source, r);
+  const uint32_t distance = sequence - t.baseline_sequence;
+  const bool delta_ok = t.baseline_valid && t.sends - t.baseline_sends < wire::kSnapshotBaselineWindow &&
+                        distance >= 1 && distance <= wire::kMaxBaselineDistance;
+  // With an exit pending here this entry replaces another object the client may show: urgent.
+  candidates_.push_back(Candidate{index, r, t.priority, static_cast<uint8_t>(t.exit_pending),
+                                  delta_ok ? wire::RecordKind::Delta : wire::RecordKind::Entry});
+  return true;
+}
+
+SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t sequence, size_t budget_bytes,
+                                         std::vector<uint8_t>* out) {
+  SnapshotWriteStats stats;
+  out->clear();
+  if (source.build == 0 || source.row_of_index.size() != source.changed_build.size()) {
+    assert(false && "SnapshotSender::write: the source is not indexed (index_snapshot_source)");
+    return stats;
+  }
+  if (tracks_.size() < source.row_of_index.size()) tracks_.resize(source.row_of_index.size());
+
+  // 1. Visit the indices that may have something to send: those whose row changed since the
+  //    previous write, those still due, and those whose baseline an ack changed (or all of them).
+  const bool all = visit_all_ || config_.full_scan || source.lineage != seen_lineage_ ||
+                   source.build < seen_build_;
+  visits_.clear();
+  if (all) {
+    for (uint32_t i = 0; i < tracks_.size(); ++i) visits_.push_back(i);
+  } else {
+    std::sort(acked_.begin(), acked_.end());
+    size_t p = 0, a = 0;
+    // Merge the three ascending lists: changed indices (scanned), pending_ and acked_.
+    auto take_until = [&](uint32_t limit) {
+      for (;;) {
+        uint32_t next = limit;
+        if (p < pending_.size()) next = std::min(next, pending_[p]);
+        if (a < acked_.size()) next = std::min(next, acked_[a]);
+        if (next >= limit) return;
+        visits_.push_back(next);
+        while (p < pending_.size() && pending_[p] == next) ++p;
+        while (a < acked_.size() && acked_[a] == next) ++a;
+      }
+    };
+    const size_t m = source.changed_build.size();
+    for (uint32_t i = 0; i < m; ++i) {
+      if (source.changed_build[i] <= seen_build_) continue;
+      take_until(i);
+      visits_.push_back(i);
+      while (p < pending_.size() && pending_[p] == i) ++p;
+      while (a < acked_.size() && acked_[a] == i) ++a;
+    }
+    take_until(static_cast<uint32_t>(tracks_.size()));
+  }
+  visit_all_ = false;
+  seen_lineage_ = source.lineage;
+  seen_build_ = source.build;
+  acked_.clear();
+
+  candidates_.clear();
+  next_pending_.clear();
+  for (const uint32_t index : visits_) {
+    if (visit(source, index, sequence)) next_pending_.push_back(index);
+  }
+  pending_.swap(next_pending_);
+
+  // 2. Choose records in priority order while the payload fits (exact sizes, gaps included).
+  //    Only the front of the order is ever needed (a burst of thousands of entries fills a
+  //    payload with a few dozen), so it is sorted in growing chunks: nth_element, then sort.
+  //    The comparison is a strict total order, so the result equals a full sort.
+  const auto before = [](const Candidate& a, const Candidate& b) {
+    if (a.urgent != b.urgent) return a.urgent > b.urgent;
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return a.index < b.index;
+  };
+  size_t sorted_end = 0;
+  chosen_.clear();
+  if (budget_bytes < wire::kSnapshotHeaderBytes) {
+    stats.deferred = static_cast<uint32_t>(candidates_.size());
+    return stats;
+  }
+  const uint64_t budget_bits = uint64_t{budget_bytes} * 8;
+  uint64_t total_bits = wire::payload_header_bits(0);
+  uint32_t misses = 0;
+  for (uint32_t k = 0; k < candidates_.size(); ++k) {
+    if (misses >= kMaxMissesInARow || budget_bits - total_bits < 5) break;  // 5: the smallest record
+    if (k == sorted_end) {
+      const auto first = candidates_.begin() + static_cast<std::ptrdiff_t>(sorted_end);
+      sorted_end = std::min(candidates_.size(), sorted_end + std::max<size_t>(64, sorted_end));
+      const auto last = candidates_.begin() + static_cast<std::ptrdiff_t>(sorted_end);
+      if (last != candidates_.end()) std::nth_element(first, last, candidates_.end(), before);
+      std::sort(first, last, before);
+    }
+    Candidate& c = candidates_[k];
+    if (c.kind == wire::RecordKind::Delta) {
+      // Send whichever is smaller; a far-off baseline can make the delta cost more than the entry.
+      Candidate as_entry = c;
+      as_entry.kind = wire::RecordKind::Entry;
+      const uint32_t delta_bits = wire::record_body_bits(make_record(source, c, sequence), limits_);
+      const uint32_t entry_bits = wire::record_body_bits(make_record(source, as_entry, sequence), limits_);
+      if (entry_bits <= delta_bits) c.kind = wire::RecordKind::Entry;
+    }
+    const auto at = std::lower_bound(chosen_.begin(), chosen_.end(), c.index,
+                                     [&](uint32_t p, uint32_t index) { return candidates_[p].index < index; });
+    const int64_t previous = at == chosen_.begin() ? -1 : int64_t{candidates_[*(at - 1)].index};
+    uint64_t gaps = wire::index_gap_bits(static_cast<uint32_t>(c.index - previous - 1));
+    if (at != chosen_.end()) {
+      const int64_t next = candidates_[*at].index;
+      gaps += wire::index_gap_bits(static_cast<uint32_t>(next - c.index - 1));
+      gaps -= wire::index_gap_bits(static_cast<uint32_t>(next - previous - 1));
+    }
+    const uint32_t m = static_cast<uint32_t>(chosen_.size());
+    const uint64_t base = total_bits - wire::payload_header_bits(m) + wire::payload_header_bits(m + 1) + gaps;
+    uint64_t new_total = base + wire::record_body_bits(make_record(source, c, sequence), limits_);
+    if ((new_total + 7) / 8 > budget_bytes && c.urgent && c.kind == wire::RecordKind::Entry) {
+      // A replacing entry that does not fit: at least take the old object off the client.
+      c.kind = wire::RecordKind::Exit;
+      new_total = base + wire::record_body_bits(make_record(source, c, sequence), limits_);
+    }
+    if ((new_total + 7) / 8 > budget_bytes) {
+      ++misses;
+      continue;
+    }
+    misses = 0;
+    chosen_.insert(at, k);
+    total_bits = new_total;
+  }
+  stats.deferred = static_cast<uint32_t>(candidates_.size() - chosen_.size());
+
+  // 3. Encode in index order.
+  records_.clear();
+  for (uint32_t p : chosen_) records_.push_back(make_record(source, candidates_[p], sequence));
+  const bool encoded = wire::encode_snapshot_payload(records_, limits_, out, &checksum_scratch_);
+  assert(encoded && out->size() * 8 >= total_bits && out->size() == (total_bits + 7) / 8);
+  if (!encoded) {  // unreachable: the records are built from checked state
+    out->clear();
+    stats.deferred = static_cast<uint32_t>(candidates_.size());
+    return stats;
+  }
+
+  // 4. Remember what this packet carried, for on_acked.
+  SentPacket& packet = sent_[sequence % kSentPacketHistory];
+  packet.sequence = sequence;
+  packet.pending = true;
+  packet.items.clear();
+  for (const wire::SnapshotRecord& r : records_) {
+    Track& t = tracks_[r.id.index];
+    t.priority = 0.0f;
+    SentItem item;
+    item.index = r.id.index;
+    item.kind = r.kind;
+    if (r.kind == wire::RecordKind::Exit) {
+      ++stats.exits;
+    } else {
+      ++t.sends;
+      item.generation = r.id.generation;
+      item.sends = t.sends;
+      item.state = r.state;
+      if (r.kind == wire::RecordKind::Entry) {
+        ++stats.entries;
+        t.held_id = r.id;
+        t.exit_pending = 0;  // the entry replaces whatever the client held here
+      } else {
+        ++stats.deltas;
+      }
+    }
+    packet.items.push_back(item);
+  }
+  stats.records = stats.entries + stats.deltas + stats.exits;
+  stats.bytes = static_cast<uint32_t>(out->size());
+  return stats;
+}
+
+void SnapshotSender::on_acked(uint32_t sequence) {
+  SentPacket& packet = sent_[sequence % kSentPacketHistory];
+  if (!packet.pending || packet.sequence != sequence) return;
+  packet.pending = false;
+  for (const SentItem& item : packet.items) {
+    Track& t = tracks_[item.index];
+    if (item.kind == wire::RecordKind::Exit) {
+      // The client applied this exit; unless it was cancelled or superseded by a later one, it
+      // now holds nothing here.
+      if (t.exit_pending && sequence_at_or_after(sequence, t.exit_sequence)) {
+        t.exit_pending = 0;
+        t.held_id = ObjectID{};
+      }
+      continue;
+    }
+    const bool same_object = t.id.index == item.index && t.id.generation == item.generation;
+    if (same_object && sequence_at_or_after(sequence, t.epoch_sequence) &&
+        (!t.baseline_valid || sequence_after(sequence, t.baseline_sequence))) {
+      t.baseline = item.state;
+      t.baseline_sequence = sequence;
+      t.baseline_sends = item.sends;
+      t.baseline_valid = 1;
+      acked_.push_back(item.index);  // the next write checks it against the current state
+    }
+  }
+}
+
+}  // namespace impulse::server

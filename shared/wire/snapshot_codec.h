@@ -1,0 +1,216 @@
+// Snapshot payload: bit-packed entry, delta and exit records, each delta coded against a baseline
+// state the client acknowledged, closed by an XXH32 checksum of the decoded content. Glenn
+// Fiedler, "Snapshot Compression" (gafferongames.com, 2015: quantisation, smallest-three, delta
+// against the acked baseline, relative encoding of small deltas); Unity Netcode for Entities
+// (per-entity baselines, relevancy). The bit-by-bit format is docs/protocol_snapshot_section.md.
+//
+// The payload travels as Snapshot.data in one datagram with a packet sequence number; the client
+// decodes it with SnapshotReceiver (this file) and the server writes it with
+// server/net/snapshot_sender.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "impulse/schemas/impulse_generated.h"
+#include "shared/math.h"
+#include "shared/object_id.h"
+#include "shared/wire/quantize.h"
+
+namespace impulse::wire {
+
+/// R: the client keeps the last R received states of every object it holds. The sender codes a
+/// delta against a baseline only if it sent the object fewer than R times since that baseline,
+/// so the baseline is surely still in the client's ring; otherwise it sends an entry. 32 covers
+/// a round trip of about 530 ms at 60 snapshots/s for an object that changes every snapshot.
+inline constexpr uint32_t kSnapshotBaselineWindow = 32;
+/// Object indices must be below this (2^20). Bounds the client's memory against hostile input.
+inline constexpr uint32_t kMaxSnapshotObjectIndex = 1u << 20;
+/// Largest baseline distance (sequence - baseline sequence) a delta may carry (2^20 packets, 4.8
+/// hours at 60 Hz); the sender sends an entry for an older baseline.
+inline constexpr uint32_t kMaxBaselineDistance = 1u << 20;
+/// Size of a payload without records [bytes]: the 32-bit checksum and a 4-bit record count of 0.
+inline constexpr size_t kSnapshotHeaderBytes = 5;
+/// With at least this budget [bytes] a payload always fits its header plus any one record. The
+/// largest record is an entry in the widest config (26-bit positions, 16-bit velocities, 15-bit
+/// orientation components) at an index near the limit with a generation near 2^32: gap 39 +
+/// type 2 + generation 63 + description 101 + state 222 = 427 bits, 58 bytes with the 36-bit
+/// header. (The sender never writes a delta larger than the entry it could send instead.)
+inline constexpr size_t kMinSnapshotBudgetBytes = 64;
+
+/// What an entry record carries besides the id and state: the static description of the object.
+struct ObjectDescription {
+  BodyKind kind = BodyKind::Dynamic;
+  ShapeKind shape = ShapeKind::Box;
+  /// As CreateObject.dims [m]: sphere (r, r, r), box half extents, capsule (radius, half_height,
+  /// radius), plane (0, 0, 0). Sent as raw IEEE 754 binary32.
+  impulse::Vec3 dims;
+  bool sensor = false;
+
+  friend bool operator==(const ObjectDescription&, const ObjectDescription&) = default;
+};
+
+enum class RecordKind : uint8_t {
+  Delta = 0,  ///< index, baseline distance and per-field differences to that baseline
+  Entry = 1,  ///< full id, description and full state; replaces whatever the client had at the index
+  Exit = 2,   ///< the client drops whatever it has at the index (a no-op if it has nothing)
+};
+
+/// One record as the encoder takes it.
+struct SnapshotRecord {
+  RecordKind kind = RecordKind::Exit;
+  ObjectID id;                     ///< entry, delta: the full id; exit: only id.index is used
+  ObjectDescription desc;          ///< entry only
+  QuantizedState state;            ///< entry, delta: the state sent
+  QuantizedState baseline;         ///< delta only: the client's state at sequence - baseline_distance
+  uint32_t baseline_distance = 0;  ///< delta only: in [1, kMaxBaselineDistance]
+};
+
+/// Size of a record after its index gap [bits], computed by the encoder itself (exact). The
+/// states must be within `limits`.
+uint32_t record_body_bits(const SnapshotRecord& record, const QuantizationLimits& limits);
+/// Size of the index gap code of a record whose index is previous + 1 + gap [bits].
+uint32_t index_gap_bits(uint32_t gap);
+/// Size of the header (checksum and record count) [bits]. A payload of H header bits and record
+/// bits B is ceil((H + B) / 8) bytes.
+uint32_t payload_header_bits(uint32_t record_count);
+
+/// Encodes a payload into *out (cleared first). Records must have strictly ascending indices
+/// below kMaxSnapshotObjectIndex, and their states (and delta baselines) must be within `limits`;
+/// otherwise this returns false and *out is left empty (a caller bug, never wire data).
+/// `checksum_scratch` holds the checksum input; it is reused so steady-state calls do not allocate.
+bool encode_snapshot_payload(std::span<const SnapshotRecord> records, const QuantizationLimits& limits,
+                             std::vector<uint8_t>* out, std::vector<uint8_t>* checksum_scratch);
+
+/// Size of the same objects sent as plain floats with no compression [bytes]: per object, id 8 +
+/// position 12 + orientation 16 + velocity 12 + angular velocity 12 + 1 flag byte = 61. The N1
+/// benchmark reports it as the full-state rate (excluding envelope and packet headers).
+constexpr size_t uncompressed_snapshot_bytes(size_t object_count) { return 61 * object_count; }
+
+/// Why SnapshotReceiver::apply rejected a payload. Every rejection leaves the view unchanged.
+enum class SnapshotError : uint8_t {
+  None = 0,
+  Stale,             ///< sequence <= the last applied one (serial arithmetic, RFC 1982); do not ack
+  Truncated,         ///< the payload ends inside the header or a record
+  BadHeader,         ///< record count impossible for the payload size, bits left after the last
+                     ///< record, non-zero padding, or an unusable QuantizationConfig
+  BadRecord,         ///< a value out of range: kind, shape, non-finite or negative dims, distance,
+                     ///< a state outside the limits, or a non-canonical field encoding
+  UnknownBaseline,   ///< a delta for an index the view does not hold, or whose baseline state is
+                     ///< not in that object's ring
+  BadOrder,          ///< never produced: gap-coded indices are strictly ascending by construction
+  TooManyObjects,    ///< an index >= kMaxSnapshotObjectIndex
+  ChecksumMismatch,  ///< the decoded content does not hash to the payload's checksum
+  Count,
+};
+const char* to_string(SnapshotError error);
+
+/// One object as the client sees it, dequantised. SI units, world frame.
+struct SnapshotObject {
+  ObjectID id;
+  BodyKind kind = BodyKind::Dynamic;
+  ShapeKind shape = ShapeKind::Box;
+  impulse::Vec3 dims;              ///< as ObjectDescription::dims [m]
+  bool sensor = false;
+  impulse::Vec3 position;          ///< centre of mass [m]
+  impulse::Quat orientation;       ///< unit, local to world
+  impulse::Vec3 velocity;          ///< [m/s]; 0 when at_rest
+  impulse::Vec3 angular_velocity;  ///< [rad/s]; 0 when at_rest
+  bool at_rest = false;            ///< the body sleeps (or is static)
+};
+
+/// The client side: decodes payloads into a view of the objects in the client's area of interest.
+/// Keeps, per object, a ring of its last kSnapshotBaselineWindow received quantised states with
+/// their sequences, the baselines deltas refer to.
+///
+/// The caller acks a packet's sequence only when apply() returned None for its snapshot: the
+/// sender promotes the states of acked packets to baselines, so acking a payload that was not
+/// applied (Stale included) would make it code deltas against states this view never had.
+///
+/// Memory: 1.2 KB per held object (ring of 32 x 36 bytes); indices are below
+/// kMaxSnapshotObjectIndex, and a payload's records are bounded by its size. Single-threaded.
+class SnapshotReceiver {
+ public:
+  /// `config` must be the server's (ConnectAccepted) and valid: the client should check it with
+  /// QuantizationConfig::validate and refuse the connection otherwise. With an invalid config,
+  /// every apply() returns BadHeader.
+  explicit SnapshotReceiver(const QuantizationConfig& config);
+
+  /// Decodes the payload of the snapshot that came in packet `sequence`, all or nothing: it is
+  /// fully decoded and checked into scratch buffers first, and only a payload that passes every
+  /// check changes the view. Payloads with sequence <= the last applied one return Stale (the
+  /// caller must then NOT ack that packet). Never throws or asserts on any bytes. O(payload +
+  /// view size when objects enter or exit, else payload * log(view size)).
+  SnapshotError apply(uint32_t sequence, uint64_t tick, std::span<const uint8_t> payload);
+
+  /// The current view, sorted by id.index. Valid until the next apply() or reset().
+  std::span<const SnapshotObject> objects() const { return objects_; }
+  /// The object with exactly this id (index and generation), or nullptr. O(log n).
+  const SnapshotObject* find(ObjectID id) const;
+  /// The latest quantised state of the object with this id, or nullptr. O(log n).
+  const QuantizedState* find_state(ObjectID id) const;
+  /// Tick of the last applied payload, 0 before any.
+  uint64_t tick() const { return tick_; }
+  /// Sequence of the last applied payload; meaningful only when has_applied().
+  uint32_t sequence() const { return sequence_; }
+  bool has_applied() const { return has_applied_; }
+  /// Ids that entered, exited, or got a new state (delta or repeated entry of a held object) in
+  /// the last successful apply(), each sorted by index. An entry that replaces another object at
+  /// the same index lists the old id in exited() and the new one in entered().
+  std::span<const ObjectID> entered() const { return entered_; }
+  std::span<const ObjectID> exited() const { return exited_; }
+  std::span<const ObjectID> updated() const { return updated_; }
+  const QuantizationConfig& config() const { return config_; }
+  /// Forgets every object and the last sequence (a new connection).
+  void reset();
+
+ private:
+  struct Ring {
+    uint32_t head = 0;   // slot of the newest state
+    uint32_t count = 0;  // states held, <= kSnapshotBaselineWindow
+    uint32_t sequences[kSnapshotBaselineWindow] = {};
+    QuantizedState states[kSnapshotBaselineWindow] = {};
+  };
+  // One decoded record, checked but not applied.
+  struct Decoded {
+    RecordKind kind = RecordKind::Exit;
+    ObjectID id;                 // entry: from the record; delta: the held object's; exit: index only
+    ObjectDescription desc;      // entry only
+    QuantizedState state;        // entry, delta
+    int32_t view = -1;           // position of the index in objects_, or -1 when not held
+  };
+
+  SnapshotError decode(uint32_t sequence, std::span<const uint8_t> payload);
+  void commit(uint32_t sequence);
+  int32_t find_position(uint32_t index) const;  // position in objects_ or -1
+  uint32_t allocate_ring();
+  static void push_state(Ring& ring, uint32_t sequence, const QuantizedState& state);
+  void set_object(SnapshotObject& object, const Decoded& record) const;
+
+  QuantizationConfig config_;
+  QuantizationLimits limits_;
+  bool config_valid_ = false;
+  bool has_applied_ = false;
+  uint32_t sequence_ = 0;
+  uint64_t tick_ = 0;
+
+  // The view: objects_ sorted by index, ring_of_[i] the ring slot of objects_[i].
+  std::vector<SnapshotObject> objects_;
+  std::vector<uint32_t> ring_of_;
+  std::vector<Ring> rings_;
+  std::vector<uint32_t> free_rings_;
+
+  std::vector<ObjectID> entered_;
+  std::vector<ObjectID> exited_;
+  std::vector<ObjectID> updated_;
+
+  // Scratch of apply(), reused.
+  std::vector<Decoded> decoded_;
+  std::vector<uint8_t> checksum_input_;
+  std::vector<SnapshotObject> next_objects_;
+  std::vector<uint32_t> next_ring_of_;
+};
+
+}  // namespace impulse::wire

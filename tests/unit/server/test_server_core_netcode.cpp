@@ -1,0 +1,401 @@
+// ServerCore's protocol-version-3 rules on a fake clock: the cookie handshake (no state and no
+// amplification before it), connect tokens, exactly-once in-order requests, ownership, quotas and
+// rate limits, reliable collision events and areas of interest.
+#include "unit/server/core_fixture.h"
+
+#include "server/net/handshake.h"
+
+namespace impulse::server {
+namespace {
+
+using namespace core_test;
+
+/// Copies `bytes` and stamps a packet header on the copy (what a real client sends).
+Bytes stamped(std::span<const uint8_t> bytes, uint32_t sequence, uint32_t ack, uint32_t ack_bits = 0) {
+  Bytes b = copy(bytes);
+  EXPECT_TRUE(wire::stamp_header(b, wire::PacketHeader(sequence, ack, ack_bits)));
+  return b;
+}
+
+size_t total_bytes(const std::vector<Sent>& sent) {
+  size_t n = 0;
+  for (const Sent& s : sent) n += s.bytes.size();
+  return n;
+}
+
+// --- Handshake ------------------------------------------------------------------------------
+
+TEST_F(CoreTest, NoSessionWithoutTheCookieRoundTripAndNoAmplification) {
+  const Endpoint spoofed = endpoint(6000);
+  size_t bytes_in = 0, bytes_out = 0;
+  auto send = [&](std::span<const uint8_t> datagram) {
+    bytes_in += datagram.size();
+    const auto sent = receive(spoofed, datagram);
+    bytes_out += total_bytes(sent);
+    for (const Sent& s : sent) EXPECT_LE(s.bytes.size(), datagram.size()) << "an answer larger than its request";
+    return sent;
+  };
+  // 1. A Connect without a cookie: a Challenge, and no session.
+  auto sent = send(wire::build_connect(fbb_, "spoofer"));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].type(), Message::Challenge);
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  // 2. A forged cookie (right length, wrong MAC): challenged again, no session.
+  std::vector<uint8_t> forged(security::kCookieBytes, 0x5A);
+  sent = send(wire::build_connect(fbb_, "spoofer", forged));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].type(), Message::Challenge);
+  // 3. A real cookie, but issued to another address: no session.
+  const auto other = receive(endpoint(6001), wire::build_connect(fbb_, "other"));
+  ASSERT_EQ(other.size(), 1u);
+  const auto* cookie = other[0].envelope()->message_as_Challenge()->cookie();
+  sent = send(wire::build_connect(fbb_, "spoofer", Bytes(cookie->begin(), cookie->end())));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].type(), Message::Challenge);
+  // 4. An unpadded Connect is not answered at all.
+  flatbuffers::FlatBufferBuilder raw;
+  const auto name = raw.CreateString("x");
+  wire::FinishEnvelopeBuffer(raw, wire::CreateEnvelope(raw, wire::kProtocolVersion, Message::Connect,
+                                                       wire::CreateConnect(raw, wire::kProtocolVersion, name).Union()));
+  ASSERT_LT(raw.GetSize(), wire::min_connect_bytes());
+  EXPECT_TRUE(send({raw.GetBufferPointer(), raw.GetSize()}).empty());
+  // 5. Requests and pings from the unvalidated address: small answers only.
+  send(wire::build_create_object(fbb_, 1, wire::CreateObjectArgs{}));
+  send(wire::build_ping(fbb_, 1));
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  EXPECT_LE(bytes_out, bytes_in);
+  EXPECT_EQ(core_.rejects().count(RejectReason::BadCookie), 2u);
+
+  // A stale cookie (two slots later) is refused too; a fresh one then connects.
+  const auto first = receive(spoofed, wire::build_connect(fbb_, "late"));
+  const auto* late_cookie = first[0].envelope()->message_as_Challenge()->cookie();
+  const Bytes kept(late_cookie->begin(), late_cookie->end());
+  now_ += 2 * security::kCookieSlotLength;
+  sent = receive(spoofed, wire::build_connect(fbb_, "late", kept));
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].type(), Message::Challenge);
+  EXPECT_NE(connect(spoofed), 0u);
+}
+
+class TokenTest : public CoreTest {
+ protected:
+  TokenTest() {
+    key_ = security::make_token_key();
+    core_.set_token_key(key_);
+    core_.set_unix_time_source([] { return uint64_t{1'800'000'000}; });
+  }
+  std::vector<Sent> connect_with(const Endpoint& from, std::span<const uint8_t> token) {
+    const auto challenge = receive(from, wire::build_connect(fbb_, "player", {}, token));
+    if (challenge.size() != 1 || challenge[0].type() != Message::Challenge) return challenge;
+    const auto* cookie = challenge[0].envelope()->message_as_Challenge()->cookie();
+    return receive(from, wire::build_connect(fbb_, "player", Bytes(cookie->begin(), cookie->end()), token));
+  }
+  static ResultCode rejection(const std::vector<Sent>& sent) {
+    if (sent.size() != 1 || sent[0].type() != Message::ConnectRejected) return ResultCode::Ok;
+    return sent[0].envelope()->message_as_ConnectRejected()->reason();
+  }
+  security::TokenKey key_;
+};
+
+TEST_F(TokenTest, MissingExpiredForgedAndWrongKeyTokensAreRefused) {
+  security::TokenClaims claims{42, 1'800'000'100, 7};
+  EXPECT_EQ(rejection(connect_with(endpoint(1), {})), ResultCode::TokenRequired);
+
+  security::TokenClaims expired = claims;
+  expired.expires_unix_s = 1'799'999'999;
+  EXPECT_EQ(rejection(connect_with(endpoint(2), security::seal_token(key_, expired))), ResultCode::TokenExpired);
+
+  security::Token forged = security::seal_token(key_, claims);
+  forged[forged.size() / 2] ^= 0x01;
+  EXPECT_EQ(rejection(connect_with(endpoint(3), forged)), ResultCode::TokenInvalid);
+
+  const security::TokenKey other = security::make_token_key();
+  EXPECT_EQ(rejection(connect_with(endpoint(4), security::seal_token(other, claims))), ResultCode::TokenInvalid);
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::BadToken), 4u);
+
+  // A valid token: the session takes the token's client id and quota.
+  const auto sent = connect_with(endpoint(5), security::seal_token(key_, claims));
+  ASSERT_EQ(sent.size(), 1u);
+  ASSERT_EQ(sent[0].type(), Message::ConnectAccepted);
+  EXPECT_EQ(sent[0].envelope()->message_as_ConnectAccepted()->client_id(), 42u);
+  EXPECT_EQ(sent[0].envelope()->message_as_ConnectAccepted()->max_objects(), 7u);
+}
+
+TEST_F(TokenTest, TheSameClientIdConnectingAgainReplacesItsSession) {
+  const security::TokenClaims claims{42, 1'800'000'100, 0};
+  ASSERT_EQ(connect_with(endpoint(1), security::seal_token(key_, claims)).at(0).type(), Message::ConnectAccepted);
+  const auto sent = connect_with(endpoint(2), security::seal_token(key_, claims));
+  bool old_told = false, new_accepted = false;
+  for (const Sent& s : sent) {
+    old_told |= s.to == endpoint(1) && s.type() == Message::Disconnect;
+    new_accepted |= s.to == endpoint(2) && s.type() == Message::ConnectAccepted;
+  }
+  EXPECT_TRUE(old_told);
+  EXPECT_TRUE(new_accepted);
+  ASSERT_EQ(core_.sessions().size(), 1u);
+  EXPECT_EQ(core_.sessions().sessions()[0].endpoint, endpoint(2));
+}
+
+// --- Exactly-once requests ---------------------------------------------------------------------
+
+TEST_F(CoreTest, ADuplicateRequestIsAnsweredAgainButAppliedOnce) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {0, 5, 0};
+  const Bytes request = copy(wire::build_create_object(fbb_, next_id(a), ball));
+  const auto first = apply_in_one_step(a, {request});
+  const auto r1 = results(first);
+  ASSERT_EQ(r1.size(), 1u);
+  ASSERT_EQ(r1[0]->code(), ResultCode::Ok);
+  EXPECT_EQ(core_.world().object_count(), 2u);
+
+  // The answer was "lost": the client resends; the stored answer comes back at once.
+  const auto again = receive(a, request);
+  const auto r2 = results(again);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0]->request_id(), r1[0]->request_id());
+  EXPECT_EQ(r2[0]->id(), r1[0]->id());
+  advance(kStep);
+  EXPECT_EQ(core_.world().object_count(), 2u);  // not created twice
+  EXPECT_EQ(stats_.requests_duplicate.load(), 1u);
+  // A duplicate still waiting in the queue is ignored (its answer is coming).
+  const Bytes second = copy(wire::build_create_object(fbb_, next_id(a), ball));
+  EXPECT_TRUE(receive(a, second).empty());
+  EXPECT_TRUE(receive(a, second).empty());
+  EXPECT_EQ(core_.queued_requests(), 1u);
+}
+
+TEST_F(CoreTest, RequestsAreAppliedInTheirSequenceOrderWhateverTheArrivalOrder) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs first, second;
+  first.position = {-3, 5, 0};
+  second.position = {3, 5, 0};
+  const Bytes r1 = copy(wire::build_create_object(fbb_, next_id(a), first));
+  const Bytes r2 = copy(wire::build_create_object(fbb_, next_id(a), second));
+  EXPECT_TRUE(receive(a, r2).empty());  // ahead of a gap: held
+  EXPECT_EQ(core_.queued_requests(), 0u);
+  EXPECT_TRUE(receive(a, r1).empty());  // fills the gap: both admitted, in order
+  EXPECT_EQ(core_.queued_requests(), 2u);
+  const auto sent = advance(kStep);
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0]->request_id(), 1u);
+  EXPECT_EQ(r[1]->request_id(), 2u);
+  const auto a_body = core_.world().get_object(from_wire(r[0]->id()));
+  ASSERT_TRUE(a_body.has_value());
+  EXPECT_LT(a_body->position.x, 0.0f);  // request 1 made the first object
+}
+
+TEST_F(CoreTest, RequestIdsOutsideTheWindowAreRefusedOrDropped) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  // Far ahead: dropped without an answer (the client never has that many in flight).
+  EXPECT_TRUE(receive(a, wire::build_set_interest(fbb_, kRequestWindow + 5, wire::InterestArgs{})).empty());
+  EXPECT_EQ(core_.rejects().count(RejectReason::RequestTooFarAhead), 1u);
+  // SetInterest is answered at admission: 300 of them move the window past id 1.
+  for (int i = 0; i < 300; ++i) {
+    const auto r = receive(a, wire::build_set_interest(fbb_, next_id(a), wire::InterestArgs{}));
+    ASSERT_EQ(results(r).size(), 1u);
+  }
+  const auto old = receive(a, wire::build_set_interest(fbb_, 1, wire::InterestArgs{}));
+  const auto r = results(old);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::RequestTooOld);
+  // Id 0 is never a valid sequence.
+  const auto zero = receive(a, wire::build_set_interest(fbb_, 0, wire::InterestArgs{}));
+  const auto zero_results = results(zero);
+  ASSERT_EQ(zero_results.size(), 1u);
+  EXPECT_EQ(zero_results[0]->code(), ResultCode::InvalidArgument);
+}
+
+// --- Ownership, quotas and rate limits ------------------------------------------------------------
+
+TEST_F(CoreTest, AClientCannotDestroyOrPushAnotherClientsObject) {
+  const Endpoint a = endpoint(1), b = endpoint(2);
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {0, 5, 0};
+  const ObjectID mine = create(a, ball);
+  ball.position = {5, 5, 0};
+  ball.shared = true;
+  const ObjectID common = create(a, ball);
+  ASSERT_FALSE(mine.is_null());
+  const Vec3 v_before = core_.world().get_object(mine)->velocity;
+
+  const auto sent = apply_in_one_step(b, {copy(wire::build_destroy_object(fbb_, next_id(b), mine)),
+                                          copy(wire::build_apply_impulse(fbb_, next_id(b), mine, {0, 100, 0})),
+                                          copy(wire::build_apply_impulse(fbb_, next_id(b), common, {0, 10, 0}))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]->code(), ResultCode::NotOwner);
+  EXPECT_NE(r[0]->message()->str().find("another client"), std::string::npos);
+  EXPECT_EQ(r[1]->code(), ResultCode::NotOwner);
+  EXPECT_EQ(r[2]->code(), ResultCode::Ok);  // shared
+  ASSERT_TRUE(core_.world().is_valid(mine));
+  // One step of gravity, and nothing from B's impulse.
+  EXPECT_NEAR(core_.world().get_object(mine)->velocity.y, v_before.y - 9.81f / kTickHz, 1e-4f);
+  EXPECT_EQ(core_.owner_of(mine), 1u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::NotOwner), 2u);
+  // A's own destroy works.
+  const auto own_sent = apply_in_one_step(a, {copy(wire::build_destroy_object(fbb_, next_id(a), mine))});
+  const auto own = results(own_sent);
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0]->code(), ResultCode::Ok);
+}
+
+class AnyAuthorityTest : public CoreTest {
+ protected:
+  static ServerConfig any_config() {
+    ServerConfig c = test_config();
+    c.authority = "any";
+    return c;
+  }
+  AnyAuthorityTest() : CoreTest(any_config()) {}
+};
+
+TEST_F(AnyAuthorityTest, WithAuthorityAnyEveryClientMayTouchEveryObject) {
+  const Endpoint a = endpoint(1), b = endpoint(2);
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  wire::CreateObjectArgs ball;
+  const ObjectID mine = create(a, ball);
+  const auto sent = apply_in_one_step(b, {copy(wire::build_destroy_object(fbb_, next_id(b), mine))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::Ok);
+}
+
+class QuotaTest : public CoreTest {
+ protected:
+  static ServerConfig quota_config() {
+    ServerConfig c = test_config();
+    c.max_objects_per_client = 2;
+    c.max_requests_per_second = 50;
+    return c;
+  }
+  QuotaTest() : CoreTest(quota_config()) {}
+};
+
+TEST_F(QuotaTest, ObjectQuotaIsPerClientAndFreedByDestroy) {
+  const Endpoint a = endpoint(1), b = endpoint(2);
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  wire::CreateObjectArgs ball;
+  const ObjectID first = create(a, ball);
+  create(a, ball);
+  auto sent = apply_in_one_step(a, {copy(wire::build_create_object(fbb_, next_id(a), ball))});
+  auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::QuotaExceeded);
+  EXPECT_EQ(core_.live_objects_of(1), 2u);
+  EXPECT_FALSE(create(b, ball).is_null());  // B's quota is its own
+  sent = apply_in_one_step(a, {copy(wire::build_destroy_object(fbb_, next_id(a), first))});
+  r = results(sent);
+  ASSERT_EQ(r[0]->code(), ResultCode::Ok);
+  EXPECT_FALSE(create(a, ball).is_null());  // room again
+}
+
+TEST_F(QuotaTest, AFloodingClientIsRateLimitedAndOthersKeepTheirSnapshots) {
+  const Endpoint flood = endpoint(1), calm = endpoint(2);
+  ASSERT_NE(connect(flood), 0u);
+  ASSERT_NE(connect(calm), 0u);
+  size_t limited = 0, calm_snapshots = 0;
+  for (int tick = 0; tick < kTickHz; ++tick) {  // one second; 30 Hz snapshots
+    for (int i = 0; i < 20; ++i) {  // 1200 requests per second against a limit of 50
+      const auto sent = receive(flood, wire::build_apply_force(fbb_, next_id(flood), ground_id_, {1, 0, 0}));
+      for (const auto* res : results(sent)) limited += res->code() == ResultCode::RateLimited;
+    }
+    for (const Sent& s : advance(kStep)) calm_snapshots += s.to == calm && s.type() == Message::Snapshot;
+  }
+  EXPECT_GT(limited, 1000u);
+  EXPECT_EQ(calm_snapshots, 30u);
+  EXPECT_GT(core_.rejects().count(RejectReason::RateLimited), 1000u);
+}
+
+// --- Reliable events and areas of interest --------------------------------------------------------
+
+TEST_F(CoreTest, CollisionEventsAreResentUntilAckedAndCarryASequence) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {0, 1.0f, 0};
+  receive(a, wire::build_create_object(fbb_, next_id(a), ball));
+  // Run until the landing event is sent, without acking anything.
+  uint32_t event_sequence = 0, carried_in = 0;
+  for (int i = 0; i < 2 * kTickHz && event_sequence == 0; ++i) {
+    for (const Sent& s : advance(kStep)) {
+      if (const auto* ev = s.envelope()->message_as_CollisionEvents()) {
+        event_sequence = ev->events()->Get(0)->sequence();
+        carried_in = wire::header_of(*s.envelope()).sequence();
+      }
+    }
+  }
+  ASSERT_EQ(event_sequence, 1u);
+  // Unacked: it comes again after the resend interval, with the same event sequence.
+  uint32_t resent_in = 0;
+  for (int i = 0; i < 10 && resent_in == 0; ++i) {
+    for (const Sent& s : advance(kStep)) {
+      if (const auto* ev = s.envelope()->message_as_CollisionEvents()) {
+        EXPECT_EQ(ev->events()->Get(0)->sequence(), event_sequence);
+        resent_in = wire::header_of(*s.envelope()).sequence();
+      }
+    }
+  }
+  ASSERT_NE(resent_in, 0u);
+  EXPECT_GT(resent_in, carried_in);
+  // The client acks the first copy: no more resends.
+  receive(a, stamped(wire::build_ping(fbb_, 1), 1, carried_in));
+  for (int i = 0; i < kTickHz; ++i) {
+    for (const Sent& s : advance(kStep)) EXPECT_NE(s.type(), Message::CollisionEvents) << "resent after its ack";
+  }
+}
+
+TEST_F(CoreTest, SnapshotsHoldOnlyTheAreaOfInterestAndShrinkOnceAcked) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {-20, 0.5f, 0};
+  const ObjectID west = create(a, ball);
+  ball.position = {20, 0.5f, 0};
+  const ObjectID east = create(a, ball);
+  wire::InterestArgs area;
+  area.kind = wire::InterestKind::Sphere;
+  area.center = {20, 0, 0};
+  area.radius = 5;
+  const auto answered = receive(a, wire::build_set_interest(fbb_, next_id(a), area));
+  const auto answer = results(answered);
+  ASSERT_EQ(answer.size(), 1u);
+  EXPECT_EQ(answer[0]->code(), ResultCode::Ok);
+
+  // Ack every snapshot as the client library would: the next datagram's header acks it.
+  uint32_t client_sequence = 1;
+  size_t last_payload = 0;
+  wire::SnapshotReceiver& view = receivers_.at(a.port());
+  for (int i = 0; i < 3 * kTickHz; ++i) {
+    const auto sent = advance(kStep);
+    snapshot_row(sent, east);
+    for (const Sent& s : sent) {
+      if (const auto* snap = s.envelope()->message_as_Snapshot()) {
+        last_payload = snap->data()->size();
+        receive(a, stamped(wire::build_ping(fbb_, 9), ++client_sequence, wire::header_of(*s.envelope()).sequence()));
+      }
+    }
+  }
+  EXPECT_NE(view.find(east), nullptr);
+  EXPECT_EQ(view.find(west), nullptr);
+  EXPECT_EQ(view.find(ground_id_), nullptr);  // its centre is 20 m away
+  EXPECT_LT(last_payload, 16u) << "an acked world at rest should cost almost nothing";
+
+  // Back to everything: the others enter.
+  receive(a, wire::build_set_interest(fbb_, next_id(a), wire::InterestArgs{}));
+  for (int i = 0; i < 4; ++i) snapshot_row(advance(kStep), east);
+  EXPECT_NE(view.find(west), nullptr);
+  EXPECT_NE(view.find(ground_id_), nullptr);
+}
+
+}  // namespace
+}  // namespace impulse::server
