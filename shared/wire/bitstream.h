@@ -28,16 +28,14 @@ class BitWriter {
 
   /// Appends the low `count` bits of `value`, count in [0, 32]. Higher bits of value are ignored.
   void write_bits(uint32_t value, unsigned count) {
+    if (count == 0) return;
     if (count < 32) value &= (uint32_t{1} << count) - 1u;
-    while (count > 0) {
-      const unsigned offset = static_cast<unsigned>(bit_count_ & 7u);
-      if (offset == 0) bytes_->push_back(0);
-      const unsigned take = count < 8u - offset ? count : 8u - offset;
-      bytes_->back() = static_cast<uint8_t>(bytes_->back() | ((value & ((1u << take) - 1u)) << offset));
-      value = take < 32 ? value >> take : 0;
-      count -= take;
-      bit_count_ += take;
-    }
+    const size_t first = bit_count_ >> 3;
+    const unsigned offset = static_cast<unsigned>(bit_count_ & 7u);
+    bit_count_ += count;
+    bytes_->resize((bit_count_ + 7) >> 3, 0);  // new bytes start at zero
+    uint64_t bits = static_cast<uint64_t>(value) << offset;  // at most 39 bits: 5 bytes
+    for (size_t i = first; bits != 0; ++i, bits >>= 8) (*bytes_)[i] = static_cast<uint8_t>((*bytes_)[i] | bits);
   }
   void write_bit(bool bit) { write_bits(bit ? 1u : 0u, 1); }
   /// Bits in the vector, counting from its first byte (not from where this writer started).

@@ -115,37 +115,47 @@ void put_record_body(Sink& w, const SnapshotRecord& r, const QuantizationLimits&
 
 // --- Checksum input: a fixed little-endian serialisation of each decoded record ---------------
 
-void put_u8(std::vector<uint8_t>* out, uint32_t v) { out->push_back(static_cast<uint8_t>(v)); }
-void put_u16(std::vector<uint8_t>* out, uint32_t v) {
-  out->push_back(static_cast<uint8_t>(v));
-  out->push_back(static_cast<uint8_t>(v >> 8));
-}
-void put_u32(std::vector<uint8_t>* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
+// Little-endian writers into a record's fixed buffer.
+struct Le {
+  uint8_t bytes[64];
+  size_t size = 0;
+  void u8(uint32_t v) { bytes[size++] = static_cast<uint8_t>(v); }
+  void u16(uint32_t v) {
+    u8(v);
+    u8(v >> 8);
+  }
+  void u32(uint32_t v) {
+    u16(v);
+    u16(v >> 16);
+  }
+};
 
 // kind u8, index u32; entry and delta: generation u32, position 3 x i32, linear velocity 3 x i16,
 // angular velocity 3 x i16, orientation 3 x u16, largest u8, at_rest u8; entry: body kind u8,
-// shape u8, sensor u8, dims 3 x u32 (IEEE bits).
+// shape u8, sensor u8, dims 3 x u32 (IEEE bits). 56 bytes at most.
 void append_checksum_input(RecordKind kind, ObjectID id, const ObjectDescription* desc, const QuantizedState* s,
                            std::vector<uint8_t>* out) {
-  put_u8(out, static_cast<uint32_t>(kind));
-  put_u32(out, id.index);
-  if (kind == RecordKind::Exit) return;
-  put_u32(out, id.generation);
-  for (int i = 0; i < 3; ++i) put_u32(out, static_cast<uint32_t>(s->position[i]));
-  for (int i = 0; i < 3; ++i) put_u16(out, static_cast<uint16_t>(s->linear_velocity[i]));
-  for (int i = 0; i < 3; ++i) put_u16(out, static_cast<uint16_t>(s->angular_velocity[i]));
-  for (int i = 0; i < 3; ++i) put_u16(out, s->orientation[i]);
-  put_u8(out, s->orientation_largest);
-  put_u8(out, s->at_rest);
-  if (kind != RecordKind::Entry) return;
-  put_u8(out, static_cast<uint32_t>(desc->kind));
-  put_u8(out, static_cast<uint32_t>(desc->shape));
-  put_u8(out, desc->sensor ? 1u : 0u);
-  put_u32(out, std::bit_cast<uint32_t>(desc->dims.x));
-  put_u32(out, std::bit_cast<uint32_t>(desc->dims.y));
-  put_u32(out, std::bit_cast<uint32_t>(desc->dims.z));
+  Le le;
+  le.u8(static_cast<uint32_t>(kind));
+  le.u32(id.index);
+  if (kind != RecordKind::Exit) {
+    le.u32(id.generation);
+    for (int i = 0; i < 3; ++i) le.u32(static_cast<uint32_t>(s->position[i]));
+    for (int i = 0; i < 3; ++i) le.u16(static_cast<uint16_t>(s->linear_velocity[i]));
+    for (int i = 0; i < 3; ++i) le.u16(static_cast<uint16_t>(s->angular_velocity[i]));
+    for (int i = 0; i < 3; ++i) le.u16(s->orientation[i]);
+    le.u8(s->orientation_largest);
+    le.u8(s->at_rest);
+  }
+  if (kind == RecordKind::Entry) {
+    le.u8(static_cast<uint32_t>(desc->kind));
+    le.u8(static_cast<uint32_t>(desc->shape));
+    le.u8(desc->sensor ? 1u : 0u);
+    le.u32(std::bit_cast<uint32_t>(desc->dims.x));
+    le.u32(std::bit_cast<uint32_t>(desc->dims.y));
+    le.u32(std::bit_cast<uint32_t>(desc->dims.z));
+  }
+  out->insert(out->end(), le.bytes, le.bytes + le.size);
 }
 
 uint32_t checksum(const std::vector<uint8_t>& input) {
