@@ -242,6 +242,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0f, 100.0f));
   app.add_option("--seconds", o.n1.seconds, "N1: measured time [s] after the warm-up")->check(CLI::Range(1.0, 3600.0));
   app.add_option("--warmup", o.n1.warmup_s, "N1: warm-up [s] before measuring")->check(CLI::Range(0.0, 600.0));
+  app.add_flag("--reliable-forces", o.n1.reliable_forces,
+               "N1: send the player's per-tick force as sequenced, answered requests instead of fire-and-forget");
   app.add_option("--kbps", o.n1.kbps, "N1: the server's per-client send budget [kbit/s] (default: the server's, 1024)")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--samples", o.latency_samples, "latency: requests per snapshot rate")->check(CLI::Range(1, 100000));

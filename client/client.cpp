@@ -681,6 +681,13 @@ uint32_t Client::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point)
   return m.send_request(request_id, wire::build_apply_force(m.fbb, request_id, id, force, point));
 }
 
+bool Client::apply_force_unreliable(ObjectID id, Vec3 force, std::optional<Vec3> point) {
+  Impl& m = *impl_;
+  if (!connected()) return false;
+  m.send_bytes(wire::build_apply_force(m.fbb, 0, id, force, point));
+  return true;
+}
+
 uint32_t Client::apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point) {
   Impl& m = *impl_;
   if (!connected()) return 0;

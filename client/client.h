@@ -219,6 +219,11 @@ class Client {
   /// Adds a force [N] (world frame) for the server's next step only, at `point` (world frame
   /// [m]) or at the centre of mass when absent. Dynamic bodies only (else NotDynamic).
   uint32_t apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
+  /// Fire-and-forget apply_force: sent once with request_id 0, never resent, never answered (the
+  /// server counts and logs a refusal). For per-tick controls, where the next tick's force
+  /// supersedes a lost one; unordered with respect to sequenced requests.
+  /// @return false when not connected
+  bool apply_force_unreliable(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
   /// Adds an instantaneous impulse [N·s] (world frame): Δv = impulse / mass.
   /// `point` as apply_force. Dynamic bodies only.
   uint32_t apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point = std::nullopt);

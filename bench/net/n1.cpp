@@ -204,6 +204,7 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
   N1Result out;
   out.warmup_s = options.warmup_s;
   out.kbps_budget = config.max_kbps_per_client;
+  out.reliable_forces = options.reliable_forces;
   out.tick_hz = config.tick_hz;
   out.snapshot_hz = config.snapshot_hz;
 
@@ -258,7 +259,11 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
       // Steer from the newest state: one force per snapshot (60 Hz), applied at the next step.
       if (const ObjectState* p = find_in(r.objects_of(r.snapshots.back()), player)) {
         const Vec3 at = p->position - Vec3{0.0f, kForcePointDrop, 0.0f};
-        client.apply_force(player, control_force(*p), at);
+        if (options.reliable_forces) {
+          client.apply_force(player, control_force(*p), at);
+        } else {
+          client.apply_force_unreliable(player, control_force(*p), at);
+        }
       }
     }
     if (measuring) {
@@ -344,6 +349,7 @@ std::string to_json_line(const N1Result& r) {
   j["client_resends"] = r.client_resends;
   j["snapshots_rejected"] = r.snapshots_rejected;
   j["kbps_budget"] = r.kbps_budget;
+  j["forces"] = r.reliable_forces ? "reliable" : "unreliable";
   j["tick_hz"] = r.tick_hz;
   j["snapshot_hz"] = r.snapshot_hz;
   j["kbps_snapshots_avg"] = r.kbps_snapshots_avg;
@@ -366,8 +372,9 @@ void print_human(std::FILE* out, const N1Result& r) {
   const double snapshot_rate = r.seconds > 0 ? static_cast<double>(r.snapshots) / r.seconds : 0.0;
   std::fprintf(out,
                "N1 cubes (after Fiedler's \"Snapshot Compression\"): %u objects in view, %d Hz ticks, %d Hz snapshots, "
-               "budget %d kbit/s per client; %.1f s measured after a %.1f s warm-up\n",
-               r.objects, r.tick_hz, r.snapshot_hz, r.kbps_budget, r.seconds, r.warmup_s);
+               "budget %d kbit/s per client, %s player forces; %.1f s measured after a %.1f s warm-up\n",
+               r.objects, r.tick_hz, r.snapshot_hz, r.kbps_budget, r.reliable_forces ? "reliable" : "fire-and-forget",
+               r.seconds, r.warmup_s);
   std::fprintf(out, "  server -> client, UDP payload (no IP/UDP headers): avg %8.1f kbit/s  p95 %8.1f kbit/s\n",
                r.kbps_avg, r.kbps_p95);
   std::fprintf(out, "    of which snapshot datagrams %.1f kbit/s avg; the rest: %.0f collision events/s and %.0f request "

@@ -19,6 +19,9 @@ struct N1Options {
   /// The server's per-client send budget [kbit/s] (--max-kbps-per-client); 0 = the server's default.
   int kbps = 0;
   bool progress = true;   ///< one line on stderr every 5 s
+  /// Send the player's per-tick force as a sequenced request (answered, resent until answered)
+  /// instead of fire-and-forget (Client::apply_force_unreliable, the default: a game's input).
+  bool reliable_forces = false;
 };
 
 /// What one N1 run measured. Rates are per client (there is one) over the measured time; kbit =
@@ -28,6 +31,7 @@ struct N1Result {
   double seconds = 0;           ///< measured wall-clock time [s]
   double warmup_s = 0;
   int kbps_budget = 0;          ///< the server's --max-kbps-per-client for the run
+  bool reliable_forces = false; ///< N1Options::reliable_forces of the run
   int tick_hz = 0, snapshot_hz = 0;
   uint32_t objects = 0;         ///< objects in the client's view at the end (scene + player)
   uint64_t snapshots = 0;       ///< snapshots applied by the client in the measured time

@@ -75,6 +75,7 @@ struct ServerStats {
   std::atomic<uint64_t> requests_applied{0};   ///< requests answered with Ok
   std::atomic<uint64_t> requests_rejected{0};  ///< requests answered with an error code
   std::atomic<uint64_t> requests_duplicate{0}; ///< resent requests deduplicated (answered again or ignored)
+  std::atomic<uint64_t> requests_unsequenced{0};  ///< fire-and-forget pushes (request_id 0) queued
   std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() after the last step
   std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
   std::atomic<uint64_t> tick_ns_p50{0};        ///< median tick time [ns] over the last stats interval

@@ -123,6 +123,10 @@ bool touches_object(Message type) {
   }
 }
 
+// Pushes a client may send fire-and-forget (request_id 0): per-tick controls, where a lost one is
+// superseded by the next and a resend or an answer would only cost bandwidth. Destroy is not one.
+bool accepts_unsequenced(Message type) { return type != Message::DestroyObject && touches_object(type); }
+
 // Interest test with a margin [m] (the hysteresis of the event filter matches the snapshots').
 bool inside_interest(const wire::InterestArgs& area, Vec3 p, float margin) {
   switch (area.kind) {
@@ -580,6 +584,7 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
   Session* session = sessions_.find(from);
   if (!session) return reply_not_connected(from, r.type, r.request_id, request_bytes, now, out);
   r.client_id = session->client_id;
+  if (r.request_id == 0 && accepts_unsequenced(r.type)) return queue_unsequenced(*session, r, check, now);
 
   switch (session->requests.arrive(r, check.code, check.message)) {
     case Arrival::Accepted:
@@ -620,6 +625,21 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
            now, out);
       return;
   }
+}
+
+void ServerCore::queue_unsequenced(Session& s, const PendingRequest& r, const wire::Check& check, TimePoint now) {
+  // Outside the exactly-once window and never answered, so a refusal is only counted and logged.
+  auto refuse = [&](RejectReason reason, std::string_view message) {
+    rejects_.note(reason, s.endpoint, message, now);
+    stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+  };
+  if (!check.ok()) return refuse(RejectReason::InvalidArgument, check.message);
+  if (!s.request_rate.take(1.0, now)) {
+    return refuse(RejectReason::RateLimited, "unsequenced push over --max-requests-per-second");
+  }
+  if (queue_.size() >= kMaxQueuedRequests) return refuse(RejectReason::QueueFull, {});
+  stats_.requests_unsequenced.fetch_add(1, std::memory_order_relaxed);
+  queue_.push_back(r);
 }
 
 void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
@@ -743,7 +763,8 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
   } else {
     stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
   }
-  if (s == nullptr) return;  // the session ended since; the effect stands
+  // A session that ended since keeps the effect; unsequenced requests are never answered.
+  if (s == nullptr || r.request_id == 0) return;
   s->requests.answer(r.request_id, code, id, message);
   send(*s, wire::build_request_result(fbb_, r.request_id, code, id, message), now, out);
 }

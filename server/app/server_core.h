@@ -113,6 +113,9 @@ class ServerCore {
   void process_header(Session& s, const wire::Envelope& envelope, TimePoint now);
   void answer_slot(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out);
   void admit_requests(Session& s, TimePoint now, Outbox& out);
+  /// Queues a push sent with request_id 0 (fire-and-forget, see accepts_unsequenced) for the
+  /// next tick, after the same range checks and rate limit as a sequenced one.
+  void queue_unsequenced(Session& s, const PendingRequest& r, const wire::Check& check, TimePoint now);
   /// Ownership and quota checks at apply time; Ok when the request may touch the world.
   wire::ResultCode authorize(const PendingRequest& r, std::string_view* message) const;
   void note_applied(const PendingRequest& r, ObjectID id);

@@ -3,6 +3,8 @@
 // rate limits, reliable collision events and areas of interest.
 #include "unit/server/core_fixture.h"
 
+#include <limits>
+
 #include "server/net/handshake.h"
 
 namespace impulse::server {
@@ -209,6 +211,47 @@ TEST_F(CoreTest, RequestIdsOutsideTheWindowAreRefusedOrDropped) {
   const auto zero_results = results(zero);
   ASSERT_EQ(zero_results.size(), 1u);
   EXPECT_EQ(zero_results[0]->code(), ResultCode::InvalidArgument);
+}
+
+TEST_F(CoreTest, UnsequencedPushesAreAppliedAtTheNextTickAndNeverAnswered) {
+  const Endpoint a = endpoint(1), b = endpoint(2);
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  wire::CreateObjectArgs ball;  // 1 kg
+  ball.position = {0, 5, 0};
+  const ObjectID mine = create(a, ball);
+  ASSERT_FALSE(mine.is_null());
+  const float vy = core_.world().get_object(mine)->velocity.y;
+
+  // Request id 0 on a push: queued for the next tick, applied once, no RequestResult.
+  const auto sent = apply_in_one_step(a, {copy(wire::build_apply_impulse(fbb_, 0, mine, {0, 10, 0}))});
+  EXPECT_TRUE(results(sent).empty());
+  EXPECT_NEAR(core_.world().get_object(mine)->velocity.y, vy + 10.0f - 9.81f / kTickHz, 1e-4f);
+  EXPECT_EQ(stats_.requests_unsequenced.load(), 1u);
+
+  // Refusals are counted and logged, never answered: a NaN impulse at once, another client's push at
+  // apply time (it does not move the body).
+  const uint64_t rejected = stats_.requests_rejected.load();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(receive(a, wire::build_apply_impulse(fbb_, 0, mine, {nan, 0, 0})).empty());
+  EXPECT_EQ(core_.queued_requests(), 0u);
+  const float vy2 = core_.world().get_object(mine)->velocity.y;
+  const auto pushed = apply_in_one_step(b, {copy(wire::build_apply_impulse(fbb_, 0, mine, {0, 100, 0}))});
+  EXPECT_TRUE(results(pushed).empty());
+  EXPECT_NEAR(core_.world().get_object(mine)->velocity.y, vy2 - 9.81f / kTickHz, 1e-4f);
+  EXPECT_EQ(stats_.requests_rejected.load(), rejected + 2);
+  EXPECT_EQ(core_.rejects().count(RejectReason::NotOwner), 1u);
+
+  // Destroy is never unsequenced, and the sequenced window is untouched: a's next id is 2.
+  const auto destroy = receive(a, wire::build_destroy_object(fbb_, 0, mine));
+  const auto refused = results(destroy);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0]->code(), ResultCode::InvalidArgument);
+  const auto own_sent = apply_in_one_step(a, {copy(wire::build_destroy_object(fbb_, next_id(a), mine))});
+  const auto own = results(own_sent);
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0]->request_id(), 2u);
+  EXPECT_EQ(own[0]->code(), ResultCode::Ok);
 }
 
 // --- Ownership, quotas and rate limits ------------------------------------------------------------
