@@ -1,12 +1,14 @@
 // Thin UDP client after netcode.io's client update model (caller-driven polling): the cookie
 // handshake, packet acks on every datagram, requests resent until answered (the server
 // deduplicates), delta snapshots decoded against acked baselines (wire::SnapshotReceiver), and
-// reliable collision events delivered once each.
+// reliable collision events delivered once each; clock sync (NTP on-wire estimate, ClockSync) and
+// snapshot interpolation (Fiedler, "Snapshot Interpolation", SnapshotInterpolator) for pose_at.
 #include "client/client.h"
 
 #include <poll.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <system_error>
 
@@ -38,6 +40,13 @@ constexpr std::chrono::milliseconds kMinRequestResend{50};
 constexpr uint32_t kEventDedupWindow = 8192;
 /// Outstanding pings remembered for RTT measurement; older ones are forgotten.
 constexpr size_t kPingSlots = 16;
+
+/// Largest fixed interpolation delay ClientConfig accepts [s].
+constexpr double kMaxInterpolationDelayS = 5.0;
+
+InterpolationSample to_interpolation_sample(const wire::SnapshotObject& s) {
+  return InterpolationSample{s.id, s.position, s.orientation, s.velocity, s.angular_velocity, s.at_rest};
+}
 
 ObjectState to_object_state(const wire::SnapshotObject& s) {
   return ObjectState{s.id,       s.position, s.velocity, s.dims,  s.orientation, s.angular_velocity,
@@ -133,6 +142,13 @@ struct Client::Impl {
   Clock::time_point last_send_time{};
   std::optional<std::chrono::microseconds> last_rtt;
   ClientStats stats;
+
+  // Clock sync and interpolation (ClientConfig), reset by every connect.
+  ClientConfig config;
+  ClockSync clock;
+  SnapshotInterpolator interpolator;
+  Clock::time_point next_time_ping{};           ///< when the next clock-sync Ping is due
+  std::vector<InterpolationSample> samples;     ///< scratch of feed_interpolator, reused
 
   // ------------------------------------------------------------------ sending
 
@@ -259,6 +275,68 @@ struct Client::Impl {
     return nonce;
   }
 
+  /// The clock-sync Pings (time_req): a burst until the clock is ready, then a steady cadence
+  /// (ClockSync::next_ping_interval). Each carries acks like any datagram.
+  void send_time_ping_if_due(Clock::time_point now) {
+    if (state != State::Connected || now < next_time_ping) return;
+    send_ping(false);
+    ++stats.time_pings_sent;
+    next_time_ping = now + clock.next_ping_interval();
+  }
+
+  // ------------------------------------------------------------------ clock and interpolation
+
+  InterpolationConfig interpolation_config() const {
+    InterpolationConfig c;
+    if (tick_hz > 0) c.tick_hz = tick_hz;  // 0 (a broken server): the buffer keeps its default
+    c.max_extrapolation_s = config.max_extrapolation_s;
+    c.correction_time_constant_s = config.correction_time_constant_s;
+    c.history = config.interpolation_history;
+    return c;
+  }
+
+  /// The render delay behind a typical arrival that is not inside the playout lag [ticks]: the
+  /// fixed delay, or the default's two snapshot intervals (its jitter part is in the lag).
+  double buffer_ticks() const {
+    if (config.interpolation_delay_s) return *config.interpolation_delay_s * tick_hz;
+    return default_delay_ticks(tick_hz, snapshot_hz, 0.0);
+  }
+
+  std::optional<double> render_tick_at(Clock::time_point now) const {
+    if (state != State::Connected) return std::nullopt;
+    return clock.render_tick(now, tick_hz, buffer_ticks());
+  }
+
+  double interpolation_delay_s() const {
+    if (state != State::Connected) return 0.0;
+    if (config.interpolation_delay_s) return *config.interpolation_delay_s;
+    if (snapshot_hz == 0) return 0.0;
+    return kDefaultDelaySnapshotIntervals / snapshot_hz + clock.jitter_s();
+  }
+
+  /// Pushes what the applied snapshot of `tick` carried into the buffer: exits leave it, entries
+  /// and updates add a state. Objects the snapshot did not carry keep their last state (the
+  /// server sends nothing for an unchanged object, and defers some when over budget).
+  void feed_interpolator(uint64_t tick, std::optional<double> shown_tick) {
+    for (const ObjectID id : snapshots->exited()) interpolator.remove(id);
+    samples.clear();
+    for (const auto ids : {snapshots->entered(), snapshots->updated()}) {
+      for (const ObjectID id : ids) {
+        if (const wire::SnapshotObject* o = snapshots->find(id)) samples.push_back(to_interpolation_sample(*o));
+      }
+    }
+    interpolator.add(tick, shown_tick, samples);
+  }
+
+  /// A fresh buffer holding the current view at the newest snapshot's tick (set_config).
+  void rebuild_interpolator() {
+    interpolator.reset(interpolation_config());
+    if (!snapshots || !latest_snapshot_tick) return;
+    samples.clear();
+    for (const wire::SnapshotObject& o : snapshots->objects()) samples.push_back(to_interpolation_sample(o));
+    interpolator.add(*latest_snapshot_tick, std::nullopt, samples);
+  }
+
   // ------------------------------------------------------------------ receiving
 
   void reset_session() {
@@ -282,6 +360,9 @@ struct Client::Impl {
     rejected_message.clear();
     saw_version_mismatch = false;
     pings.fill(PendingPing{});
+    clock.reset();
+    interpolator.clear();
+    next_time_ping = Clock::time_point{};
   }
 
   void clear_result_if_handed_out() {
@@ -450,6 +531,9 @@ struct Client::Impl {
       snapshot_hz = accepted->snapshot_hz();
       max_objects = accepted->max_objects();
       snapshots.emplace(q);
+      clock.reset();
+      interpolator.reset(interpolation_config());
+      next_time_ping = Clock::now();  // the burst starts at once
       const wire::PacketHeader header = wire::header_of(envelope);
       if (header.sequence() != 0) acks.on_receive(header.sequence());
       note_tick(accepted->tick());
@@ -488,8 +572,11 @@ struct Client::Impl {
       count_drop(wire::DropReason::None);  // never sent, already answered, or forgotten
       return;
     }
-    const auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - slot.sent_at);
+    const Clock::time_point received = Clock::now();
+    const auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(received - slot.sent_at);
     last_rtt = rtt;
+    // Every answered Ping (clock-sync, keepalive or the user's) is a time_req/time_res sample.
+    if (clock.add_ping_sample(slot.sent_at, pong.server_time_us(), received)) ++stats.clock_samples;
     note_tick(pong.tick());
     if (slot.from_user) result.pongs.push_back(PongInfo{pong.nonce(), pong.tick(), rtt});
     slot = PendingPing{};
@@ -514,8 +601,25 @@ struct Client::Impl {
     }
     acks.on_receive(sequence);
     note_tick(s.tick());
+    // A tick older than the last applied one (in sequence order) only comes from a replay server
+    // that seeked back: its timeline restarted, so the clock and the buffer start over.
+    const bool rewound = latest_snapshot_tick && s.tick() < *latest_snapshot_tick;
     latest_snapshot_tick = s.tick();
     ++stats.snapshots_completed;
+    const Clock::time_point arrival = Clock::now();
+    if (rewound) {
+      ++stats.timeline_restarts;
+      clock.reset();
+      next_time_ping = arrival;
+      clock.add_snapshot_arrival(s.tick(), tick_hz, arrival);
+      rebuild_interpolator();  // the view as of this snapshot
+    } else {
+      // The render tick on screen as it arrived (before this arrival moves the playout clock):
+      // the buffer keeps the pose shown there continuous when the new state disagrees with it.
+      const std::optional<double> shown = render_tick_at(arrival);
+      clock.add_snapshot_arrival(s.tick(), tick_hz, arrival);
+      feed_interpolator(s.tick(), shown);
+    }
     objects.clear();
     for (const wire::SnapshotObject& o : snapshots->objects()) objects.push_back(to_object_state(o));
     std::sort(objects.begin(), objects.end(), [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; });
@@ -602,7 +706,10 @@ bool Client::connect(std::string_view host, uint16_t port, std::chrono::millisec
     }
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - now);
     if (m.wait_readable(wait)) m.drain();
-    if (m.state == Impl::State::Connected) return true;
+    if (m.state == Impl::State::Connected) {
+      m.send_time_ping_if_due(Clock::now());
+      return true;
+    }
     if (m.rejected_reason) {
       const char* reason = wire::EnumNameResultCode(*m.rejected_reason);
       std::string message = "server at " + where + " rejected the connection: " +
@@ -746,6 +853,13 @@ uint32_t Client::set_interest_box(Vec3 min, Vec3 max) {
   return set_interest(a);
 }
 
+uint32_t Client::replay_control(wire::ReplayAction action, uint64_t tick, float speed) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  return m.send_request(request_id, wire::build_replay_control(m.fbb, request_id, action, tick, speed));
+}
+
 uint64_t Client::ping() {
   if (!connected()) return 0;
   return impl_->send_ping(true);
@@ -760,6 +874,7 @@ const PollResult& Client::poll(std::chrono::milliseconds max_wait) {
     if (m.result.empty() && max_wait.count() > 0 && m.wait_readable(max_wait)) m.drain();
   }
   m.pump_requests(Clock::now());
+  m.send_time_ping_if_due(Clock::now());
   m.send_ack_if_due(Clock::now());
   if (m.state == Impl::State::Connected && Clock::now() - m.last_send_time >= kKeepaliveInterval) {
     m.send_ping(false);
@@ -786,6 +901,80 @@ void Client::process_datagram(std::span<const uint8_t> bytes) {
 }
 
 size_t Client::requests_in_flight() const { return impl_->outstanding.size(); }
+
+bool ClientConfig::validate(std::string* error) const {
+  auto fail = [error](const char* message) {
+    if (error != nullptr) *error = message;
+    return false;
+  };
+  if (interpolation_delay_s &&
+      !(std::isfinite(*interpolation_delay_s) && *interpolation_delay_s >= 0.0 &&
+        *interpolation_delay_s <= kMaxInterpolationDelayS)) {
+    return fail("interpolation_delay_s must be in [0, 5] s (or unset for the default)");
+  }
+  if (!(std::isfinite(max_extrapolation_s) && max_extrapolation_s >= 0.0 && max_extrapolation_s <= 10.0)) {
+    return fail("max_extrapolation_s must be in [0, 10] s");
+  }
+  if (!(std::isfinite(correction_time_constant_s) && correction_time_constant_s > 0.0 &&
+        correction_time_constant_s <= 10.0)) {
+    return fail("correction_time_constant_s must be in (0, 10] s");
+  }
+  if (interpolation_history < 2 || interpolation_history > 256) {
+    return fail("interpolation_history must be in [2, 256] states");
+  }
+  return true;
+}
+
+bool Client::set_config(const ClientConfig& config, std::string* error) {
+  Impl& m = *impl_;
+  if (!config.validate(error)) return false;
+  const bool buffer_changed = config.max_extrapolation_s != m.config.max_extrapolation_s ||
+                              config.correction_time_constant_s != m.config.correction_time_constant_s ||
+                              config.interpolation_history != m.config.interpolation_history;
+  m.config = config;
+  m.clock.set_playout_jitter(!config.interpolation_delay_s.has_value());
+  if (buffer_changed) m.rebuild_interpolator();
+  return true;
+}
+
+const ClientConfig& Client::config() const { return impl_->config; }
+
+std::optional<double> Client::render_tick(TimePoint now) const { return impl_->render_tick_at(now); }
+
+std::optional<Pose> Client::pose_at(ObjectID id, TimePoint render_time, PoseSource* source) const {
+  const std::optional<double> tick = impl_->render_tick_at(render_time);
+  if (!tick) return std::nullopt;
+  return impl_->interpolator.pose_at(id, *tick, source);
+}
+
+std::optional<Pose> Client::pose_at_tick(ObjectID id, double tick, PoseSource* source) const {
+  return impl_->interpolator.pose_at(id, tick, source);
+}
+
+std::optional<double> Client::estimated_server_tick(TimePoint now) const {
+  const Impl& m = *impl_;
+  if (m.state != Impl::State::Connected || !m.clock.ready() || m.tick_hz == 0) return std::nullopt;
+  return m.clock.server_tick(now, m.tick_hz);
+}
+
+double Client::interpolation_delay_s() const { return impl_->interpolation_delay_s(); }
+
+ClockEstimate Client::clock_estimate(TimePoint now) const {
+  const Impl& m = *impl_;
+  ClockEstimate e;
+  e.ready = m.clock.ready();
+  e.ping_samples = m.clock.ping_sample_count();
+  e.offset_s = m.clock.offset_s();
+  e.rtt_s = m.clock.rtt_s();
+  e.jitter_s = m.clock.jitter_s();
+  e.interpolation_delay_s = m.interpolation_delay_s();
+  e.server_tick = estimated_server_tick(now);
+  e.render_tick = m.render_tick_at(now);
+  return e;
+}
+
+const ClockSync& Client::clock_sync() const { return impl_->clock; }
+const SnapshotInterpolator& Client::interpolator() const { return impl_->interpolator; }
 
 bool Client::set_link_conditions(const net::LinkConditions& conditions, std::string* error) {
   Impl& m = *impl_;

@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "client/clock_sync.h"
+#include "client/interpolation.h"
 #include "impulse/schemas/impulse_generated.h"
 #include "shared/math.h"
 #include "shared/net/link_simulator.h"
@@ -141,7 +143,7 @@ struct PollResult {
   std::vector<RaycastResult> raycasts;        ///< answers to raycast(), in arrival order
   std::vector<RayHit> ray_hits;               ///< backing store of `raycasts`
   std::vector<CollisionEvent> collisions;     ///< in arrival order (server order within a tick)
-  std::vector<PongInfo> pongs;                ///< answers to ping(); keepalive pings are not listed
+  std::vector<PongInfo> pongs;                ///< answers to ping(); keepalive and clock-sync pings are not listed
   bool server_disconnected = false;           ///< the server closed the session (see reason)
   std::string disconnect_reason;
 
@@ -179,6 +181,50 @@ struct ClientStats {
   uint64_t requests_resent = 0;       ///< requests sent again because no answer came in time
   uint64_t results_duplicate = 0;     ///< answers to resends of requests already answered (dropped)
   uint64_t events_duplicate = 0;      ///< collision events received again (dropped)
+  /// Pings the client sent on its own for clock sync (ClockSync::next_ping_interval cadence);
+  /// their Pongs are not listed in PollResult::pongs.
+  uint64_t time_pings_sent = 0;
+  uint64_t clock_samples = 0;         ///< Pongs (any nonzero-nonce Ping) fed to the clock sync
+  /// Snapshots whose tick went back (a replay server seeked back): the clock sync and the
+  /// interpolation buffer started over from that snapshot.
+  uint64_t timeline_restarts = 0;
+};
+
+/// Tuning of a Client's clock sync and interpolation buffer (Client::set_config). The defaults
+/// are the issue's: two snapshot intervals plus the measured jitter of delay, 250 ms of
+/// extrapolation on loss, a 100 ms decaying correction.
+struct ClientConfig {
+  /// Fixed interpolation delay [s], in [0, 5]: how far behind a typical snapshot arrival the
+  /// render tick runs (Client::render_tick). nullopt = the default, two snapshot intervals plus
+  /// the measured jitter (default_delay_ticks, ClockSync::jitter_s), which follows the link.
+  std::optional<double> interpolation_delay_s;
+  /// Longest extrapolation past the newest state [s], in [0, 10]
+  /// (InterpolationConfig::max_extrapolation_s).
+  double max_extrapolation_s = 0.25;
+  /// Time constant of the correction that blends an extrapolated pose into late data [s], in
+  /// (0, 10] (InterpolationConfig::correction_time_constant_s).
+  double correction_time_constant_s = 0.1;
+  /// States kept per object by the interpolation buffer, in [2, 256]
+  /// (InterpolationConfig::history).
+  uint32_t interpolation_history = 32;
+
+  /// True when every field is in range; otherwise false and, if `error` is not null, a message
+  /// naming the first bad field.
+  bool validate(std::string* error) const;
+};
+
+/// The client's clock estimates at one local time (Client::clock_estimate).
+struct ClockEstimate {
+  bool ready = false;         ///< enough Pongs for the offset (ClockSync::ready)
+  size_t ping_samples = 0;    ///< Pong samples held, <= ClockSync::kPingWindow
+  double offset_s = 0;        ///< server simulation clock - local steady clock [s]; 0 before any
+  double rtt_s = 0;           ///< round trip of the lowest-delay pings [s]; 0 before any
+  double jitter_s = 0;        ///< the jitter the default delay covers (ClockSync::jitter_s) [s]
+  double interpolation_delay_s = 0;  ///< Client::interpolation_delay_s() [s]
+  /// The server tick being stepped at that local time (fractional); nullopt until ready.
+  std::optional<double> server_tick;
+  /// Client::render_tick at that local time; nullopt before the first snapshot.
+  std::optional<double> render_tick;
 };
 
 /// Splits "HOST:PORT" ("127.0.0.1:7777", "localhost:7777", "[::1]:7777") into its parts.
@@ -191,6 +237,9 @@ bool parse_host_port(std::string_view text, std::string* host, uint16_t* port, s
 /// poll() given a non-zero max_wait.
 class Client {
  public:
+  /// The local clock of every time argument (the clock the Client stamps arrivals with).
+  using TimePoint = std::chrono::steady_clock::time_point;
+
   Client();
   ~Client();  ///< disconnects if still connected
   Client(const Client&) = delete;
@@ -248,13 +297,20 @@ class Client {
   uint32_t set_interest_sphere(Vec3 center, float radius);
   /// An axis-aligned box from `min` to `max` [m] (world frame).
   uint32_t set_interest_box(Vec3 min, Vec3 max);
+  /// Controls the playback of a server that plays a recording (impulse-replay serve): Pause,
+  /// Resume, Seek to `tick` (in the recording's range), or SetSpeed to `speed` times the recorded
+  /// tick rate ([1/16, 16]). One shared timeline: every spectator sees the effect. Answered by a
+  /// RequestResult: Ok, InvalidArgument for a value out of range, NotAReplay from a live server.
+  uint32_t replay_control(wire::ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
   /// Sends a Ping; the PongInfo with the returned nonce (>= 1) arrives via poll(). 0 = not sent.
   uint64_t ping();
 
   /// Receives and processes every queued datagram: verifies each (bad ones are dropped and
   /// counted, never thrown), assembles multi-part snapshots, records results, events and pongs.
   /// Also sends a keepalive Ping when the client has sent nothing for a second, so an idle
-  /// session is not timed out by the server.
+  /// session is not timed out by the server, and the clock-sync Pings when due (see pose_at).
+  /// Every applied snapshot is stamped with the time it was received here and fed to the clock
+  /// sync and the interpolation buffer, so call poll() often (every frame).
   /// @param max_wait  when nothing is queued, wait up to this long for the first datagram
   ///                  (0 = never block; a game loop passes 0, tools and tests a few ms)
   /// @return what arrived since the last poll(); valid until the next poll()/connect().
@@ -266,6 +322,53 @@ class Client {
   /// The object's latest state, or null if the newest complete snapshot did not contain it.
   /// O(log n). The pointer is valid until the next poll()/connect()/disconnect().
   const ObjectState* find(ObjectID id) const;
+
+  // ------------------------------------------------------------ clock sync and interpolation
+  // The client pings the server on its own (a burst of 100 ms at connect, then every 2 s) and
+  // estimates the offset of the server's simulation clock (ClockSync, NTP's on-wire estimate);
+  // every applied snapshot feeds a playout clock and the interpolation buffer
+  // (SnapshotInterpolator, Fiedler's snapshot interpolation). A game renders each frame at
+  // pose_at(id, now): poses a fixed delay behind the newest data, lerped/slerped between received
+  // states, briefly extrapolated on loss and corrected without a snap when data comes back.
+
+  /// Replaces the clock-sync and interpolation tuning. An invalid config is refused (false, with
+  /// *error naming the field) and nothing changes. A new delay applies at once (the render tick
+  /// moves by the change; the jitter part, added or removed, is slewed at ClockSync::kSlewRate);
+  /// new buffer settings rebuild the buffer from the current view (earlier states are dropped).
+  /// Any time, connected or not.
+  bool set_config(const ClientConfig& config, std::string* error = nullptr);
+  const ClientConfig& config() const;
+
+  /// The server tick to show at local time `now` (fractional): the newest snapshot's tick
+  /// minus about interpolation_delay_s() * tick_hz at a typical snapshot's arrival, advancing
+  /// at tick_hz ticks per second of local time (ClockSync::render_tick). Continuous; a later
+  /// `now` gives a later tick. nullopt when not connected or before the first snapshot.
+  std::optional<double> render_tick(TimePoint now) const;
+  /// The object's pose to render at local time `render_time` (usually the frame's now): its
+  /// pose at render_tick(render_time), world frame: position lerped [m], orientation slerped
+  /// (local to world) between the two received states around that tick; past the newest state
+  /// it is extrapolated with the state's velocities for at most max_extrapolation_s, then held;
+  /// data that arrives late is blended in by a decaying correction (no snap below 10 m).
+  /// nullopt for an object not in the view (unknown, exited or destroyed), before the first
+  /// snapshot, or when not connected. O(log n); const, so any number of objects per frame.
+  /// @param source  if not null, receives how the pose was derived
+  std::optional<Pose> pose_at(ObjectID id, TimePoint render_time, PoseSource* source = nullptr) const;
+  /// The object's pose at an explicit server tick (fractional), as pose_at but without the
+  /// clock: tests, spectators and replays that choose their own timeline. nullopt for an
+  /// unknown object or a non-finite tick.
+  std::optional<Pose> pose_at_tick(ObjectID id, double tick, PoseSource* source = nullptr) const;
+  /// The server tick being stepped at local time `now` (fractional), from the ping offset;
+  /// nullopt until the clock is ready (four Pongs after connect, about 0.4 s + one RTT).
+  std::optional<double> estimated_server_tick(TimePoint now) const;
+  /// The current interpolation delay [s]: ClientConfig::interpolation_delay_s, or two snapshot
+  /// intervals plus the measured jitter. 0 when not connected.
+  double interpolation_delay_s() const;
+  /// Offset, round trip, jitter, delay and the estimated server and render ticks at `now`.
+  ClockEstimate clock_estimate(TimePoint now) const;
+  /// The clock estimator and the interpolation buffer themselves (their stats, details).
+  /// Valid for the Client's lifetime; reset by connect().
+  const ClockSync& clock_sync() const;
+  const SnapshotInterpolator& interpolator() const;
 
   /// Processes one datagram as if it came from the server (tests and fuzzing). An idle client
   /// first acts as if it were connecting, so a ConnectAccepted starts a session without a

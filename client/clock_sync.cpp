@@ -52,8 +52,10 @@ void ClockSync::Slewed::retarget(double local_s, double target) {
 
 void ClockSync::reset() {
   const Stats kept = stats_;
+  const bool jitter = playout_jitter_;
   *this = ClockSync{};
   stats_ = kept;
+  playout_jitter_ = jitter;
 }
 
 bool ClockSync::add_ping_sample(TimePoint sent, uint64_t server_time_us, TimePoint received) {
@@ -162,7 +164,7 @@ void ClockSync::add_snapshot_arrival(uint64_t tick, double tick_hz, TimePoint ar
 }
 
 void ClockSync::estimate_playout(double local_s) {
-  playout_lag_.retarget(local_s, lateness_median_s_ + jitter_s());
+  playout_lag_.retarget(local_s, lateness_median_s_ + (playout_jitter_ ? jitter_s() : 0.0));
 }
 
 double ClockSync::jitter_s() const {

@@ -70,8 +70,16 @@ class ClockSync {
   };
 
   /// Forgets every sample (a new connection, or a server known to have restarted). ready() is
-  /// false afterwards and the next estimate is applied at once.
+  /// false afterwards and the next estimate is applied at once. Keeps the stats and
+  /// set_playout_jitter().
   void reset();
+
+  /// Whether render_tick's playout lag includes jitter_s() (default true: the default
+  /// delay of two snapshot intervals plus the measured jitter). A client configured with a fixed
+  /// interpolation delay turns it off, so the whole delay is its buffer_ticks. Takes effect at
+  /// the next sample (the playout lag is slewed towards the new value).
+  void set_playout_jitter(bool include) { playout_jitter_ = include; }
+  bool playout_jitter() const { return playout_jitter_; }
 
   /// One time_req/time_res exchange: a Ping sent at local `sent`, answered by a Pong carrying
   /// the server's simulation clock `server_time_us` [µs], received at local `received`.
@@ -132,7 +140,7 @@ class ClockSync {
   /// (fractional; pass it to SnapshotInterpolator::pose_at):
   ///   render_tick = (local_now - A(local_now)) * tick_hz - buffer_ticks
   /// where A is the playout lag (median snapshot arrival - tick time, on the local clock) plus
-  /// jitter_s(), slewed as one value. With buffer_ticks = kDefaultDelaySnapshotIntervals *
+  /// jitter_s() (unless set_playout_jitter(false)), slewed as one value. With buffer_ticks = kDefaultDelaySnapshotIntervals *
   /// tick_hz / snapshot_hz this is the default delay behind a typical arrival: two
   /// snapshot intervals plus the measured jitter (see default_delay_ticks in interpolation.h);
   /// any other buffer configures it. It uses snapshot arrivals only, so the ping offset, its
@@ -179,7 +187,8 @@ class ClockSync {
   size_t snapshot_count_ = 0;
   double lateness_median_s_ = 0;
   double snapshot_jitter_s_ = 0;
-  Slewed playout_lag_;  // lateness median + jitter_s(), local clock [s]
+  Slewed playout_lag_;  // lateness median (+ jitter_s() when playout_jitter_), local clock [s]
+  bool playout_jitter_ = true;
 
   Stats stats_;
 };

@@ -288,6 +288,16 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
                  t, client.snapshot_tick(), top->position.y, tilt_degrees(top->orientation),
                  impulse::length(top->angular_velocity), top->sleeping ? " (asleep)" : "", client.objects().size(),
                  awake);
+      // What a renderer would draw now: the interpolated pose, a delay behind the newest data.
+      const impulse::ClockEstimate clock = client.clock_estimate(now);
+      if (const auto pose = client.pose_at(boxes[kTowerHeight - 1], now)) {
+        fmt::print("    clock: offset {:+.3f} ms, rtt {:.3f} ms, jitter {:.3f} ms, server tick {}, render tick {:.2f} "
+                   "({:.0f} ms delay): top box rendered at y={:.3f} m tilt={:5.1f} deg\n",
+                   clock.offset_s * 1e3, clock.rtt_s * 1e3, clock.jitter_s * 1e3,
+                   clock.server_tick ? fmt::format("{:.2f}", *clock.server_tick) : std::string("(syncing)"),
+                   clock.render_tick.value_or(0.0), clock.interpolation_delay_s * 1e3, pose->position.y,
+                   tilt_degrees(pose->orientation));
+      }
     }
   }
 

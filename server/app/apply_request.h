@@ -32,6 +32,10 @@ struct PendingRequest {
   bool shared = false;                       ///< CreateObject only: any client may touch it
   wire::InterestArgs interest;               ///< SetInterest only
   bool rerun = false;                        ///< a Raycast answered again after its answer was lost
+  // ReplayControl only (impulse-replay serve).
+  wire::ReplayAction replay_action = wire::ReplayAction::Pause;
+  uint64_t replay_tick = 0;                  ///< Seek target
+  float replay_speed = 1.0f;                 ///< SetSpeed, times the recorded tick rate
 };
 
 /// What applying one request did to the world.

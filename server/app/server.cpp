@@ -17,6 +17,7 @@
 #include "server/app/scene.h"
 #include "server/app/server_core.h"
 #include "server/net/udp_endpoint.h"
+#include "server/record/playback.h"
 #include "server/record/recorder.h"
 #include "shared/net/link_simulator.h"
 
@@ -51,6 +52,7 @@ struct Server::Impl {
       : config(std::move(c)), link(std::make_unique<net::LinkSimulator<Endpoint>>(link_conditions_of(config))) {}
 
   ServerConfig config;
+  std::optional<ReplayOptions> replay;  // impulse-replay serve: play this instead of a scene
   ServerStats stats;
   asio::io_context io{1};  // concurrency hint: one thread runs it
   asio::ip::udp::socket socket{io};
@@ -207,7 +209,7 @@ struct Server::Impl {
       core->shut_down("server shutting down", outbox);
       flush();
       send_due_link(TimePoint::max());  // a simulated link must not swallow the goodbyes
-      spdlog::info("server stopped at tick {}", core->world().tick());
+      spdlog::info("{} stopped at tick {}", replay ? "replay server" : "server", core->world().tick());
       if (recorder) recorder->finish();
     }
     asio::error_code ignored;
@@ -220,6 +222,10 @@ struct Server::Impl {
 
 Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 
+Server::Server(ServerConfig config, ReplayOptions replay) : impl_(std::make_unique<Impl>(std::move(config))) {
+  impl_->replay = std::move(replay);
+}
+
 Server::~Server() = default;
 
 bool Server::start(std::string* error) {
@@ -231,6 +237,7 @@ bool Server::start(std::string* error) {
   if (m.started) return fail("the server is already started");
   if (std::string problem = validate_config(m.config); !problem.empty()) return fail(problem);
   spdlog::set_level(spdlog::level::from_str(m.config.log_level));  // validated above
+  if (m.replay) return start_replay(error);
   spdlog::info("impulse-server starting: {}", describe_config(m.config));
 
   Scene scene;
@@ -274,6 +281,35 @@ bool Server::start(std::string* error) {
                "snapshots of at most {} payload bytes, budget {} kbit/s per client",
                m.config.bind, m.port, scene.name.empty() ? m.config.scene : scene.name, scene.bodies.size(),
                m.config.tick_hz, m.config.snapshot_hz, wire::snapshot_payload_capacity(), m.config.max_kbps_per_client);
+  return true;
+}
+
+bool Server::start_replay(std::string* error) {
+  Impl& m = *impl_;
+  auto fail = [&](std::string text) {
+    if (error) *error = std::move(text);
+    return false;
+  };
+  m.core = std::make_unique<ServerCore>(m.config, Vec3{}, m.stats);
+  // The recording first: a bad file, --from or --speed is then the only line printed.
+  if (std::string replay_error; !m.core->start_playback(*m.replay, &replay_error)) return fail(replay_error);
+  if (std::string security_error; !m.core->init_security(&security_error)) {
+    return fail(fmt::format("cannot start the handshake: {}", security_error));
+  }
+  if (!open_udp_socket(m.socket, m.config.bind, m.config.port, error)) return false;
+  asio::error_code ec;
+  m.port = m.socket.local_endpoint(ec).port();
+  if (ec) return fail(fmt::format("cannot read the bound UDP port: {}", ec.message()));
+  m.started = true;
+  const record::Playback& p = *m.core->playback();
+  const double hz = static_cast<double>(p.tick_hz());
+  spdlog::info("serving {}: scene \"{}\", ticks {}..{} ({:.1f} s at {} Hz, {} keyframes){}{}", p.path(), p.scene_name(),
+               p.first_tick(), p.last_tick(), static_cast<double>(p.last_tick() - p.first_tick()) / hz, p.tick_hz(),
+               p.keyframes(), p.truncated() ? "; the file ends in a truncated frame (a crash?)" : "",
+               p.problem().empty() ? "" : "; playback ends early at a bad frame: " + p.problem());
+  spdlog::info("listening on UDP {}:{} for read-only spectators; starting at tick {}, speed {}x{}, {} Hz snapshots",
+               m.config.bind, m.port, p.tick(), m.replay->speed, m.replay->loop ? ", looping" : "",
+               m.core->config().snapshot_hz);
   return true;
 }
 

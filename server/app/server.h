@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace impulse::physics {
@@ -61,6 +62,19 @@ struct ServerConfig {
   uint64_t sim_seed = 1;
 };
 
+/// impulse-replay serve: play a recording to read-only spectators instead of simulating a scene
+/// (docs/RECORDING.md, "Serving a recording"). The server then takes tick_hz from the recording
+/// and ignores scene and the recording flags of its ServerConfig.
+struct ReplayOptions {
+  std::string file;                   ///< the recording (impulse-server --record)
+  double speed = 1;                   ///< times the recorded tick rate, in [1/16, 16]
+  std::optional<uint64_t> from_tick;  ///< start at this tick (default: the recording's first)
+  bool loop = false;                  ///< at the end restart from the first tick instead of pausing
+  int snapshot_hz = 0;                ///< snapshots per second; 0 = the recording's rate
+  double status_interval_s = 10;      ///< seconds between status log lines
+  bool check_hashes = true;           ///< compare every played tick's world_hash with the recorded one
+};
+
 /// Monotonic counters, readable from any thread while the server runs.
 struct ServerStats {
   std::atomic<uint64_t> tick{0};
@@ -87,6 +101,8 @@ struct ServerStats {
 class Server {
  public:
   explicit Server(ServerConfig config);
+  /// A server that plays the recording `replay` (impulse-replay serve) to read-only spectators.
+  Server(ServerConfig config, ReplayOptions replay);
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -111,6 +127,8 @@ class Server {
   void set_snapshot_observer(SnapshotObserver observer);
 
  private:
+  bool start_replay(std::string* error);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/net/snapshot_writer.h"
+#include "server/record/playback.h"
 #include "server/record/recorder.h"
 
 namespace impulse::server {
@@ -18,6 +19,9 @@ using wire::Message;
 using wire::ResultCode;
 
 constexpr std::string_view kNotConnectedMessage = "no session for this address: send Connect first";
+constexpr std::string_view kReadOnlyMessage =
+    "read-only: this server plays a recording (impulse-replay serve); spectators may only Raycast, SetInterest and "
+    "send ReplayControl";
 
 physics::WorldSettings make_settings(Vec3 gravity) {
   physics::WorldSettings settings;
@@ -175,6 +179,8 @@ ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& st
   sender_config_.quant.position_fraction_bits = static_cast<uint8_t>(config.position_fraction_bits);
 }
 
+ServerCore::~ServerCore() = default;
+
 bool ServerCore::init_security(std::string* error) {
   if (!security::init_crypto(error)) return false;
   cookie_key_ = security::make_cookie_key();
@@ -212,6 +218,18 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
 void ServerCore::start(TimePoint now) {
   clock_ = make_step_clock(config_.tick_hz, config_.max_steps_per_frame, now);
   epoch_ = now;
+  playback_last_ = now;
+  last_playback_snapshot_ = now;
+  last_status_ = now;
+}
+
+std::chrono::nanoseconds ServerCore::time_to_next_step() const {
+  if (!playback_) return server::time_to_next_step(clock_);
+  if (paused_) return clock_.step;  // sessions still expire, paused snapshots still go out
+  // Wall time until the playback accumulator holds one more recorded tick, rounded up.
+  const double wall_ns = static_cast<double>((clock_.step - playback_accumulator_).count()) / speed_;
+  const auto next = std::chrono::nanoseconds(static_cast<int64_t>(std::ceil(wall_ns)));
+  return std::clamp<std::chrono::nanoseconds>(next, std::chrono::nanoseconds{0}, clock_.step);
 }
 
 uint32_t ServerCore::owner_of(ObjectID id) const {
@@ -455,6 +473,11 @@ void ServerCore::send_accepted(Session& s, TimePoint now, Outbox& out) {
                                           q.angular_velocity_fraction_bits};
   a.max_objects = s.max_objects;
   a.first_request_id = 1;
+  if (playback_) {
+    a.replay = true;
+    a.replay_first_tick = playback_->first_tick();
+    a.replay_last_tick = playback_->last_tick();
+  }
   send(s, wire::build_connect_accepted(fbb_, a), now, out);
 }
 
@@ -575,6 +598,22 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
       }
       break;
     }
+    case Message::ReplayControl: {
+      const auto* m = envelope.message_as_ReplayControl();
+      r.request_id = m->request_id();
+      if (playback_) {
+        check = wire::check_request(*m, playback_->first_tick(), playback_->last_tick());
+      } else {
+        check = {ResultCode::NotAReplay, "this server is live, not playing a recording: ReplayControl is only for "
+                                         "impulse-replay serve"};
+      }
+      if (check.ok()) {
+        r.replay_action = m->action();
+        r.replay_tick = m->tick();
+        r.replay_speed = m->speed();
+      }
+      break;
+    }
     default:
       // verify_datagram admits only client messages, and the others are handled by the caller.
       rejects_.note(RejectReason::NoMessage, from, "unhandled message type", now);
@@ -634,6 +673,7 @@ void ServerCore::queue_unsequenced(Session& s, const PendingRequest& r, const wi
     stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
   };
   if (!check.ok()) return refuse(RejectReason::InvalidArgument, check.message);
+  if (playback_) return refuse(RejectReason::ReadOnly, wire::EnumNameMessage(r.type));
   if (!s.request_rate.take(1.0, now)) {
     return refuse(RejectReason::RateLimited, "unsequenced push over --max-requests-per-second");
   }
@@ -657,6 +697,26 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
       s.requests.answer(r.request_id, ResultCode::RateLimited, r.id,
                         "too many requests per second (--max-requests-per-second); slow down and resend");
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (playback_ && changes_world(r.type)) {
+      rejects_.note(RejectReason::ReadOnly, s.endpoint, wire::EnumNameMessage(r.type), now);
+      stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      s.requests.answer(r.request_id, ResultCode::ReadOnly, r.id, kReadOnlyMessage);
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (r.type == Message::ReplayControl) {
+      // Only a replay gets here (a live server refused it in the range check).
+      std::string message;
+      const ResultCode code = apply_replay_control(r, s, &message);
+      if (code == ResultCode::Ok) {
+        stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      }
+      s.requests.answer(r.request_id, code, ObjectID{}, message);
       answer_slot(s, *slot, now, out);
       continue;
     }
@@ -826,6 +886,7 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out) {
 }
 
 int ServerCore::update(TimePoint now, Outbox& out) {
+  if (playback_) return update_playback(now, out);
   const int steps = take_due_steps(clock_, now);
   bool snapshot_due = false;
   if (steps > 0) {
@@ -905,6 +966,207 @@ void ServerCore::publish_stats(std::optional<uint64_t> world_hash) {
   stats_.awake.store(world_.awake_count(), std::memory_order_relaxed);
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
   stats_.world_hash.store(world_hash ? *world_hash : world_.world_hash(), std::memory_order_relaxed);
+}
+
+}  // namespace impulse::server
+
+// --- Playback mode (impulse-replay serve) ------------------------------------------------------
+
+namespace impulse::server {
+
+bool ServerCore::start_playback(const ReplayOptions& options, std::string* error) {
+  auto fail = [&](std::string text) {
+    if (error) *error = std::move(text);
+    return false;
+  };
+  if (!(options.speed >= wire::kMinReplaySpeed && options.speed <= wire::kMaxReplaySpeed)) {
+    return fail(fmt::format("--speed must be in [1/16, 16] (got {})", options.speed));
+  }
+  auto playback = std::make_unique<record::Playback>(world_);
+  if (!playback->open(options.file, error)) return false;
+  playback->set_check_hashes(options.check_hashes);
+  const int tick_hz = static_cast<int>(playback->tick_hz());  // 1..1000, checked by open()
+  int snapshot_hz = options.snapshot_hz;
+  if (snapshot_hz == 0) snapshot_hz = std::clamp(static_cast<int>(playback->snapshot_hz()), 1, tick_hz);
+  if (snapshot_hz < 1 || snapshot_hz > tick_hz) {
+    return fail(fmt::format("--snapshot-hz must be in 1..{} (the recording's tick rate; got {})", tick_hz,
+                            options.snapshot_hz));
+  }
+  if (options.from_tick) {
+    std::string seek_error;
+    if (!playback->seek(*options.from_tick, &seek_error)) return fail(fmt::format("--from: {}", seek_error));
+  }
+  config_.tick_hz = tick_hz;
+  config_.snapshot_hz = snapshot_hz;
+  clock_ = make_step_clock(tick_hz, config_.max_steps_per_frame, clock_.last);
+  dt_ = playback->dt();
+  playback_ = std::move(playback);
+  replay_ = options;
+  speed_ = options.speed;
+  paused_ = false;
+  publish_stats();
+  return true;
+}
+
+int ServerCore::take_playback_ticks(TimePoint now) {
+  const std::chrono::nanoseconds wall = now > playback_last_ ? now - playback_last_ : std::chrono::nanoseconds{0};
+  if (now > playback_last_) playback_last_ = now;
+  clock_.last = playback_last_;  // answers and shutdown messages are stamped with it
+  if (paused_) return 0;
+  // Recorded time advances at `speed` times the wall clock (exact in integer ns at speed 1).
+  playback_accumulator_ += speed_ == 1.0 ? wall
+                                         : std::chrono::nanoseconds(static_cast<int64_t>(
+                                               static_cast<double>(wall.count()) * speed_));
+  const int64_t due = playback_accumulator_ / clock_.step;
+  playback_accumulator_ -= clock_.step * due;
+  // A stall (or a speed the CPU cannot keep) plays slower instead of spiralling: the cap keeps
+  // every recorded tick (none is skipped) and drops the wall time beyond it.
+  const int64_t cap = static_cast<int64_t>(config_.max_steps_per_frame) * 16;
+  if (due > cap) {
+    clock_.dropped_steps += static_cast<uint64_t>(due - cap);
+    return static_cast<int>(cap);
+  }
+  return static_cast<int>(due);
+}
+
+bool ServerCore::seek_playback(uint64_t tick, std::string* error) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t from = playback_->tick();
+  const uint64_t keyframe = playback_->keyframe_at_or_before(tick);
+  const bool ok = playback_->seek(tick, error);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (ok) {
+    spdlog::info("replay: seek from tick {} to tick {} ({} from the keyframe of tick {}, {:.1f} ms)", from, tick,
+                 tick >= from && keyframe <= from ? "played on" : "re-simulated", keyframe, ms);
+  } else {
+    spdlog::error("replay: seek to tick {} failed: {}; now at tick {}", tick, error ? *error : std::string{},
+                  playback_->tick());
+  }
+  // The world jumped: spectators get the new state at once, and the clock starts afresh.
+  playback_accumulator_ = std::chrono::nanoseconds{0};
+  playback_snapshot_due_ = true;
+  publish_stats();
+  return ok;
+}
+
+void ServerCore::end_of_recording() {
+  if (replay_.loop) {
+    spdlog::info("replay: end of the recording at tick {}: looping to tick {}", playback_->tick(),
+                 playback_->first_tick());
+    std::string error;
+    if (!seek_playback(playback_->first_tick(), &error)) paused_ = true;
+    return;
+  }
+  paused_ = true;
+  spdlog::info("replay: end of the recording at tick {}: paused (a spectator may seek, or resume to play it from "
+               "the start)",
+               playback_->tick());
+}
+
+wire::ResultCode ServerCore::apply_replay_control(const PendingRequest& r, const Session& s, std::string* message) {
+  const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
+  switch (r.replay_action) {
+    case wire::ReplayAction::Pause:
+      paused_ = true;
+      spdlog::info("replay: paused at tick {} by {}", playback_->tick(), who);
+      return ResultCode::Ok;
+    case wire::ReplayAction::Resume:
+      if (playback_->tick() >= playback_->last_tick()) {
+        std::string error;
+        if (!seek_playback(playback_->first_tick(), &error)) {
+          *message = "resume: cannot restart the recording: " + error;
+          return ResultCode::InvalidArgument;
+        }
+      }
+      if (paused_) playback_accumulator_ = std::chrono::nanoseconds{0};
+      paused_ = false;
+      spdlog::info("replay: resumed at tick {} by {}", playback_->tick(), who);
+      return ResultCode::Ok;
+    case wire::ReplayAction::SetSpeed:
+      speed_ = r.replay_speed;  // range-checked by check_request
+      spdlog::info("replay: speed {}x at tick {} by {}", speed_, playback_->tick(), who);
+      return ResultCode::Ok;
+    case wire::ReplayAction::Seek: {
+      spdlog::info("replay: seek to tick {} by {}", r.replay_tick, who);
+      std::string error;
+      if (!seek_playback(r.replay_tick, &error)) {
+        *message = "seek failed: " + error;
+        return ResultCode::InvalidArgument;
+      }
+      return ResultCode::Ok;
+    }
+  }
+  *message = "action: unknown replay action";
+  return ResultCode::InvalidArgument;
+}
+
+void ServerCore::log_playback_status(TimePoint now) {
+  const double seconds = std::chrono::duration<double>(now - last_status_).count();
+  std::string hashes;
+  if (playback_->mismatches() > 0) {
+    hashes = fmt::format("; {} ticks differ from the recording, first: {}", playback_->mismatches(),
+                         playback_->first_mismatch());
+  }
+  spdlog::info("replay: tick {} (recording {}..{}), speed {}x, {}, {} spectators, {} ticks played in {:.1f} s{}",
+               playback_->tick(), playback_->first_tick(), playback_->last_tick(), speed_,
+               paused_ ? "paused" : "playing", sessions_.size(), played_ticks_, seconds, hashes);
+  played_ticks_ = 0;
+  last_status_ = now;
+}
+
+int ServerCore::update_playback(TimePoint now, Outbox& out) {
+  const int due = take_playback_ticks(now);
+  int ticks = 0;
+  bool crossed_snapshot_tick = false;
+  events_.clear();
+  size_t events_dropped = 0;
+  for (int i = 0; i < due && !paused_; ++i) {
+    const record::AdvanceStatus status = playback_->advance();
+    if (status == record::AdvanceStatus::Error) {
+      paused_ = true;
+      spdlog::error("replay: paused at tick {}: {}", playback_->tick(), playback_->error());
+      break;
+    }
+    if (status == record::AdvanceStatus::End) {
+      end_of_recording();
+      continue;
+    }
+    ++ticks;
+    const auto step_events = world_.contact_events();
+    const size_t room = kMaxEventsPerUpdate - events_.size();
+    const size_t take = std::min(room, step_events.size());
+    append_collision_events(step_events.first(take), world_.tick(), &events_);
+    events_dropped += step_events.size() - take;
+    crossed_snapshot_tick = crossed_snapshot_tick || is_snapshot_tick(world_.tick(), config_.tick_hz, config_.snapshot_hz);
+    // Pause right on the last tick, not one wake-up later.
+    if (playback_->tick() >= playback_->last_tick()) end_of_recording();
+  }
+  played_ticks_ += static_cast<uint64_t>(ticks);
+  answer_raycasts(out);  // paused too: the world is there to be read
+  if (events_dropped > 0) {
+    rejects_.note(RejectReason::EventsDropped, fmt::format("{} events over the per-update cap", events_dropped), now);
+  }
+  write_events(now, out);  // new events of the played ticks, and resends while paused
+  // Snapshots: at the recording's snapshot ticks (so a spectator's ticks are the recorded
+  // clients'), at most two per snapshot period of wall time above speed 1; once per period while
+  // paused (late joiners and acks; a quarter period of slack for wake-up jitter); at once after a
+  // seek.
+  const auto period = std::chrono::nanoseconds(1'000'000'000LL / config_.snapshot_hz);
+  const auto since = now - last_playback_snapshot_;
+  const bool snapshot_due = playback_snapshot_due_ ||
+                            (crossed_snapshot_tick && (speed_ <= 1.0 || since >= period / 2)) ||
+                            (paused_ && since >= period - period / 4);
+  if (snapshot_due && sessions_.size() > 0) {
+    write_snapshots(now, out);
+    if (snapshot_observer_) snapshot_observer_(world_);
+    last_playback_snapshot_ = now;
+    playback_snapshot_due_ = false;
+  }
+  if (ticks > 0) publish_stats();
+  if (now - last_status_ >= std::chrono::duration<double>(replay_.status_interval_s)) log_playback_status(now);
+  expire_sessions(now, out);
+  rejects_.flush(now);
+  return ticks;
 }
 
 }  // namespace impulse::server

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@
 
 namespace impulse::record {
 class Recorder;
+class Playback;
 }
 
 namespace impulse::server {
@@ -43,6 +45,7 @@ class ServerCore {
   /// @param gravity the scene's gravity [m/s^2], world frame
   /// @param stats   updated in place; must outlive the core
   ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& stats);
+  ~ServerCore();
 
   /// Makes the cookie key and, with config.token_key_file, loads the token key. Call once before
   /// start(). On failure returns false with *error saying what to do.
@@ -60,6 +63,21 @@ class ServerCore {
   void set_recorder(record::Recorder* recorder) { recorder_ = recorder; }
   /// Called after every wake-up that wrote snapshots (see SnapshotObserver); empty = none.
   void set_snapshot_observer(SnapshotObserver observer) { snapshot_observer_ = std::move(observer); }
+
+  /// Playback mode (impulse-replay serve): instead of its own request queue and step, the world
+  /// advances through the recording `options.file` (record::Playback: its recorded requests,
+  /// then a step) at the recorded tick rate times the speed, or not at all while paused. Takes
+  /// tick_hz (and snapshot_hz unless options.snapshot_hz) from the recording. Sessions are
+  /// read-only spectators: world-changing requests are answered ReadOnly; Raycast, SetInterest
+  /// and ReplayControl work. One shared timeline: any spectator's ReplayControl affects all.
+  /// Call once, before start() and instead of add_bodies(). On failure returns false with
+  /// *error (bad file, --from outside the recording, speed out of range).
+  bool start_playback(const ReplayOptions& options, std::string* error);
+  /// The playback, or null for a live server.
+  const record::Playback* playback() const { return playback_.get(); }
+  bool playback_paused() const { return paused_; }
+  /// Current playback speed (times the recorded tick rate).
+  double playback_speed() const { return speed_; }
 
   /// Starts the fixed-step clock at `now`. Call once, before the first update().
   void start(TimePoint now);
@@ -86,14 +104,17 @@ class ServerCore {
   void shut_down(std::string_view reason, Outbox& out);
 
   bool shutting_down() const { return shutting_down_; }
+  /// The configuration in use (in playback mode tick_hz and snapshot_hz come from the recording).
+  const ServerConfig& config() const { return config_; }
   const physics::World& world() const { return world_; }
   const SessionTable& sessions() const { return sessions_; }
   RejectLog& rejects() { return rejects_; }
   const RejectLog& rejects() const { return rejects_; }
   /// Steps dropped by the accumulator cap since start().
   uint64_t dropped_steps() const { return clock_.dropped_steps; }
-  /// Time until the next step is due (for scheduling the next wake-up).
-  std::chrono::nanoseconds time_to_next_step() const { return server::time_to_next_step(clock_); }
+  /// Time until the next step is due (for scheduling the next wake-up). In playback mode: until
+  /// the next played tick, at most one recorded tick period (paused included).
+  std::chrono::nanoseconds time_to_next_step() const;
   /// Requests waiting for the next tick.
   size_t queued_requests() const { return queue_.size(); }
   /// The client that owns object `id` (0: the scene or nobody), and whether it is shared.
@@ -136,6 +157,17 @@ class ServerCore {
   void answer_raycasts(Outbox& out);
   void answer_raycast(const PendingRequest& r, Outbox& out);
   void expire_sessions(TimePoint now, Outbox& out);
+  // Playback mode.
+  int update_playback(TimePoint now, Outbox& out);
+  /// Recorded ticks due at `now` (speed applied, 0 while paused).
+  int take_playback_ticks(TimePoint now);
+  /// Applies one admitted ReplayControl; returns its result code and message.
+  wire::ResultCode apply_replay_control(const PendingRequest& r, const Session& s, std::string* message);
+  /// The last tick was played: pause there, or restart with --loop.
+  void end_of_recording();
+  /// Seeks the playback (logged); on failure the world is at some valid tick.
+  bool seek_playback(uint64_t tick, std::string* error);
+  void log_playback_status(TimePoint now);
   /// @param world_hash  World::world_hash() of the current state when already computed
   void publish_stats(std::optional<uint64_t> world_hash = std::nullopt);
   /// Queues `bytes` for `to` only when it is not larger than `limit` (anti-amplification).
@@ -153,6 +185,18 @@ class ServerCore {
   bool authority_any_ = false;  // --authority any
   record::Recorder* recorder_ = nullptr;
   SnapshotObserver snapshot_observer_;
+
+  // Playback mode (null playback_ = a live server).
+  std::unique_ptr<record::Playback> playback_;
+  ReplayOptions replay_;
+  bool paused_ = false;
+  double speed_ = 1;                                // times the recorded tick rate
+  std::chrono::nanoseconds playback_accumulator_{0};  // recorded time not yet played
+  TimePoint playback_last_{};                       // `now` of the previous update
+  TimePoint last_playback_snapshot_{};
+  TimePoint last_status_{};
+  bool playback_snapshot_due_ = false;  // the world jumped (seek) or a spectator joined: send now
+  uint64_t played_ticks_ = 0;           // since the last status line
 
   // Handshake: the cookie key lives only in this process; cookie time slots count from epoch_.
   security::CookieKey cookie_key_;

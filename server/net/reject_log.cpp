@@ -56,6 +56,7 @@ const char* to_string(RejectReason reason) {
     case RejectReason::QuotaExceeded: return "create refused: client's object quota used up";
     case RejectReason::RequestTooOld: return "request id below the exactly-once window";
     case RejectReason::RequestTooFarAhead: return "request id beyond the exactly-once window";
+    case RejectReason::ReadOnly: return "world-changing request to a replay (read-only spectators)";
     case RejectReason::Count: break;
   }
   return "unknown";

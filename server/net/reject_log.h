@@ -42,6 +42,7 @@ enum class RejectReason : uint8_t {
   QuotaExceeded,    ///< a create beyond the client's live-object quota
   RequestTooOld,    ///< a request id below the exactly-once window
   RequestTooFarAhead,  ///< a request id beyond the window (dropped; the client resends)
+  ReadOnly,         ///< a world-changing request to a server that plays a recording (spectators)
   Count,
 };
 const char* to_string(RejectReason reason);

@@ -119,8 +119,10 @@ constexpr size_t kTrailerBytes = 8;
 
 // Serialised sizes [bytes], used to bound counts before allocating and to reserve on save.
 constexpr size_t kBodyBytes = 52 + 72 + 21 + 10 + 27;
-constexpr size_t kRecordMinBytes = 62 + 36;  // one point at least
-constexpr size_t kRecordMaxBytes = 62 + 36 * kMaxManifoldPoints;
+// A contact record: ids 16, point and normal 24, depth 4, point_count 1, sensor 1 = 46 bytes, then
+// 36 per point (io_record). An over-estimate here rejects valid states whose last lists are short.
+constexpr size_t kRecordMinBytes = 46 + 36;  // one point at least
+constexpr size_t kRecordMaxBytes = 46 + 36 * kMaxManifoldPoints;
 constexpr size_t kEventBytes = 41;
 constexpr size_t kMaterialPairBytes = 12;
 

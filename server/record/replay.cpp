@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "server/record/playback.h"
 #include "server/record/reader.h"
 
 namespace impulse::record {
@@ -21,23 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 bool damping_less(const BodyDamping& a, uint64_t id) { return a.id() < id; }
 
-void update_dampings(const Request& r, std::vector<BodyDamping>& dampings) {
-  if (r.result() != static_cast<uint16_t>(wire::ResultCode::Ok)) return;
-  const uint64_t key = r.id();
-  auto it = std::lower_bound(dampings.begin(), dampings.end(), key, damping_less);
-  const bool found = it != dampings.end() && it->id() == key;
-  if (r.type() == static_cast<uint8_t>(wire::Message::CreateObject) && r.body()) {
-    const BodyDamping entry(key, r.body()->linear_damping(), r.body()->angular_damping());
-    if (found) {
-      *it = entry;
-    } else {
-      dampings.insert(it, entry);
-    }
-  } else if (r.type() == static_cast<uint8_t>(wire::Message::DestroyObject) && found) {
-    dampings.erase(it);
-  }
-}
-
 std::vector<BodyDamping> copy_dampings(const Header& h) {
   std::vector<BodyDamping> out;
   if (h.dampings()) {
@@ -46,93 +30,6 @@ std::vector<BodyDamping> copy_dampings(const Header& h) {
   }
   std::sort(out.begin(), out.end(), [](const BodyDamping& a, const BodyDamping& b) { return a.id() < b.id(); });
   return out;
-}
-
-// Checks the header and builds the world from its state. Empty string on success.
-std::string load_header(const Header& h, std::unique_ptr<physics::World>* world, float* dt) {
-  if (h.format_version() != kFormatVersion) {
-    return fmt::format("format version {} is not this build's {}: replay it with a matching impulse-replay",
-                       h.format_version(), kFormatVersion);
-  }
-  if (!h.config() || h.config()->tick_hz() < 1 || h.config()->tick_hz() > 1000) {
-    return "the header's server config is missing or its tick_hz is not in 1..1000";
-  }
-  if (!h.state()) return "the header has no initial world state";
-  auto w = std::make_unique<physics::World>(h.settings() ? to_physics(*h.settings()) : physics::WorldSettings{});
-  std::string error;
-  if (!w->restore_state(std::span<const uint8_t>(h.state()->data(), h.state()->size()), &error)) {
-    return fmt::format("the header's initial state does not restore: {}", error);
-  }
-  if (w->tick() != h.tick()) {
-    return fmt::format("the header's state is at tick {} but the header says {}", w->tick(), h.tick());
-  }
-  if (w->world_hash() != h.world_hash()) {
-    return fmt::format("the restored initial state hashes to {:016x}, the header recorded {:016x} (a build with a "
-                       "different state layout or hashing?)",
-                       w->world_hash(), h.world_hash());
-  }
-  *world = std::move(w);
-  *dt = 1.0f / static_cast<float>(h.config()->tick_hz());
-  return {};
-}
-
-// Opens `path` and reads its header frame. Empty string on success.
-std::string open_recording(const std::string& path, RecordingReader& reader) {
-  std::string error;
-  if (!reader.open(path, &error)) return error;
-  switch (reader.next()) {
-    case ReadStatus::Frame: break;
-    case ReadStatus::End: return fmt::format("{}: empty file: no header frame", path);
-    case ReadStatus::Truncated:
-    case ReadStatus::Corrupt: return fmt::format("{}: {}", path, reader.error());
-  }
-  if (reader.frame()->payload_type() != Payload::Header) {
-    return fmt::format("{}: the first frame is a {}, not a Header", path,
-                       EnumNamePayload(reader.frame()->payload_type()));
-  }
-  return {};
-}
-
-/// Applies one Tick frame's requests and steps. Returns an empty string when everything matched,
-/// else what differed first (request result, created id, tick or hash).
-std::string replay_tick(physics::World& world, const Tick& t, float dt, std::vector<BodyDamping>* dampings,
-                        uint64_t* requests) {
-  std::string mismatch;
-  if (t.tick() != world.tick() + 1) {
-    return fmt::format("tick {}: the frame follows tick {} (a gap or reordering in the file)", t.tick(), world.tick());
-  }
-  if (const auto* list = t.requests()) {
-    for (flatbuffers::uoffset_t i = 0; i < list->size(); ++i) {
-      const Request& r = *list->Get(i);
-      const server::PendingRequest p = to_pending(r);
-      if (dampings) update_dampings(r, *dampings);
-      ++*requests;
-      if (!server::changes_world(p.type)) {
-        if (mismatch.empty()) {
-          mismatch = fmt::format("tick {}: request #{} has type {}, which does not change the world", t.tick(), i,
-                                 request_type_name(r.type()));
-        }
-        continue;
-      }
-      const server::AppliedRequest applied = server::apply_to_world(world, p);
-      const auto code = static_cast<uint16_t>(server::to_result_code(applied.error));
-      const bool id_differs = p.type == wire::Message::CreateObject && to_wire(applied.id) != r.id();
-      if ((code != r.result() || id_differs) && mismatch.empty()) {
-        mismatch = fmt::format(
-            "tick {}: request #{} (client {}, {} request_id={} id={}.{}) was answered {} (id {:#x}) when recorded "
-            "but {} (id {:#x}) on replay",
-            t.tick(), i, r.client_id(), request_type_name(r.type()), r.request_id(), from_wire(r.id()).index,
-            from_wire(r.id()).generation, result_code_name(r.result()), r.id(), result_code_name(code),
-            to_wire(applied.id));
-      }
-    }
-  }
-  world.step(dt);
-  if (mismatch.empty() && world.world_hash() != t.world_hash()) {
-    mismatch = fmt::format("tick {}: world_hash {:016x} on replay, {:016x} recorded", t.tick(), world.world_hash(),
-                           t.world_hash());
-  }
-  return mismatch;
 }
 
 std::string describe_vec(impulse::Vec3 v) { return fmt::format("({:.9g}, {:.9g}, {:.9g})", v.x, v.y, v.z); }
@@ -397,9 +294,9 @@ VerifyResult verify_recording(const std::string& path, const VerifyOptions& opti
     return result;
   }
   const Header& h = *reader.frame()->payload_as_Header();
-  std::unique_ptr<physics::World> world;
+  auto world = std::make_unique<physics::World>();
   float dt = 0;
-  if (std::string problem = load_header(h, &world, &dt); !problem.empty()) {
+  if (std::string problem = load_header(h, *world, &dt); !problem.empty()) {
     result.error = fmt::format("{}: {}", path, problem);
     return result;
   }
@@ -426,7 +323,7 @@ VerifyResult verify_recording(const std::string& path, const VerifyOptions& opti
     const Frame& f = *reader.frame();
     switch (f.payload_type()) {
       case Payload::Tick: {
-        std::string mismatch = replay_tick(*world, *f.payload_as_Tick(), dt, nullptr, &result.requests);
+        std::string mismatch = replay_tick(*world, *f.payload_as_Tick(), dt, true, nullptr, &result.requests);
         ++result.ticks;
         result.last_tick = world->tick();
         if (!mismatch.empty() && first_mismatch.empty()) {
@@ -501,85 +398,38 @@ bool replay_to_tick(const std::string& path, uint64_t tick, ReplayedWorld* out, 
     if (error) *error = std::move(text);
     return false;
   };
+  auto world = std::make_unique<physics::World>();
+  Playback playback(*world);
+  if (!playback.open(path, error)) return false;
+  if (tick < playback.first_tick()) {
+    return fail(fmt::format("tick {} is before the recording starts (tick {})", tick, playback.first_tick()));
+  }
+  if (tick > playback.last_tick()) {
+    return fail(fmt::format("tick {} is beyond the recording's last complete tick {}", tick, playback.last_tick()));
+  }
+  // Dampings are not part of the world state: follow them from the header through every recorded
+  // creation and destruction up to `tick` (no simulation).
   RecordingReader reader;
   if (std::string problem = open_recording(path, reader); !problem.empty()) return fail(problem);
-  // Everything needed from the header is taken now: the reader's buffer is reused by next().
-  const Header& h = *reader.frame()->payload_as_Header();
-  std::unique_ptr<physics::World> world;
-  float dt = 0;
-  if (std::string problem = load_header(h, &world, &dt); !problem.empty()) return fail(fmt::format("{}: {}", path, problem));
-  if (tick < h.tick()) return fail(fmt::format("tick {} is before the recording starts (tick {})", tick, h.tick()));
-  std::vector<BodyDamping> dampings = copy_dampings(h);
-  std::string scene_name = h.scene_name() ? h.scene_name()->str() : std::string{};
-  const uint64_t header_tick = h.tick();
-
-  // Pass 1, no simulation: the last keyframe at or before `tick`, and the dampings at it.
-  struct Seek {
-    bool keyframe = false;
-    uint64_t offset = 0;  // of the keyframe frame, or of the frame after the header
-    uint64_t frames = 0;  // frames before `offset`
-    uint64_t tick = 0;
-    std::vector<BodyDamping> dampings;
-  } seek{false, reader.offset(), reader.frames(), header_tick, dampings};
-  uint64_t last_tick = header_tick;
-  while (last_tick < tick) {
-    const ReadStatus status = reader.next();
-    if (status == ReadStatus::Corrupt) return fail(fmt::format("{}: {}", path, reader.error()));
-    if (status != ReadStatus::Frame) break;
-    const Frame& f = *reader.frame();
-    if (f.payload_type() == Payload::Tick) {
-      const Tick& t = *f.payload_as_Tick();
-      if (t.tick() > tick) break;
-      last_tick = t.tick();
-      if (const auto* list = t.requests()) {
-        for (const Request* r : *list) update_dampings(*r, dampings);
-      }
-    } else if (f.payload_type() == Payload::Keyframe && f.payload_as_Keyframe()->tick() <= tick) {
-      seek = Seek{true, reader.frame_offset(), reader.frames() - 1, f.payload_as_Keyframe()->tick(), dampings};
-    }
-  }
-  // A keyframe is written right after its Tick frame, so one at `tick` itself comes after the
-  // loop above stopped; look one frame further.
-  if (last_tick == tick && reader.next() == ReadStatus::Frame &&
-      reader.frame()->payload_type() == Payload::Keyframe && reader.frame()->payload_as_Keyframe()->tick() == tick) {
-    seek = Seek{true, reader.frame_offset(), reader.frames() - 1, tick, dampings};
-  }
-  if (last_tick < tick) {
-    return fail(fmt::format("tick {} is beyond the recording's last complete tick {}", tick, last_tick));
-  }
-
-  // Pass 2: restore the keyframe (or keep the header's state) and re-simulate to `tick`.
-  if (!reader.seek(seek.offset, seek.frames)) return fail(reader.error());
-  if (seek.keyframe) {
-    if (reader.next() != ReadStatus::Frame || reader.frame()->payload_type() != Payload::Keyframe) {
-      return fail(fmt::format("{}: the keyframe of tick {} cannot be read again: {}", path, seek.tick, reader.error()));
-    }
-    const Keyframe& k = *reader.frame()->payload_as_Keyframe();
-    std::string restore_error;
-    if (!k.state() ||
-        !world->restore_state(std::span<const uint8_t>(k.state()->data(), k.state()->size()), &restore_error)) {
-      return fail(fmt::format("the keyframe of tick {} does not restore: {}", seek.tick, restore_error));
-    }
-  }
-  dampings = std::move(seek.dampings);
-  uint64_t requests = 0;
-  while (world->tick() < tick) {
-    const ReadStatus status = reader.next();
-    if (status != ReadStatus::Frame) {
-      return fail(fmt::format("{}: the recording ends at tick {} before tick {}{}", path, world->tick(), tick,
-                              status == ReadStatus::Corrupt ? ": " + reader.error() : std::string{}));
-    }
+  std::vector<BodyDamping> dampings = copy_dampings(*reader.frame()->payload_as_Header());
+  while (reader.next() == ReadStatus::Frame) {
     const Frame& f = *reader.frame();
     if (f.payload_type() != Payload::Tick) continue;
-    const std::string mismatch = replay_tick(*world, *f.payload_as_Tick(), dt, &dampings, &requests);
-    if (!mismatch.empty()) {
-      return fail(fmt::format("the replay diverges from the recording ({}); run impulse-replay verify", mismatch));
+    const Tick& t = *f.payload_as_Tick();
+    if (t.tick() > tick) break;
+    if (const auto* list = t.requests()) {
+      for (const Request* r : *list) update_dampings(*r, dampings);
     }
+  }
+  if (!playback.seek(tick, error)) return false;
+  if (playback.mismatches() > 0) {
+    return fail(fmt::format("the replay diverges from the recording ({}); run impulse-replay verify",
+                            playback.first_mismatch()));
   }
   out->world = std::move(world);
   out->dampings = std::move(dampings);
-  out->scene_name = std::move(scene_name);
-  out->keyframe_tick = seek.tick;
+  out->scene_name = playback.scene_name();
+  out->keyframe_tick = playback.keyframe_at_or_before(tick);
   return true;
 }
 

@@ -108,6 +108,7 @@ bool is_sent_by_client(Message type) {
     case Message::Ping:
     case Message::Disconnect:
     case Message::SetInterest:
+    case Message::ReplayControl:
       return true;
     default:
       return false;
@@ -333,6 +334,27 @@ Check check_request(const SetInterest& m) {
   return {kInvalid, "kind: unknown interest kind"};
 }
 
+Check check_request(const ReplayControl& m, uint64_t first_tick, uint64_t last_tick) {
+  constexpr auto kInvalid = ResultCode::InvalidArgument;
+  switch (m.action()) {
+    case ReplayAction::Pause:
+    case ReplayAction::Resume:
+      return {};
+    case ReplayAction::SetSpeed:
+      if (!in_closed(m.speed(), kMinReplaySpeed, kMaxReplaySpeed)) {
+        return {kInvalid, "speed: must be finite and in [1/16, 16] times the recorded tick rate"};
+      }
+      return {};
+    case ReplayAction::Seek:
+      if (m.tick() < first_tick || m.tick() > last_tick) {
+        return {kInvalid, "tick: outside the recording's tick range (see ConnectAccepted.replay_first_tick and "
+                          "replay_last_tick)"};
+      }
+      return {};
+  }
+  return {kInvalid, "action: unknown replay action"};
+}
+
 // --- Builders --------------------------------------------------------------------------------
 
 namespace {
@@ -501,6 +523,13 @@ std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint
   return finish(fbb, Message::Raycast, message.Union());
 }
 
+std::span<const uint8_t> build_replay_control(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ReplayAction action, uint64_t tick, float speed) {
+  fbb.Clear();
+  const auto message = CreateReplayControl(fbb, request_id, action, tick, speed);
+  return finish(fbb, Message::ReplayControl, message.Union());
+}
+
 std::span<const uint8_t> build_ping(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce) {
   fbb.Clear();
   const auto message = CreatePing(fbb, nonce);
@@ -520,8 +549,10 @@ std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& 
   const auto quantization =
       CreateQuantization(fbb, q.world_bound, q.position_fraction_bits, q.orientation_bits, q.max_linear_speed,
                          q.linear_velocity_fraction_bits, q.max_angular_speed, q.angular_velocity_fraction_bits);
-  const auto message = CreateConnectAccepted(fbb, args.client_id, args.tick_hz, args.snapshot_hz, args.tick,
-                                             quantization, args.max_objects, args.first_request_id);
+  const auto message =
+      CreateConnectAccepted(fbb, args.client_id, args.tick_hz, args.snapshot_hz, args.tick, quantization,
+                            args.max_objects, args.first_request_id, args.replay, args.replay_first_tick,
+                            args.replay_last_tick);
   return finish(fbb, Message::ConnectAccepted, message.Union());
 }
 

@@ -131,6 +131,15 @@ Check check_request(const Connect& m);
 ///  - Connect (v3): cookie <= kMaxCookieBytes, token <= kMaxTokenBytes.
 Check check_request(const SetInterest& m);
 
+/// Playback speeds a ReplayControl may ask for: [kMinReplaySpeed, kMaxReplaySpeed] times the
+/// recorded tick rate (dimensionless).
+inline constexpr float kMinReplaySpeed = 1.0f / 16.0f;
+inline constexpr float kMaxReplaySpeed = 16.0f;
+///  - ReplayControl: action known; SetSpeed: speed finite and in [kMinReplaySpeed,
+///    kMaxReplaySpeed]; Seek: tick in [first_tick, last_tick], the recording's tick range (a
+///    server without a recording answers NotAReplay before checking).
+Check check_request(const ReplayControl& m, uint64_t first_tick, uint64_t last_tick);
+
 /// Converts between wire and maths vectors. (Inside this namespace an unqualified `Vec3` is the
 /// wire struct, hence the qualified return types.)
 inline impulse::Vec3 to_vec3(const wire::Vec3& v) { return {v.x(), v.y(), v.z()}; }
@@ -207,6 +216,9 @@ struct AcceptedArgs {
   QuantizationArgs quantization;
   uint32_t max_objects = 0;      ///< the client's live-object quota; 0 = none
   uint32_t first_request_id = 1; ///< the request sequence the server expects first
+  bool replay = false;           ///< the server plays a recording; the client is a read-only spectator
+  uint64_t replay_first_tick = 0;  ///< replay: the recording's first tick
+  uint64_t replay_last_tick = 0;   ///< replay: the recording's last complete tick
 };
 
 /// The smallest Connect the server answers [bytes]: the size of the largest possible Challenge,
@@ -249,6 +261,10 @@ std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuild
 /// for every hit instead of the closest.
 std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                        impulse::Vec3 origin, impulse::Vec3 translation, bool all);
+/// ReplayControl (impulse-replay serve): `tick` is used by Seek, `speed` (times the recorded
+/// tick rate) by SetSpeed; the server range-checks both.
+std::span<const uint8_t> build_replay_control(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                              ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
 /// Ping carrying `nonce`, echoed by the Pong.
 std::span<const uint8_t> build_ping(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce);
 

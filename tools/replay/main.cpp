@@ -1,16 +1,24 @@
-// impulse-replay: inspect, verify and export session recordings (docs/RECORDING.md).
+// impulse-replay: inspect, verify, export and serve session recordings (docs/RECORDING.md).
 //   impulse-replay info FILE
 //   impulse-replay verify FILE
 //   impulse-replay export FILE --tick N --out scene.json
+//   impulse-replay serve FILE --port P [--speed X] [--from TICK] [--bind ADDR] [--snapshot-hz N] [--loop]
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <thread>
 
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include "server/app/server.h"
 #include "server/record/replay.h"
 
 namespace {
@@ -77,10 +85,63 @@ int run_export(const std::string& path, uint64_t tick, const std::string& out_pa
   return 0;
 }
 
+struct ServeArgs {
+  std::string bind = "0.0.0.0";
+  int port = 7777;
+  double speed = 1;
+  std::optional<uint64_t> from;
+  int snapshot_hz = 0;
+  bool loop = false;
+  int max_clients = 64;
+  std::string log_level = "info";
+};
+
+// Plays the recording to spectators until SIGINT/SIGTERM (caught on a helper io_context, as in
+// impulse-server: the handler only asks the server to stop, which disconnects every spectator).
+int run_serve(const std::string& path, const ServeArgs& a) {
+  if (a.port < 0 || a.port > 65535) {
+    std::fprintf(stderr, "impulse-replay: --port must be in 0..65535 (0 = any free port; got %d)\n", a.port);
+    return 2;
+  }
+  impulse::server::ServerConfig config;
+  config.bind = a.bind;
+  config.port = static_cast<uint16_t>(a.port);
+  config.max_clients = a.max_clients;
+  config.log_level = a.log_level;
+  config.stats_interval_s = 3600;  // the replay's own status line (every 10 s) says what matters
+  impulse::server::ReplayOptions replay;
+  replay.file = path;
+  replay.speed = a.speed;
+  replay.from_tick = a.from;
+  replay.snapshot_hz = a.snapshot_hz;
+  replay.loop = a.loop;
+  impulse::server::Server server(config, replay);
+  std::string error;
+  if (!server.start(&error)) {
+    std::fprintf(stderr, "impulse-replay: %s\n", error.c_str());
+    return 2;
+  }
+  asio::io_context signal_io(1);
+  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  signals.async_wait([&server](const asio::error_code& ec, int signal_number) {
+    if (ec) return;
+    spdlog::info("received {}: shutting down", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();
+  });
+  std::thread signal_thread([&signal_io] { signal_io.run(); });
+  server.run();
+  asio::error_code ignored;
+  signals.cancel(ignored);
+  signal_io.stop();
+  signal_thread.join();
+  spdlog::info("bye");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"impulse-replay: inspect, verify and export Impulse session recordings (impulse-server --record)",
+  CLI::App app{"impulse-replay: inspect, verify, export and serve Impulse session recordings (impulse-server --record)",
                "impulse-replay"};
   app.require_subcommand(1);
   std::string path;
@@ -95,12 +156,30 @@ int main(int argc, char** argv) {
   exp->add_option("FILE", path, "Recording file")->required();
   exp->add_option("--tick", tick, "The tick to export")->required();
   exp->add_option("--out", out_path, "Scene file to write (JSON, schemas/scene.fbs)")->required();
+  ServeArgs serve_args;
+  auto* serve = app.add_subcommand(
+      "serve", "Play the recording to read-only spectators over the normal protocol (they may pause, seek and "
+               "change the speed of the one shared timeline)");
+  serve->add_option("FILE", path, "Recording file")->required();
+  serve->add_option("--port", serve_args.port, "UDP port to listen on (0 = any free port)")->capture_default_str();
+  serve->add_option("--bind", serve_args.bind, "Local address to listen on")->capture_default_str();
+  serve->add_option("--speed", serve_args.speed, "Playback speed, times the recorded tick rate, in [1/16, 16]")
+      ->capture_default_str();
+  serve->add_option("--from", serve_args.from, "Start at this tick (default: the recording's first)");
+  serve->add_option("--snapshot-hz", serve_args.snapshot_hz,
+                    "Snapshots per second (default 0 = the recording's rate, so spectators see the recorded ticks)")
+      ->capture_default_str();
+  serve->add_flag("--loop", serve_args.loop, "At the end restart from the first tick instead of pausing");
+  serve->add_option("--max-clients", serve_args.max_clients, "Spectators at most")->capture_default_str();
+  serve->add_option("--log-level", serve_args.log_level, "trace, debug, info, warn, error, off")->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // --help is not an error; a bad flag or value is a usage error
   }
   if (info->parsed()) return run_info(path);
   if (verify->parsed()) return run_verify(path);
+  if (serve->parsed()) return run_serve(path, serve_args);
   return run_export(path, tick, out_path);
 }

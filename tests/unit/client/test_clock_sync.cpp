@@ -307,5 +307,34 @@ TEST(ClockSync, SnapshotJitterAndNoStarvedRenderTick) {
   EXPECT_NEAR(sync.jitter_s(), sync.snapshot_jitter_s(), 1e-12);
 }
 
+TEST(ClockSync, PlayoutJitterCanBeLeftOutForAFixedDelay) {
+  // Lateness 80 ms + alternating -/+ 10 ms: mean absolute deviation 10 ms. With the jitter in the
+  // playout lag the render tick sits 0.6 ticks further back than without it; reset() keeps the
+  // setting.
+  constexpr double kTickHz = 60.0;
+  ClockSync with;
+  ClockSync without;
+  without.set_playout_jitter(false);
+  EXPECT_TRUE(with.playout_jitter());
+  EXPECT_FALSE(without.playout_jitter());
+  for (uint64_t tick = 0; tick < 300; tick += 3) {  // 100 arrivals, 50 early and 50 late
+    const double local = static_cast<double>(tick) / kTickHz + 0.08 + ((tick / 3) % 2 == 0 ? -0.01 : 0.01);
+    with.add_snapshot_arrival(tick, kTickHz, at_s(local));
+    without.add_snapshot_arrival(tick, kTickHz, at_s(local));
+  }
+  ASSERT_NEAR(with.jitter_s(), 0.01, 1e-9);
+  // Long after the last retarget, so the slewed lags have reached their targets.
+  const double now = 300.0 / kTickHz + 5.0;
+  const auto a = with.render_tick(at_s(now), kTickHz, 6.0);
+  const auto b = without.render_tick(at_s(now), kTickHz, 6.0);
+  ASSERT_TRUE(a && b);
+  EXPECT_NEAR(*b - *a, 0.01 * kTickHz, 1e-6);
+  // Without the jitter: exactly (now - median lateness) * hz - buffer. The median of the
+  // alternating lateness is 80 ms.
+  EXPECT_NEAR(*b, (now - 0.08) * kTickHz - 6.0, 1e-6);
+  without.reset();
+  EXPECT_FALSE(without.playout_jitter());
+}
+
 }  // namespace
 }  // namespace impulse

@@ -1,0 +1,254 @@
+// Spectators (issue 5): a scripted session of two real clients is recorded by a real Server over
+// loopback UDP, each client keeping the object states it received per snapshot tick. The
+// recording is then served in-process (impulse-replay serve's Server in playback mode) to a
+// spectator impulse::Client, whose states at every tick both saw must equal the recorded
+// clients' bit for bit (same world, same quantisation). Then the controls over the real protocol:
+// seek (the next snapshots are at the target and match the recorded view there), pause (the
+// ticks stop), speed 2 (the tick rate roughly doubles), and writes answered ReadOnly.
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "integration/harness.h"
+#include "server/record/replay.h"
+
+namespace impulse::test {
+namespace {
+
+using Views = std::map<uint64_t, std::vector<ObjectState>>;  // tick -> objects, sorted by id
+
+std::string temp_recording(std::string_view stem) {
+  static std::atomic<int> counter{0};
+  return (std::filesystem::temp_directory_path() / fmt::format("{}-{}-{}.irec", stem, ::getpid(), counter++)).string();
+}
+
+bool same_bits(const void* a, const void* b, size_t n) { return std::memcmp(a, b, n) == 0; }
+
+/// Compares the objects both views hold at one tick; returns how many were compared, and adds a
+/// failure naming the first field that differs.
+size_t compare_views(const std::vector<ObjectState>& recorded, const std::vector<ObjectState>& spectator,
+                     uint64_t tick, std::string_view who) {
+  size_t compared = 0;
+  for (const ObjectState& r : recorded) {
+    const ObjectState* s = find_in(spectator, r.id);
+    if (s == nullptr) {
+      ADD_FAILURE() << who << " saw object " << r.id.index << "." << r.id.generation << " at tick " << tick
+                    << " but the spectator did not";
+      continue;
+    }
+    ++compared;
+    EXPECT_TRUE(same_bits(&r.position, &s->position, sizeof(Vec3))) << who << " tick " << tick << " position";
+    EXPECT_TRUE(same_bits(&r.orientation, &s->orientation, sizeof(Quat))) << who << " tick " << tick << " orientation";
+    EXPECT_TRUE(same_bits(&r.velocity, &s->velocity, sizeof(Vec3))) << who << " tick " << tick << " velocity";
+    EXPECT_TRUE(same_bits(&r.angular_velocity, &s->angular_velocity, sizeof(Vec3)))
+        << who << " tick " << tick << " angular velocity";
+    EXPECT_EQ(r.sleeping, s->sleeping) << who << " tick " << tick;
+  }
+  EXPECT_EQ(recorded.size(), spectator.size()) << who << " tick " << tick;
+  return compared;
+}
+
+/// impulse-replay serve in-process: a Server in playback mode on 127.0.0.1, on its own thread.
+class RunningReplay {
+ public:
+  explicit RunningReplay(const std::string& file, double speed = 1.0)
+      : server_(make_config(), make_replay(file, speed)) {
+    started_ = server_.start(&error_);
+    if (started_) thread_ = std::thread([this] { server_.run(); });
+  }
+  ~RunningReplay() {
+    if (thread_.joinable()) {
+      server_.stop();
+      thread_.join();
+    }
+  }
+  bool started() const { return started_; }
+  const std::string& error() const { return error_; }
+  uint16_t port() const { return server_.local_port(); }
+
+ private:
+  static server::ServerConfig make_config() {
+    server::ServerConfig c;
+    c.bind = "127.0.0.1";
+    c.port = 0;
+    c.log_level = "off";
+    c.stats_interval_s = 3600;
+    return c;
+  }
+  static server::ReplayOptions make_replay(const std::string& file, double speed) {
+    server::ReplayOptions r;
+    r.file = file;
+    r.speed = speed;
+    r.status_interval_s = 3600;
+    return r;
+  }
+  server::Server server_;
+  bool started_ = false;
+  std::string error_;
+  std::thread thread_;
+};
+
+class ReplayServe : public ::testing::Test {
+ protected:
+  // One scripted session, recorded once: two clients create bodies and push them.
+  static void SetUpTestSuite() {
+    path_ = new std::string(temp_recording("impulse-serve"));
+    views_ = new std::vector<Views>(2);
+    ServerOptions options;
+    options.record_file = *path_;
+    options.keyframe_seconds = 0.5;  // several keyframes, so seeks restore one
+    RunningServer server(options);
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver drivers[2];
+    std::vector<ObjectID> bodies[2];
+    for (int c = 0; c < 2; ++c) {
+      std::string error;
+      ASSERT_TRUE(drivers[c].connect(server.port(), &error, fmt::format("recorded-{}", c))) << error;
+      for (int b = 0; b < 3; ++b) {
+        const Vec3 at{-3.0f + 3.0f * static_cast<float>(c), 0.6f + 1.2f * static_cast<float>(b), 0.4f * static_cast<float>(b)};
+        const ObjectID id = drivers[c].create_ok(b % 2 ? make_box({0.4f, 0.3f, 0.5f}, at, 2.0f) : make_sphere(0.45f, at));
+        ASSERT_FALSE(id.is_null());
+        bodies[c].push_back(id);
+      }
+    }
+    for (int round = 0; round < 12; ++round) {
+      uint32_t sent[2];
+      for (int c = 0; c < 2; ++c) {
+        const ObjectID target = bodies[c][static_cast<size_t>(round) % bodies[c].size()];
+        sent[c] = drivers[c].client.apply_impulse(target, {0.3f * static_cast<float>(c + 1), 2.5f, -0.2f});
+      }
+      for (int c = 0; c < 2; ++c) ASSERT_TRUE(drivers[c].wait_result(sent[c]).has_value());
+      const uint64_t now = drivers[0].client.server_tick();
+      ASSERT_NE(drivers[0].wait_snapshot_after(now + 4), 0u);
+    }
+    const uint64_t end = drivers[0].client.server_tick() + 20;
+    for (int c = 0; c < 2; ++c) ASSERT_NE(drivers[c].wait_snapshot_after(end), 0u);
+    server.stop();
+    for (int c = 0; c < 2; ++c) (*views_)[c] = drivers[c].snapshots;
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    std::filesystem::remove(*path_, ec);
+    delete path_;
+    delete views_;
+  }
+
+  static std::string* path_;
+  static std::vector<Views>* views_;
+};
+
+std::string* ReplayServe::path_ = nullptr;
+std::vector<Views>* ReplayServe::views_ = nullptr;
+
+TEST_F(ReplayServe, SpectatorSeesWhatTheRecordedClientsSaw) {
+  record::RecordingInfo info;
+  std::string error;
+  ASSERT_TRUE(record::read_info(*path_, &info, &error)) << error;
+  RunningReplay replay(*path_, 2.0);  // twice the recorded rate: snapshots still at recorded ticks
+  ASSERT_TRUE(replay.started()) << replay.error();
+  ClientDriver spectator;
+  ASSERT_TRUE(spectator.connect(replay.port(), &error, "spectator")) << error;
+  const auto play_time = std::chrono::milliseconds(
+      static_cast<int64_t>(1000.0 * static_cast<double>(info.last_tick - info.start_tick) / 60.0 / 2.0));
+  ASSERT_TRUE(spectator.poll_until([&] { return spectator.client.snapshot_tick() >= info.last_tick; },
+                                   play_time + kWaitTimeout))
+      << "the spectator's last snapshot tick is " << spectator.client.snapshot_tick() << " of " << info.last_tick;
+
+  for (int c = 0; c < 2; ++c) {
+    size_t common_ticks = 0, compared = 0;
+    for (const auto& [tick, objects] : (*views_)[c]) {
+      const auto it = spectator.snapshots.find(tick);
+      if (it == spectator.snapshots.end()) continue;
+      ++common_ticks;
+      compared += compare_views(objects, it->second, tick, fmt::format("recorded client {}", c));
+    }
+    EXPECT_GE(common_ticks, 40u) << "recorded client " << c << " saw " << (*views_)[c].size() << " ticks";
+    EXPECT_GE(compared, common_ticks * 6) << "six bodies (and the ground) in every view";
+  }
+}
+
+TEST_F(ReplayServe, ControlsPauseSeekAndSpeedTheSharedTimeline) {
+  record::RecordingInfo info;
+  std::string error;
+  ASSERT_TRUE(record::read_info(*path_, &info, &error)) << error;
+  RunningReplay replay(*path_);
+  ASSERT_TRUE(replay.started()) << replay.error();
+  ClientDriver spectator;
+  ASSERT_TRUE(spectator.connect(replay.port(), &error, "spectator")) << error;
+  ASSERT_NE(spectator.wait_snapshot_after(0), 0u);
+
+  // Writes are refused; reads work.
+  const auto write = spectator.wait_result(spectator.client.create_object(make_sphere(0.5f, {0, 3, 0})));
+  ASSERT_TRUE(write.has_value());
+  EXPECT_EQ(write->code, wire::ResultCode::ReadOnly);
+  const auto ray = spectator.wait_raycast(spectator.client.raycast({0, 10, 0}, {0, -20, 0}));
+  ASSERT_TRUE(ray.has_value());
+  EXPECT_TRUE(ray->result.ok());
+  EXPECT_FALSE(ray->hits.empty());
+
+  // Seek to a tick the recorded client 0 saw: every later snapshot is at or after it, the first
+  // exactly at it (paused first, so it stays there) and equal to the recorded view.
+  const Views& recorded = (*views_)[0];
+  auto pick = recorded.begin();
+  std::advance(pick, static_cast<std::ptrdiff_t>(recorded.size() / 3));
+  const uint64_t target = pick->first;
+  auto control = [&](wire::ReplayAction action, uint64_t tick = 0, float speed = 1.0f) {
+    const auto r = spectator.wait_result(spectator.client.replay_control(action, tick, speed));
+    EXPECT_TRUE(r.has_value() && r->ok()) << (r ? r->message : std::string("no answer"));
+    spectator.snapshots.clear();  // anything older arrived before the answer
+  };
+  control(wire::ReplayAction::Pause);
+  control(wire::ReplayAction::Seek, target);
+  ASSERT_TRUE(spectator.poll_until([&] { return spectator.snapshots.count(target) == 1; }));
+  EXPECT_EQ(spectator.snapshots.begin()->first, target);
+  EXPECT_EQ(spectator.snapshots.rbegin()->first, target);  // paused: it stays there
+  EXPECT_GE(compare_views(pick->second, spectator.snapshots.at(target), target, "after the seek"), 6u);
+
+  // Paused: snapshots keep coming (about 30 per second) but their tick does not move.
+  ASSERT_TRUE(spectator.poll_until([&] { return spectator.snapshots.size() >= 1 && spectator.client.stats().snapshots_completed >= 5; }));
+  const uint64_t completed = spectator.client.stats().snapshots_completed;
+  ASSERT_TRUE(spectator.poll_until([&] { return spectator.client.stats().snapshots_completed >= completed + 5; }));
+  EXPECT_EQ(spectator.snapshots.size(), 1u);
+  EXPECT_EQ(spectator.client.snapshot_tick(), target);
+
+  // Speed: the recorded ticks per second of wall time, over a bounded window, at 1 and at 2.
+  auto measure_rate = [&](float speed) {
+    control(wire::ReplayAction::Seek, info.start_tick);
+    control(wire::ReplayAction::SetSpeed, 0, speed);
+    control(wire::ReplayAction::Resume);
+    EXPECT_NE(spectator.wait_snapshot_after(info.start_tick + 2), 0u);
+    const uint64_t t0 = spectator.client.snapshot_tick();
+    const Clock::time_point w0 = Clock::now();
+    spectator.poll_until([&] { return spectator.client.snapshot_tick() >= t0 + 45; });
+    const double seconds = std::chrono::duration<double>(Clock::now() - w0).count();
+    control(wire::ReplayAction::Pause);
+    return static_cast<double>(spectator.client.snapshot_tick() - t0) / seconds;
+  };
+  const double rate1 = measure_rate(1.0f);
+  const double rate2 = measure_rate(2.0f);
+  EXPECT_GT(rate1, 40.0);
+  EXPECT_LT(rate1, 80.0);
+  EXPECT_GT(rate2 / rate1, 1.5) << rate1 << " vs " << rate2 << " ticks/s";
+  EXPECT_LT(rate2 / rate1, 2.6) << rate1 << " vs " << rate2 << " ticks/s";
+
+  // Out of range: refused with a code and a message.
+  const auto bad = spectator.wait_result(spectator.client.replay_control(wire::ReplayAction::Seek, info.last_tick + 1));
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->code, wire::ResultCode::InvalidArgument);
+  EXPECT_FALSE(bad->message.empty());
+}
+
+TEST(ReplayServeLive, ALiveServerRefusesReplayControl) {
+  RunningServer server;
+  ASSERT_TRUE(server.started()) << server.error();
+  ClientDriver client;
+  std::string error;
+  ASSERT_TRUE(client.connect(server.port(), &error)) << error;
+  const auto r = client.wait_result(client.client.replay_control(wire::ReplayAction::Pause));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, wire::ResultCode::NotAReplay);
+}
+
+}  // namespace
+}  // namespace impulse::test
