@@ -328,6 +328,23 @@ TEST(WorldState, EmptyWorldRoundTrips) {
   EXPECT_EQ(add(busy, probe_desc()), (ObjectID{0, 1}));
 }
 
+// Spheres resting on the ground: one-point contact records, the smallest kind, fill the end of the
+// blob. The restore's bound on a list's size must use a record's true minimum (46 + 36 bytes), or
+// it refuses this valid state as truncated.
+TEST(WorldState, OnePointContactsAtTheEndOfTheBlobRestore) {
+  World world;
+  add_ground(world);
+  for (int i = 0; i < 3; ++i) add(world, sphere_desc({2.0f * static_cast<float>(i), 0.5f, 0.0f}));
+  run(world, 30);
+  ASSERT_GT(world.resting_contact_count(), 0u);
+  const std::vector<uint8_t> blob = save(world);
+  const std::vector<TickRecord> reference = run(world, 60);
+  World fresh = make_unrelated_world();
+  std::string error;
+  ASSERT_TRUE(fresh.restore_state(blob, &error)) << error;
+  expect_same_trace(reference, run(fresh, 60));
+}
+
 // A pile of 1000 boxes (BENCH_SCENES S2) mid-fall, its lower layers landed: the blob's size per
 // body and the save and restore times are reported; the restored world continues bit-exactly.
 TEST(WorldState, PileOf1000Boxes) {
