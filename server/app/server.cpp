@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <array>
+#include <csignal>
+#include <thread>
 #include <vector>
 
 #include <asio/io_context.hpp>
 #include <asio/ip/udp.hpp>
 #include <asio/post.hpp>
+#include <asio/signal_set.hpp>
 #include <asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
@@ -346,6 +349,22 @@ void Server::set_link_conditions(const net::LinkConditions& conditions) {
 
 void Server::set_snapshot_observer(SnapshotObserver observer) {
   if (impl_->core) impl_->core->set_snapshot_observer(std::move(observer));
+}
+
+void run_until_signal(Server& server) {
+  asio::io_context signal_io(1);
+  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
+  signals.async_wait([&server](const asio::error_code& ec, int signal_number) {
+    if (ec) return;
+    spdlog::info("received {}: shutting down", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    server.stop();  // posted to the server's own io_context
+  });
+  std::thread signal_thread([&signal_io] { signal_io.run(); });
+  server.run();
+  asio::error_code ignored;
+  signals.cancel(ignored);
+  signal_io.stop();
+  signal_thread.join();
 }
 
 }  // namespace impulse::server

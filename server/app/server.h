@@ -133,4 +133,9 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
+/// Runs `server` (started) on the calling thread until SIGINT or SIGTERM, which call
+/// Server::stop() (Disconnect to every client), or until stop() is called otherwise. The signals
+/// are caught on a helper thread's io_context, so nothing runs in signal context.
+void run_until_signal(Server& server);
+
 }  // namespace impulse::server

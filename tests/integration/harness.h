@@ -382,4 +382,17 @@ inline ObjectDesc make_box(Vec3 half_extents, Vec3 position, float mass = 1.0f) 
   return d;
 }
 
+/// The issue's hostile link (issue 4): 25 % loss, 100 ± 50 ms latency, 5 % duplication and 5 %
+/// reordering, each direction drawn from `seed`.
+inline net::LinkConditions hostile_link(uint64_t seed) {
+  net::LinkConditions c;
+  c.loss = 0.25;
+  c.latency_ms = 100;
+  c.jitter_ms = 50;
+  c.duplicate = 0.05;
+  c.reorder = 0.05;
+  c.seed = seed;
+  return c;
+}
+
 }  // namespace impulse::test

@@ -306,26 +306,15 @@ struct PoseTruth {
   }
 };
 
-net::LinkConditions hostile(uint64_t seed) {
-  net::LinkConditions c;
-  c.loss = 0.25;
-  c.latency_ms = 100;
-  c.jitter_ms = 50;
-  c.duplicate = 0.05;
-  c.reorder = 0.05;
-  c.seed = seed;
-  return c;
-}
-
 TEST(ClientPose, ConvergesToTheServerWithinOneDelayAfterAHostileLinkClears) {
   PoseTruth truth;
   ServerOptions options = pose_server_options();
-  options.link = hostile(21);
+  options.link = hostile_link(21);
   options.observer = [&truth](const physics::World& world) { truth.record(world); };
   RunningServer server(options);
   ASSERT_TRUE(server.started()) << server.error();
   ClientDriver driver;
-  ASSERT_TRUE(driver.client.set_link_conditions(hostile(23)));
+  ASSERT_TRUE(driver.client.set_link_conditions(hostile_link(23)));
   std::string error;
   ASSERT_TRUE(driver.connect(server.port(), &error, "hostile-pose", milliseconds{10000})) << error;
 

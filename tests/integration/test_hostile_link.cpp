@@ -12,17 +12,6 @@
 namespace impulse::test {
 namespace {
 
-net::LinkConditions hostile(uint64_t seed) {
-  net::LinkConditions c;
-  c.loss = 0.25;
-  c.latency_ms = 100;
-  c.jitter_ms = 50;
-  c.duplicate = 0.05;
-  c.reorder = 0.05;
-  c.seed = seed;
-  return c;
-}
-
 /// Server truth by tick, recorded on the server's thread by the snapshot observer.
 struct Truth {
   std::mutex mutex;
@@ -46,13 +35,13 @@ struct Truth {
 TEST(HostileLink, RequestsAndEventsExactlyOnceAndTheViewConverges) {
   Truth truth;
   ServerOptions options;
-  options.link = hostile(7);
+  options.link = hostile_link(7);
   options.observer = [&truth](const physics::World& world) { truth.record(world); };
   RunningServer server(options);
   ASSERT_TRUE(server.started()) << server.error();
 
   ClientDriver driver;
-  ASSERT_TRUE(driver.client.set_link_conditions(hostile(11)));
+  ASSERT_TRUE(driver.client.set_link_conditions(hostile_link(11)));
   std::string error;
   ASSERT_TRUE(driver.connect(server.port(), &error, "hostile", milliseconds{10000})) << error;
 

@@ -5,15 +5,11 @@
 //   impulse-replay serve FILE --port P [--speed X] [--from TICK] [--bind ADDR] [--snapshot-hz N] [--loop]
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <optional>
 #include <string>
-#include <thread>
 
-#include <asio/io_context.hpp>
-#include <asio/signal_set.hpp>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -121,19 +117,7 @@ int run_serve(const std::string& path, const ServeArgs& a) {
     std::fprintf(stderr, "impulse-replay: %s\n", error.c_str());
     return 2;
   }
-  asio::io_context signal_io(1);
-  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
-  signals.async_wait([&server](const asio::error_code& ec, int signal_number) {
-    if (ec) return;
-    spdlog::info("received {}: shutting down", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-    server.stop();
-  });
-  std::thread signal_thread([&signal_io] { signal_io.run(); });
-  server.run();
-  asio::error_code ignored;
-  signals.cancel(ignored);
-  signal_io.stop();
-  signal_thread.join();
+  impulse::server::run_until_signal(server);
   spdlog::info("bye");
   return 0;
 }
