@@ -27,6 +27,10 @@
 namespace impulse::server {
 namespace {
 
+// Datagrams read per drain of the socket. 2 MiB of receive buffer holds about 2,000 small
+// datagrams; a drain of this many takes a few milliseconds.
+constexpr size_t kMaxDrainDatagrams = 1024;
+
 double to_ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 net::LinkConditions link_conditions_of(const ServerConfig& c) {
@@ -82,25 +86,43 @@ struct Server::Impl {
     uint64_t wakeups = 0;
     uint64_t steps = 0;
     uint64_t datagrams_in = 0, bytes_in = 0, datagrams_out = 0, bytes_out = 0, dropped = 0, dropped_steps = 0;
+    uint64_t step_ns = 0, events_ns = 0, snapshots_ns = 0;  // ServerStats totals at the window's start
     std::vector<uint64_t> tick_ns;  // per wake-up with steps, for the percentiles
   } window;
 
+  // Readiness, not data: the handler drains the socket itself. An async_receive_from would read
+  // one datagram per handler, and when ticks run late every due timer handler is queued ahead
+  // of it, so the server read one datagram per tick while the kernel dropped the rest.
   void arm_receive() {
-    socket.async_receive_from(asio::buffer(receive_buffer), receive_from,
-                              [this](const asio::error_code& ec, size_t n) { on_receive(ec, n); });
+    socket.async_wait(asio::socket_base::wait_read, [this](const asio::error_code& ec) { on_readable(ec); });
   }
 
-  void on_receive(const asio::error_code& ec, size_t n) {
+  void on_readable(const asio::error_code& ec) {
     if (stopped || ec == asio::error::operation_aborted) return;
     const TimePoint now = Clock::now();
     if (ec) {
-      // E.g. ECONNREFUSED after an ICMP port-unreachable for an earlier send: harmless for UDP.
       core->rejects().note(RejectReason::ReceiveError, ec.message(), now);
     } else {
-      core->handle_datagram(receive_from, std::span<const uint8_t>(receive_buffer.data(), n), now, outbox);
-      flush();
+      drain_socket(now);
     }
     arm_receive();
+  }
+
+  // Reads and handles what the socket holds, at most kMaxDrainDatagrams (a flood must not starve
+  // the step; the rest waits for the next wake-up), then sends the replies.
+  void drain_socket(TimePoint now) {
+    for (size_t i = 0; i < kMaxDrainDatagrams; ++i) {
+      asio::error_code ec;
+      const size_t n = socket.receive_from(asio::buffer(receive_buffer), receive_from, 0, ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) break;
+      if (ec) {
+        // E.g. ECONNREFUSED after an ICMP port-unreachable for an earlier send: harmless for UDP.
+        core->rejects().note(RejectReason::ReceiveError, ec.message(), now);
+        continue;
+      }
+      core->handle_datagram(receive_from, std::span<const uint8_t>(receive_buffer.data(), n), now, outbox);
+    }
+    flush();
   }
 
   void arm_timer(TimePoint at) {
@@ -110,7 +132,8 @@ struct Server::Impl {
 
   void on_timer(const asio::error_code& ec) {
     if (stopped || ec == asio::error::operation_aborted) return;
-    const TimePoint t0 = Clock::now();
+    drain_socket(Clock::now());  // what arrived during the last update is applied in this one
+    const TimePoint t0 = Clock::now();  // the tick time covers the update, not the reads
     const int steps = core->update(t0, outbox);
     if (recorder) recorder->hand_off();
     flush();
@@ -182,16 +205,22 @@ struct Server::Impl {
     const uint64_t p50 = quantile(window.tick_ns, 0.50), p99 = quantile(window.tick_ns, 0.99);
     stats.tick_ns_p50.store(p50, std::memory_order_relaxed);
     stats.tick_ns_p99.store(p99, std::memory_order_relaxed);
+    const uint64_t step_ns = load(stats.step_ns), events_ns = load(stats.events_ns);
+    const uint64_t snapshots_ns = load(stats.snapshots_ns);
+    const double per_wakeup = window.wakeups ? 1e-6 / static_cast<double>(window.wakeups) : 0.0;  // ns -> ms
     spdlog::info(
-        "stats: tick={} bodies={} awake={} clients={} tick_ms mean={:.3f} p50={:.3f} p99={:.3f} max={:.3f} (over {} "
-        "wake-ups, {} steps, "
-        "{} dropped) in={} datagrams/{} B out={} datagrams/{} B dropped={} (last {:.1f} s)",
+        "stats: tick={} bodies={} awake={} clients={} tick_ms mean={:.3f} (steps {:.3f} events {:.3f} snapshots "
+        "{:.3f}) p50={:.3f} p99={:.3f} max={:.3f} (over {} wake-ups, {} steps, {} dropped) in={} datagrams/{} B "
+        "out={} datagrams/{} B dropped={} (last {:.1f} s)",
         load(stats.tick), stats.objects.load(std::memory_order_relaxed), stats.awake.load(std::memory_order_relaxed),
         stats.clients.load(std::memory_order_relaxed),
-        window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0, static_cast<double>(p50) / 1e6,
-        static_cast<double>(p99) / 1e6, window.tick_ms_max,
-        window.wakeups, window.steps, dropped_steps - window.dropped_steps, in - window.datagrams_in,
-        bin - window.bytes_in, out - window.datagrams_out, bout - window.bytes_out, dropped - window.dropped, seconds);
+        window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0,
+        static_cast<double>(step_ns - window.step_ns) * per_wakeup,
+        static_cast<double>(events_ns - window.events_ns) * per_wakeup,
+        static_cast<double>(snapshots_ns - window.snapshots_ns) * per_wakeup, static_cast<double>(p50) / 1e6,
+        static_cast<double>(p99) / 1e6, window.tick_ms_max, window.wakeups, window.steps,
+        dropped_steps - window.dropped_steps, in - window.datagrams_in, bin - window.bytes_in, out - window.datagrams_out,
+        bout - window.bytes_out, dropped - window.dropped, seconds);
     std::vector<uint64_t> keep = std::move(window.tick_ns);
     keep.clear();
     window = Window{};
@@ -203,6 +232,9 @@ struct Server::Impl {
     window.bytes_out = bout;
     window.dropped = dropped;
     window.dropped_steps = dropped_steps;
+    window.step_ns = step_ns;
+    window.events_ns = events_ns;
+    window.snapshots_ns = snapshots_ns;
   }
 
   void shut_down() {

@@ -90,12 +90,18 @@ struct ServerStats {
   std::atomic<uint64_t> requests_rejected{0};  ///< requests answered with an error code
   std::atomic<uint64_t> requests_duplicate{0}; ///< resent requests deduplicated (answered again or ignored)
   std::atomic<uint64_t> requests_unsequenced{0};  ///< fire-and-forget pushes (request_id 0) queued
-  std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() after the last step
+  std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() at world_hash_tick
+  /// The tick of world_hash: refreshed once per second of ticks (every tick while recording).
+  std::atomic<uint64_t> world_hash_tick{0};
   std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
   std::atomic<uint64_t> tick_ns_p50{0};        ///< median tick time [ns] over the last stats interval
   std::atomic<uint64_t> tick_ns_p99{0};        ///< 99th percentile tick time [ns] over the last stats interval
   std::atomic<uint64_t> snapshot_bytes{0};     ///< snapshot datagram bytes sent, all clients
   std::atomic<uint64_t> events_queued{0};      ///< collision events queued for delivery, all sessions
+  // Where the live tick's time goes, summed over all updates [ns] (wall clock of the server thread).
+  std::atomic<uint64_t> step_ns{0};            ///< physics steps (and recording)
+  std::atomic<uint64_t> events_ns{0};          ///< raycasts and collision-event datagrams
+  std::atomic<uint64_t> snapshots_ns{0};       ///< snapshot source and per-client snapshot writes
 };
 
 class Server {

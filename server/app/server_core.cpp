@@ -445,6 +445,10 @@ void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, ui
   if (s == nullptr) return;
   s->max_objects = max_objects;
   s->snapshots = std::make_unique<SnapshotSender>(sender_config_);
+  if (!playback_) {  // spectators see the recording's snapshot ticks (playback writes them all at once)
+    s->snapshot_phase = static_cast<uint16_t>(next_snapshot_phase_);
+    next_snapshot_phase_ = (next_snapshot_phase_ + 1) % snapshot_phases();
+  }
   const double requests = config_.max_requests_per_second;
   s->request_rate = TokenBucket{requests, requests, requests, now};
   const double in_bytes = config_.max_kbytes_in_per_second * 1024.0;
@@ -866,12 +870,19 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
   }
 }
 
-void ServerCore::write_snapshots(TimePoint now, Outbox& out) {
-  build_snapshot_source(world_, sender_config_.quant, &snapshot_source_);
-  snapshot_source_.tick = world_.tick();
+int ServerCore::snapshot_phases() const { return std::max(1, config_.tick_hz / config_.snapshot_hz); }
+
+void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uint8_t> phase_due) {
+  bool built = false;
   const size_t capacity = wire::snapshot_payload_capacity();
   for (Session& s : sessions_.sessions()) {
     if (!s.snapshots) continue;
+    if (!phase_due.empty() && (s.snapshot_phase >= phase_due.size() || phase_due[s.snapshot_phase] == 0)) continue;
+    if (!built) {  // once per update, and only when some session is due
+      build_snapshot_source(world_, sender_config_.quant, &snapshot_source_);
+      snapshot_source_.tick = world_.tick();
+      built = true;
+    }
     s.bytes_out.refill(now);
     // The budget: what the bucket holds, at most one datagram. An empty bucket still sends a
     // minimal snapshot so acks and exits keep flowing.
@@ -883,17 +894,21 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out) {
     send(s, bytes, now, out);
     stats_.snapshot_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
   }
+  if (built && snapshot_observer_) snapshot_observer_(world_);
 }
 
 int ServerCore::update(TimePoint now, Outbox& out) {
   if (playback_) return update_playback(now, out);
   const int steps = take_due_steps(clock_, now);
-  bool snapshot_due = false;
   if (steps > 0) {
+    using SteadyClock = std::chrono::steady_clock;
     std::optional<uint64_t> step_hash;  // of the last step, when the recorder computed it
     apply_requests(now, out);
     events_.clear();
     size_t events_dropped = 0;
+    const int phases = snapshot_phases();
+    phase_due_.assign(static_cast<size_t>(phases), 0);
+    const auto t_step = SteadyClock::now();
     for (int i = 0; i < steps; ++i) {
       world_.step(dt_);
       if (recorder_) {
@@ -906,8 +921,13 @@ int ServerCore::update(TimePoint now, Outbox& out) {
       const size_t take = std::min(room, step_events.size());
       append_collision_events(step_events.first(take), world_.tick(), &events_);
       events_dropped += step_events.size() - take;
-      snapshot_due = snapshot_due || is_snapshot_tick(world_.tick(), config_.tick_hz, config_.snapshot_hz);
+      for (int p = 0; p < phases; ++p) {
+        if (is_snapshot_tick(world_.tick() + static_cast<uint64_t>(p), config_.tick_hz, config_.snapshot_hz)) {
+          phase_due_[static_cast<size_t>(p)] = 1;
+        }
+      }
     }
+    const auto t_events = SteadyClock::now();
     answer_raycasts(out);
     if (events_dropped > 0) {
       rejects_.note(RejectReason::EventsDropped, fmt::format("{} events over the per-update cap", events_dropped), now);
@@ -915,10 +935,15 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     // Events at the end of the wake-up in which they happened (each carries its own tick), before
     // the snapshot that shows their outcome.
     write_events(now, out);
-    if (snapshot_due && sessions_.size() > 0) {
-      write_snapshots(now, out);
-      if (snapshot_observer_) snapshot_observer_(world_);
-    }
+    const auto t_snapshots = SteadyClock::now();
+    if (sessions_.size() > 0) write_snapshots(now, out, phase_due_);
+    const auto t_end = SteadyClock::now();
+    auto ns = [](SteadyClock::duration d) {
+      return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    };
+    stats_.step_ns.fetch_add(ns(t_events - t_step), std::memory_order_relaxed);
+    stats_.events_ns.fetch_add(ns(t_snapshots - t_events), std::memory_order_relaxed);
+    stats_.snapshots_ns.fetch_add(ns(t_end - t_snapshots), std::memory_order_relaxed);
     publish_stats(step_hash);
   }
   expire_sessions(now, out);
@@ -965,7 +990,11 @@ void ServerCore::publish_stats(std::optional<uint64_t> world_hash) {
   stats_.objects.store(world_.object_count(), std::memory_order_relaxed);
   stats_.awake.store(world_.awake_count(), std::memory_order_relaxed);
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
-  stats_.world_hash.store(world_hash ? *world_hash : world_.world_hash(), std::memory_order_relaxed);
+  // O(bodies + contacts): once per second of ticks unless the recorder already computed it.
+  if (world_hash || world_.tick() % static_cast<uint64_t>(config_.tick_hz) == 0 || stats_.world_hash_tick.load() == 0) {
+    stats_.world_hash.store(world_hash ? *world_hash : world_.world_hash(), std::memory_order_relaxed);
+    stats_.world_hash_tick.store(world_.tick(), std::memory_order_relaxed);
+  }
 }
 
 }  // namespace impulse::server
@@ -1158,7 +1187,6 @@ int ServerCore::update_playback(TimePoint now, Outbox& out) {
                             (paused_ && since >= period - period / 4);
   if (snapshot_due && sessions_.size() > 0) {
     write_snapshots(now, out);
-    if (snapshot_observer_) snapshot_observer_(world_);
     last_playback_snapshot_ = now;
     playback_snapshot_due_ = false;
   }

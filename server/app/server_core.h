@@ -141,7 +141,11 @@ class ServerCore {
   wire::ResultCode authorize(const PendingRequest& r, std::string_view* message) const;
   void note_applied(const PendingRequest& r, ObjectID id);
   void write_events(TimePoint now, Outbox& out);
-  void write_snapshots(TimePoint now, Outbox& out);
+  /// Writes a snapshot to every session whose snapshot_phase is marked in `phase_due` (all of them
+  /// when it is empty), building the snapshot source once if any is due.
+  void write_snapshots(TimePoint now, Outbox& out, std::span<const uint8_t> phase_due = {});
+  /// How many snapshot phases sessions are spread over: tick_hz / snapshot_hz, at least 1.
+  int snapshot_phases() const;
   void remove_session(const Endpoint& endpoint);
   uint64_t server_time_us() const;
   void handle_version_mismatch(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
@@ -220,6 +224,8 @@ class ServerCore {
   flatbuffers::FlatBufferBuilder fbb_{2 * wire::kMaxDatagramBytes};
   std::vector<PendingRequest> queue_;
   std::vector<uint8_t> snapshot_payload_;
+  std::vector<uint8_t> phase_due_;    // per snapshot phase: a snapshot tick of it was stepped
+  int next_snapshot_phase_ = 0;       // given to the next accepted session (round robin)
   std::vector<wire::CollisionEvent> events_;
   std::vector<wire::CollisionEvent> event_batch_;
   std::vector<uint32_t> newly_acked_;

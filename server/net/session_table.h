@@ -66,6 +66,10 @@ struct Session {
   TokenBucket bytes_in;      ///< received bytes per second
   TokenBucket bytes_out;     ///< the bandwidth budget (--max-kbps-per-client), bytes
   uint64_t bytes_sent = 0;   ///< every datagram sent to this session [bytes]
+  /// Live servers send this session's snapshots at the ticks t where is_snapshot_tick(t + phase):
+  /// sessions are spread over the tick_hz / snapshot_hz ticks between snapshots, so each tick
+  /// writes a share of them instead of one tick writing all.
+  uint16_t snapshot_phase = 0;
 };
 
 /// Fixed-capacity table of sessions. Sessions are stored densely (iteration order is insertion
