@@ -88,6 +88,17 @@ void index_snapshot_source(SnapshotSource* src) {
   src->previous_states.resize(m);
   src->previous_representable.resize(m, 0);
   for (size_t r = 0; r < n; ++r) src->row_of_index[src->ids[r].index] = static_cast<uint32_t>(r);
+  src->cell_rows.clear();
+  for (size_t r = 0; r < n; ++r) {
+    if (src->representable[r] == 0) continue;
+    const Vec3 p = src->positions[r];
+    src->cell_rows.push_back(
+        SnapshotSource::CellRow{SnapshotSource::cell_key(SnapshotSource::cell_of(p.x), SnapshotSource::cell_of(p.z)),
+                                static_cast<uint32_t>(r)});
+  }
+  std::sort(src->cell_rows.begin(), src->cell_rows.end(), [](const SnapshotSource::CellRow& a, const SnapshotSource::CellRow& b) {
+    return a.cell != b.cell ? a.cell < b.cell : a.row < b.row;
+  });
   for (size_t i = 0; i < m; ++i) {
     const uint32_t r = src->row_of_index[i];
     const ObjectID id = r == SnapshotSource::kNoRow ? ObjectID{} : src->ids[r];
@@ -132,6 +143,19 @@ void sort_rows_by_index(SnapshotSource* out) {
 }
 
 }  // namespace
+
+int32_t SnapshotSource::cell_of(float v) {
+  constexpr float kLimit = 1.0e9f;  // cells; far beyond any world bound, and exact in float
+  const float c = std::floor(v / kCellM);
+  if (!(c > -kLimit)) return static_cast<int32_t>(-kLimit);  // NaN lands here too
+  if (c > kLimit) return static_cast<int32_t>(kLimit);
+  return static_cast<int32_t>(c);
+}
+
+uint64_t SnapshotSource::cell_key(int32_t cx, int32_t cz) {
+  // Offset to unsigned so keys sort by (cx, cz).
+  return (uint64_t{static_cast<uint32_t>(cx) ^ 0x80000000u} << 32) | (static_cast<uint32_t>(cz) ^ 0x80000000u);
+}
 
 InterestArea InterestArea::sphere(Vec3 center, float radius) {
   InterestArea a;
@@ -206,6 +230,7 @@ void SnapshotSender::reset() {
   visit_all_ = true;
   pending_.clear();
   acked_.clear();
+  held_.clear();
   for (SentPacket& p : sent_) {
     p.pending = false;
     p.items.clear();
@@ -292,6 +317,43 @@ bool SnapshotSender::visit(const SnapshotSource& source, uint32_t index, uint32_
   return true;
 }
 
+bool SnapshotSender::collect_nearby_visits(const SnapshotSource& source) {
+  // The area's XZ bounds, widened by the hysteresis: a row outside them is farther than
+  // hysteresis_m from the area, so it can be relevant only if already held (held_ covers those).
+  Vec3 lo, hi;
+  if (area_.kind == InterestArea::Kind::Sphere) {
+    const float r = area_.radius + config_.hysteresis_m;
+    lo = area_.center - Vec3{r, r, r};
+    hi = area_.center + Vec3{r, r, r};
+  } else {
+    const float m = config_.hysteresis_m;
+    lo = area_.min - Vec3{m, m, m};
+    hi = area_.max + Vec3{m, m, m};
+  }
+  const int64_t cx0 = SnapshotSource::cell_of(lo.x), cx1 = SnapshotSource::cell_of(hi.x);
+  const int64_t cz0 = SnapshotSource::cell_of(lo.z), cz1 = SnapshotSource::cell_of(hi.z);
+  // A huge area: scanning the changed column is cheaper than walking thousands of cells.
+  constexpr int64_t kMaxCells = 1024;
+  if ((cx1 - cx0 + 1) * (cz1 - cz0 + 1) > kMaxCells) return false;
+  const auto& cells = source.cell_rows;
+  for (int64_t cx = cx0; cx <= cx1; ++cx) {
+    const uint64_t first = SnapshotSource::cell_key(static_cast<int32_t>(cx), static_cast<int32_t>(cz0));
+    const uint64_t last = SnapshotSource::cell_key(static_cast<int32_t>(cx), static_cast<int32_t>(cz1));
+    auto it = std::lower_bound(cells.begin(), cells.end(), first,
+                               [](const SnapshotSource::CellRow& c, uint64_t key) { return c.cell < key; });
+    for (; it != cells.end() && it->cell <= last; ++it) {
+      const uint32_t index = source.ids[it->row].index;
+      if (source.changed_build[index] > seen_build_) visits_.push_back(index);
+    }
+  }
+  visits_.insert(visits_.end(), pending_.begin(), pending_.end());
+  visits_.insert(visits_.end(), acked_.begin(), acked_.end());
+  visits_.insert(visits_.end(), held_.begin(), held_.end());
+  std::sort(visits_.begin(), visits_.end());
+  visits_.erase(std::unique(visits_.begin(), visits_.end()), visits_.end());
+  return true;
+}
+
 SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t sequence, size_t budget_bytes,
                                          std::vector<uint8_t>* out) {
   SnapshotWriteStats stats;
@@ -307,7 +369,9 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
   const bool all = visit_all_ || config_.full_scan || source.lineage != seen_lineage_ ||
                    source.build < seen_build_;
   visits_.clear();
-  if (all) {
+  if (!all && area_.kind != InterestArea::Kind::All && collect_nearby_visits(source)) {
+    // visits_ holds the changed rows near the area and every index that needs a visit anyway.
+  } else if (all) {
     for (uint32_t i = 0; i < tracks_.size(); ++i) visits_.push_back(i);
   } else {
     std::sort(acked_.begin(), acked_.end());
@@ -333,6 +397,7 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
       while (a < acked_.size() && acked_[a] == i) ++a;
     }
     take_until(static_cast<uint32_t>(tracks_.size()));
+    // Held indices whose rows did not change need no visit: unchanged, they stay as they are.
   }
   visit_all_ = false;
   seen_lineage_ = source.lineage;
@@ -341,10 +406,20 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
 
   candidates_.clear();
   next_pending_.clear();
+  next_held_.clear();
+  // held_ after this write: the visited indices the client may hold, merged with the held ones
+  // not visited (unchanged). Both lists ascend, so the result does too.
+  size_t h = 0;
   for (const uint32_t index : visits_) {
+    while (h < held_.size() && held_[h] < index) next_held_.push_back(held_[h++]);
+    if (h < held_.size() && held_[h] == index) ++h;
     if (visit(source, index, sequence)) next_pending_.push_back(index);
+    const Track& t = tracks_[index];
+    if (t.relevant != 0 || t.exit_pending != 0 || !t.held_id.is_null()) next_held_.push_back(index);
   }
+  while (h < held_.size()) next_held_.push_back(held_[h++]);
   pending_.swap(next_pending_);
+  held_.swap(next_held_);
 
   // 2. Choose records in priority order while the payload fits (exact sizes, gaps included).
   //    Only the front of the order is ever needed (a burst of thousands of entries fills a

@@ -46,6 +46,19 @@ struct SnapshotSource {
   std::vector<wire::QuantizedState> previous_states;
   std::vector<uint8_t> previous_representable;
   std::vector<uint32_t> scratch;                 ///< build_snapshot_source's sort permutation
+  // --- Spatial index (index_snapshot_source) ---------------------------------------------------
+  /// Edge of the square cells of the XZ grid that buckets the representable rows [m]. Senders
+  /// with a Sphere or Box area look only at the cells their area (plus hysteresis) overlaps.
+  static constexpr float kCellM = 16.0f;
+  struct CellRow {
+    uint64_t cell = 0;  ///< cell_key() of the row's position
+    uint32_t row = 0;
+  };
+  /// Every representable row, sorted by (cell, row).
+  std::vector<CellRow> cell_rows;
+  /// The grid cell of an x or z coordinate [m], clamped so any finite float maps to a cell.
+  static int32_t cell_of(float v);
+  static uint64_t cell_key(int32_t cx, int32_t cz);
 
   static constexpr uint32_t kNoRow = 0xFFFFFFFFu;
 };
@@ -61,7 +74,7 @@ void build_snapshot_source(const physics::World& world, const wire::Quantization
 
 /// Fills the index columns of a source whose row columns were just rewritten (build_snapshot_source
 /// calls it; call it yourself after filling the rows by hand). Rows must be in strictly ascending
-/// index. O(rows + largest index).
+/// index. O(rows log rows + largest index).
 void index_snapshot_source(SnapshotSource* source);
 
 /// A client's area of interest, world frame [m].
@@ -139,9 +152,12 @@ struct SnapshotWriteStats {
 ///    Each is added if the payload still fits budget_bytes with it (exact sizes); the written ones
 ///    reset to zero and the others keep what they accumulated, so nothing starves.
 /// A write visits only the indices whose source row changed since this sender's previous write,
-/// those still due (pending records and exits), and those whose baseline an ack changed; all of
-/// them on the first write, after set_interest or reset, and when given another source. So idle
-/// objects cost one 8-byte scan per index (SnapshotSource::changed_build).
+/// those still due (pending records and exits), those whose baseline an ack changed, and those the
+/// client may hold; all of them on the first write, after set_interest or reset, and when given
+/// another source. With the area All, finding the changed rows costs one 8-byte scan per index
+/// (SnapshotSource::changed_build); with a Sphere or Box area only the rows in the grid cells the
+/// area overlaps (plus hysteresis) are looked at, so a client's write costs O(objects near its
+/// area + objects it holds), not O(world): the grid form of interest management.
 /// Baselines are promoted in on_acked from a ring of the last kSentPacketHistory packets, each
 /// holding the (object, state) pairs it carried. Deterministic: no unordered containers, ties
 /// broken by index. No heap allocation once the buffers have grown to the scene. Memory: ~80
@@ -221,6 +237,9 @@ class SnapshotSender {
   /// Updates one index's track for this write and queues its due record, if any. Returns true
   /// when the index needs a visit next write too (it has a due record or exit).
   bool visit(const SnapshotSource& source, uint32_t index, uint32_t sequence);
+  /// Fills visits_ for a Sphere or Box area from the grid cells it overlaps plus pending_,
+  /// acked_ and held_ (sorted, unique). False when the area covers too many cells to be worth it.
+  bool collect_nearby_visits(const SnapshotSource& source);
   float priority_gain(const SnapshotSource& source, uint32_t row) const;
   wire::SnapshotRecord make_record(const SnapshotSource& source, const Candidate& c, uint32_t sequence) const;
 
@@ -236,10 +255,12 @@ class SnapshotSender {
   uint64_t seen_build_ = 0;
   std::vector<uint32_t> pending_;    // indices with a due record or exit, ascending
   std::vector<uint32_t> acked_;      // indices whose baseline on_acked changed (unsorted)
+  std::vector<uint32_t> held_;       // indices relevant, held or exiting: visited on every write, ascending
 
   // Scratch of write(), reused.
   std::vector<uint32_t> visits_;
   std::vector<uint32_t> next_pending_;
+  std::vector<uint32_t> next_held_;
   std::vector<Candidate> candidates_;
   std::vector<uint32_t> chosen_;  // positions in candidates_, sorted by index
   std::vector<wire::SnapshotRecord> records_;

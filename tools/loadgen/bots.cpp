@@ -31,7 +31,7 @@ constexpr double kTwoPi = 6.283185307179586;
 constexpr Seconds kSampleEvery{1.0};      // server stats sampling (its stats window is 1 s)
 constexpr Seconds kProgressEvery{5.0};
 
-enum class Phase : int { Connect = 0, Spawn, Push, Destroy, Done };
+enum class Phase : int { Connect = 0, Spawn, Settle, Push, Destroy, Done };
 enum class RequestKind : uint8_t { Create, Destroy, Push, Interest };
 
 Clock::duration to_duration(double seconds) { return std::chrono::duration_cast<Clock::duration>(Seconds(seconds)); }
@@ -96,7 +96,7 @@ struct Shared {
   std::vector<Bot> bots;
   std::atomic<int> phase{static_cast<int>(Phase::Connect)};
   Clock::time_point deadline{};    // of the connect, spawn or destroy phase
-  Clock::time_point started{}, spawn_start{}, destroy_done{};
+  Clock::time_point started{}, spawn_start{}, settle_start{}, destroy_done{};
   Clock::time_point push_start{}, push_end{}, push_stopped{};
   double process_cpu_start = 0, process_cpu_end = 0;
   std::optional<double> server_cpu_start, server_cpu_end;
@@ -115,6 +115,11 @@ struct Shared {
         phase.store(static_cast<int>(Phase::Spawn));
         return;
       case Phase::Spawn:
+        settle_start = now;
+        deadline = now + to_duration(options.settle_s);
+        phase.store(static_cast<int>(Phase::Settle));
+        return;
+      case Phase::Settle:
         push_start = now;
         push_end = now + (alive_count > 0 ? to_duration(options.seconds) : Clock::duration{});  // nothing to measure
         process_cpu_start = process_cpu_seconds();
@@ -214,6 +219,14 @@ class BotThread {
     start_spawn();
     run_frames([this](Bot& b, Clock::time_point now) { spawn(b, now); }, s_.deadline,
                [this] { return all_bots([](const Bot& b) { return b.creates_sent == b.target && b.pending.empty(); }); });
+    await_phase(Phase::Settle);
+    // The spawned bodies land and fall asleep before the measurement: it is of the steady state
+    // of pushing, not of 5,000 bodies landing at once. An in-process server says when they sleep.
+    run_frames([](Bot&, Clock::time_point) {}, s_.deadline, [this] {
+      if (s_.server == nullptr) return false;
+      const server::ServerStats& st = s_.server->stats();
+      return st.awake.load(std::memory_order_relaxed) * 100 <= st.objects.load(std::memory_order_relaxed);
+    });
     await_phase(Phase::Push);  // measurement starts
     start_push();
     run_frames([this](Bot& b, Clock::time_point now) { push(b, now); }, s_.push_end, [] { return false; });
@@ -526,7 +539,8 @@ LoadReport run_load(const LoadOptions& options, const InprocServer* server) {
   report.clients_connected = report.clients - report.connect_failures;
   report.seconds = Seconds(shared.push_stopped - shared.push_start).count();
   report.connect_s = Seconds(shared.spawn_start - shared.started).count();
-  report.spawn_s = Seconds(shared.push_start - shared.spawn_start).count();
+  report.spawn_s = Seconds(shared.settle_start - shared.spawn_start).count();
+  report.settle_s = Seconds(shared.push_start - shared.settle_start).count();
   report.destroy_s = Seconds(shared.destroy_done - shared.push_stopped).count();
   const double client_seconds = static_cast<double>(std::max(report.clients_connected, 1)) * std::max(report.seconds, 1e-9);
   report.bytes_in_per_client_per_s /= client_seconds;
@@ -581,6 +595,7 @@ std::string to_json_line(const LoadReport& r) {
   j["seconds"] = r.seconds;
   j["connect_s"] = r.connect_s;
   j["spawn_s"] = r.spawn_s;
+  j["settle_s"] = r.settle_s;
   j["destroy_s"] = r.destroy_s;
   j["tick_hz"] = r.tick_hz;
   j["snapshot_hz"] = r.snapshot_hz;
@@ -631,8 +646,8 @@ void print_human(std::FILE* out, const LoadReport& r) {
   const double clients = static_cast<double>(std::max(r.clients_connected, 1));
   std::fprintf(out, "impulse-loadgen against %s: %d/%d clients connected (%d threads), %d/%d bodies spawned, %.1f s measured\n",
                r.server.c_str(), r.clients_connected, r.clients, r.threads, r.bodies_spawned, r.bodies_requested, r.seconds);
-  std::fprintf(out, "  phases: connect %.1f s, spawn %.1f s, push %.1f s, destroy %.1f s (%d destroyed)\n", r.connect_s, r.spawn_s,
-               r.seconds, r.destroy_s, r.bodies_destroyed);
+  std::fprintf(out, "  phases: connect %.1f s, spawn %.1f s, settle %.1f s, push %.1f s, destroy %.1f s (%d destroyed)\n",
+               r.connect_s, r.spawn_s, r.settle_s, r.seconds, r.destroy_s, r.bodies_destroyed);
   if (!r.shortfall.empty()) std::fprintf(out, "  bodies requested cannot be reached: %s\n", r.shortfall.c_str());
   if (r.connect_failures > 0) {
     std::fprintf(out, "  %d connect failures; the first: %s\n", r.connect_failures, r.first_connect_error.c_str());

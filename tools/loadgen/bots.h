@@ -31,8 +31,8 @@ struct LoadOptions {
   double push_interval_s = 2.0;
   float push_speed = 1.0f;
   /// > 0: each bot sets a sphere area of interest of this radius [m] about the centre of its
-  /// bodies; 0: the default area (the whole world).
-  float interest_radius = 0.0f;
+  /// bodies, as a player's client would about its avatar; 0: the default area (the whole world).
+  float interest_radius = 20.0f;
   /// Bodies (boxes of half-extent 0.25 m, 1 kg) sit on a square grid in the XZ plane with this
   /// pitch [m], starting at x = spawn_x0 [m] (clear of the demo scene's objects), centred on z = 0,
   /// their centres at spawn_height [m] (1 cm above a ground plane at y = 0).
@@ -46,6 +46,9 @@ struct LoadOptions {
   std::chrono::milliseconds frame{5};                    ///< a thread sweeps its bots this often
   std::chrono::milliseconds connect_timeout{2000};       ///< per bot
   double phase_timeout_s = 30;                           ///< connect, spawn and destroy, each [s]
+  /// Between spawn and push the bots only poll, for at most this long [s], so the bodies land and
+  /// sleep before the measurement; against an in-process server it ends once <= 1 % are awake.
+  double settle_s = 10;
   bool progress = true;                                  ///< a line on stderr every 5 s
 };
 
@@ -68,7 +71,7 @@ struct LoadReport {
   uint32_t quota_per_client = 0;  ///< smallest Client::max_objects() seen (0 = no limit)
   std::string shortfall;       ///< why bodies_targeted < bodies_requested, or empty
   double seconds = 0;          ///< measured push phase [s]
-  double connect_s = 0, spawn_s = 0, destroy_s = 0;  ///< how long the other phases took [s]
+  double connect_s = 0, spawn_s = 0, settle_s = 0, destroy_s = 0;  ///< how long the other phases took [s]
   int tick_hz = 0, snapshot_hz = 0;  ///< as the bots' sessions report them
   float interest_radius = 0;
   uint64_t requests_sent = 0;  ///< all phases

@@ -109,6 +109,10 @@ int main(int argc, char** argv) {
   app.add_option("--frame-ms", frame_ms, "each bot thread sweeps its bots this often [ms]")->check(CLI::Range(1, 1000));
   app.add_option("--phase-timeout", o.load.phase_timeout_s, "deadline [s] of each of the connect, spawn and destroy phases")
       ->check(CLI::Range(1.0, 3600.0));
+  app.add_option("--settle", o.load.settle_s,
+                 "after spawning, poll for at most this long [s] so the bodies land and sleep before the measured "
+                 "push phase (inproc: ends once <= 1 % are awake); 0 = none")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--tick-hz", o.tick_hz, "inproc: physics steps per second")->check(CLI::Range(1, 1000));
   app.add_option("--snapshot-hz", o.snapshot_hz, "inproc: snapshots per second")->check(CLI::Range(1, 1000));
   app.add_option("--scene", o.scene, "inproc: the server's scene (demo or a JSON scene file)");

@@ -323,6 +323,68 @@ TEST(SnapshotSender, ReceiverReproducesTheSenderOverALossyReorderingLink) {
   }
 }
 
+// A small area in a big world: the sender looks only at the grid cells near its area (and at what
+// the client holds), yet writes the very bytes of a sender that visits every index. Objects far
+// away move, die and are recycled; the area sweeps across the world, so objects enter, leave and
+// come back.
+TEST(SnapshotSender, GridCullingWritesTheSameBytesAsAFullScan) {
+  Rng rng(7);
+  SnapshotSenderConfig config;
+  SnapshotSenderConfig full_config = config;
+  full_config.full_scan = true;
+  SnapshotSender sender(config), shadow(full_config);
+  SnapshotReceiver receiver(config.quant);
+  SimWorld world;
+  for (int i = 0; i < 3000; ++i) {  // half of them at rest: acked, they are no longer due
+    const Vec3 v = i % 2 ? Vec3{rng.uniform(-20, 20), 0, rng.uniform(-20, 20)} : Vec3{};
+    world.create({rng.uniform(-400, 400), rng.uniform(0, 5), rng.uniform(-400, 400)}, v);
+  }
+  SnapshotSource src;
+  Bytes out, shadow_out;
+  uint32_t sequence = 77;
+  size_t entries = 0, exits = 0;
+  for (int step = 0; step < 240; ++step) {
+    for (SimObject& o : world.slots) {
+      if (o.id.is_null()) continue;
+      o.position += o.velocity * (1.0f / 20.0f);
+    }
+    for (int k = 0; k < 5; ++k) {  // churn, mostly far from the area
+      const uint32_t i = rng.below(static_cast<uint32_t>(world.slots.size()));
+      if (!world.slots[i].id.is_null()) world.destroy(i);
+      world.create({rng.uniform(-400, 400), 1, rng.uniform(-400, 400)}, {rng.uniform(-5, 5), 0, 0});
+    }
+    // Objects the client holds disappear from its cells too: destroyed, or thrown far away.
+    for (SimObject& o : world.slots) {
+      if (o.id.is_null() || !holds(receiver, o.id) || rng.below(8) != 0) continue;
+      if (rng.below(2) == 0) {
+        o.id = ObjectID{};
+      } else {
+        o.position = {rng.uniform(-400, 400), 1, 390};
+      }
+    }
+    if (step % 40 == 0) {
+      const Vec3 c{-300.0f + 15.0f * static_cast<float>(step / 4), 0, 0};
+      const InterestArea area = step % 80 == 0 ? InterestArea::sphere(c, 40) : InterestArea::box(c - Vec3{30, 5, 30}, c + Vec3{30, 5, 30});
+      ASSERT_TRUE(sender.set_interest(area));
+      ASSERT_TRUE(shadow.set_interest(area));
+    }
+    world.fill(config.quant, static_cast<uint64_t>(step), &src);
+    ++sequence;
+    const SnapshotWriteStats st = sender.write(src, sequence, 1200, &out);
+    shadow.write(src, sequence, 1200, &shadow_out);
+    ASSERT_EQ(out, shadow_out) << "step " << step;
+    entries += st.entries;
+    exits += st.exits;
+    ASSERT_EQ(receiver.apply(sequence, src.tick, out), SnapshotError::None);
+    if (rng.below(4) != 0) {  // some acks lost
+      sender.on_acked(sequence);
+      shadow.on_acked(sequence);
+    }
+  }
+  EXPECT_GT(entries, 200u);
+  EXPECT_GT(exits, 50u);
+}
+
 TEST(SnapshotSender, TheSameInputsGiveTheSameBytes) {
   auto run = [](std::vector<Bytes>* payloads) {
     Rng rng(5);
