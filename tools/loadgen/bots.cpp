@@ -86,6 +86,11 @@ double percentile(std::vector<double>& v, double p) {
   return v[std::min(k, v.size() - 1)];
 }
 
+std::array<uint64_t, 3> stage_ns(const server::ServerStats& st) {
+  return {st.step_ns.load(std::memory_order_relaxed), st.events_ns.load(std::memory_order_relaxed),
+          st.snapshots_ns.load(std::memory_order_relaxed)};
+}
+
 /// Everything the threads share. Fields other than `phase` are written only before the threads
 /// start, by the barrier's completion step (every thread waits meanwhile) or by a bot's own thread.
 struct Shared {
@@ -101,6 +106,7 @@ struct Shared {
   double process_cpu_start = 0, process_cpu_end = 0;
   std::optional<double> server_cpu_start, server_cpu_end;
   uint64_t steps_dropped_start = 0, steps_dropped_end = 0;
+  std::array<uint64_t, 3> stage_ns_start{}, stage_ns_end{};  // ServerStats step_ns, events_ns, snapshots_ns
   LoadReport* report = nullptr;
   size_t alive_count = 0;  // bots connected at the end of the connect phase
 
@@ -126,6 +132,7 @@ struct Shared {
         if (server) {
           server_cpu_start = server->thread_cpu_seconds();
           steps_dropped_start = server->stats().steps_dropped.load(std::memory_order_relaxed);
+          stage_ns_start = stage_ns(server->stats());
         }
         phase.store(static_cast<int>(Phase::Push));
         return;
@@ -135,6 +142,7 @@ struct Shared {
         if (server) {
           server_cpu_end = server->thread_cpu_seconds();
           steps_dropped_end = server->stats().steps_dropped.load(std::memory_order_relaxed);
+          stage_ns_end = stage_ns(server->stats());
           report->objects = server->stats().objects.load(std::memory_order_relaxed);
         }
         deadline = now + to_duration(options.phase_timeout_s);
@@ -555,6 +563,10 @@ LoadReport run_load(const LoadOptions& options, const InprocServer* server) {
     report.server_tick_ms_p99_median = percentile(tick_p99, 50);
     report.server_tick_ms_p99 = tick_p99.empty() ? 0.0 : *std::max_element(tick_p99.begin(), tick_p99.end());
     report.server_steps_dropped = shared.steps_dropped_end - shared.steps_dropped_start;
+    const double ms_per_s = 1e-6 / std::max(report.seconds, 1e-9);
+    report.server_step_ms_per_s = static_cast<double>(shared.stage_ns_end[0] - shared.stage_ns_start[0]) * ms_per_s;
+    report.server_events_ms_per_s = static_cast<double>(shared.stage_ns_end[1] - shared.stage_ns_start[1]) * ms_per_s;
+    report.server_snapshots_ms_per_s = static_cast<double>(shared.stage_ns_end[2] - shared.stage_ns_start[2]) * ms_per_s;
     double sum = 0;
     for (const double a : awake) sum += a;
     report.awake_avg = awake.empty() ? 0.0 : sum / static_cast<double>(awake.size());
@@ -606,6 +618,9 @@ std::string to_json_line(const LoadReport& r) {
   j["server_tick_ms_p99_median"] = or_null(r.server_tick_ms_p99_median);
   j["server_steps_dropped"] = or_null(r.server_steps_dropped);
   j["server_cpu_s"] = or_null(r.server_cpu_s);
+  j["server_step_ms_per_s"] = or_null(r.server_step_ms_per_s);
+  j["server_events_ms_per_s"] = or_null(r.server_events_ms_per_s);
+  j["server_snapshots_ms_per_s"] = or_null(r.server_snapshots_ms_per_s);
   const double seconds = std::max(r.seconds, 1e-9);
   const double clients = static_cast<double>(std::max(r.clients_connected, 1));
   j["server_cpu_cores"] = r.server_cpu_s ? nlohmann::ordered_json(*r.server_cpu_s / seconds) : nlohmann::ordered_json(nullptr);
@@ -660,6 +675,8 @@ void print_human(std::FILE* out, const LoadReport& r) {
                  *r.server_tick_ms_p50, *r.server_tick_ms_p99, *r.server_tick_ms_p99_median,
                  static_cast<unsigned long long>(*r.server_steps_dropped), *r.awake_avg, *r.objects);
     std::fprintf(out, "  target p99 tick <= 16.6 ms: %s\n", *r.server_tick_ms_p99 <= 1000.0 / 60.0 ? "met" : "NOT met");
+    std::fprintf(out, "  server thread per second: steps %.1f ms, events %.1f ms, snapshots %.1f ms\n",
+                 *r.server_step_ms_per_s, *r.server_events_ms_per_s, *r.server_snapshots_ms_per_s);
   } else {
     std::fprintf(out, "  server tick: not visible from a client (run with --server inproc for tick and CPU figures)\n");
   }

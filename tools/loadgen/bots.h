@@ -98,6 +98,9 @@ struct LoadReport {
   std::optional<double> server_cpu_s;
   std::optional<double> server_tick_ms_p50, server_tick_ms_p99, server_tick_ms_p99_median;
   std::optional<uint64_t> server_steps_dropped;
+  /// Where the server thread's tick time went in the push phase [ms per second of it]: physics
+  /// steps, collision-event datagrams, snapshot writes (ServerStats::step_ns, events_ns, snapshots_ns).
+  std::optional<double> server_step_ms_per_s, server_events_ms_per_s, server_snapshots_ms_per_s;
   std::optional<double> awake_avg;
   std::optional<uint32_t> objects;
 };
