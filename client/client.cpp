@@ -16,6 +16,7 @@
 
 #include "shared/net/link_simulator.h"
 #include "shared/net/packet_acks.h"
+#include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
 
 namespace impulse {
@@ -129,6 +130,7 @@ struct Client::Impl {
   uint32_t acked_through = 0;       ///< the newest server sequence our last header acked
   uint32_t events_contiguous = 0;   ///< every event sequence <= this was delivered
   std::vector<uint32_t> events_seen;  ///< delivered sequences above events_contiguous, sorted
+  std::vector<wire::CollisionEvent> decoded_events;  ///< scratch of handle_collision_events, reused
   std::vector<uint8_t> cookie;      ///< from the server's Challenge
   std::vector<uint8_t> token;       ///< connect token given to connect(); empty = anonymous
   std::string client_name;
@@ -448,11 +450,12 @@ struct Client::Impl {
     const wire::PacketHeader header = wire::header_of(envelope);
     newly_acked.clear();
     acks.on_acks(net::AckFields{header.ack(), header.ack_bits()}, Clock::now(), &newly_acked);
-    // A snapshot is acked only once applied (its payload then becomes a baseline); everything
-    // else as soon as it verified.
-    if (envelope.message_type() != wire::Message::Snapshot && header.sequence() != 0) {
-      acks.on_receive(header.sequence());
-    }
+    // A snapshot is acked only once applied (its payload then becomes a baseline), collision
+    // events only once their block decoded (an ack tells the server to stop resending them);
+    // everything else as soon as it verified.
+    const bool acked_when_applied = envelope.message_type() == wire::Message::Snapshot ||
+                                    envelope.message_type() == wire::Message::CollisionEvents;
+    if (!acked_when_applied && header.sequence() != 0) acks.on_receive(header.sequence());
     switch (envelope.message_type()) {
       case wire::Message::ConnectAccepted: {
         // A duplicate answer to one of our resent Connects: harmless.
@@ -480,21 +483,9 @@ struct Client::Impl {
       case wire::Message::Snapshot:
         handle_snapshot(*envelope.message_as_Snapshot(), header.sequence());
         return;
-      case wire::Message::CollisionEvents: {
-        const auto* events = envelope.message_as_CollisionEvents()->events();
-        if (events == nullptr) return;
-        for (const wire::CollisionEvent* e : *events) {
-          if (!first_delivery(e->sequence())) {
-            ++stats.events_duplicate;
-            continue;
-          }
-          result.collisions.push_back(CollisionEvent{e->tick(), e->type(), from_wire(e->a()),
-                                                     from_wire(e->b()), wire::to_vec3(e->point()),
-                                                     wire::to_vec3(e->normal()), e->sequence()});
-          note_tick(e->tick());
-        }
+      case wire::Message::CollisionEvents:
+        handle_collision_events(*envelope.message_as_CollisionEvents(), header.sequence());
         return;
-      }
       case wire::Message::Pong:
         handle_pong(*envelope.message_as_Pong());
         return;
@@ -580,6 +571,33 @@ struct Client::Impl {
     note_tick(pong.tick());
     if (slot.from_user) result.pongs.push_back(PongInfo{pong.nonce(), pong.tick(), rtt});
     slot = PendingPing{};
+  }
+
+  /// Decodes one bit-packed event block (all or nothing) and delivers each event sequence once.
+  /// The packet is acked only when the block decoded: a rejected block is resent by the server
+  /// (its events are not delivered until a good copy arrives). `events`, the pre-v4 vector, is
+  /// ignored.
+  void handle_collision_events(const wire::CollisionEvents& m, uint32_t sequence) {
+    if (!snapshots) return count_drop(wire::DropReason::None);
+    const auto* packed = m.packed();
+    const std::span<const uint8_t> block =
+        packed ? std::span<const uint8_t>(packed->data(), packed->size()) : std::span<const uint8_t>{};
+    const wire::EventBlockError error = wire::decode_collision_events(block, snapshots->config(), &decoded_events);
+    if (error != wire::EventBlockError::None) {
+      ++stats.event_blocks_rejected;
+      ++stats.event_block_errors[static_cast<size_t>(error)];
+      return count_drop(wire::DropReason::None);
+    }
+    if (sequence != 0) acks.on_receive(sequence);
+    for (const wire::CollisionEvent& e : decoded_events) {
+      if (!first_delivery(e.sequence())) {
+        ++stats.events_duplicate;
+        continue;
+      }
+      result.collisions.push_back(CollisionEvent{e.tick(), e.type(), from_wire(e.a()), from_wire(e.b()),
+                                                 wire::to_vec3(e.point()), wire::to_vec3(e.normal()), e.sequence()});
+      note_tick(e.tick());
+    }
   }
 
   /// Applies one delta snapshot (all or nothing) and acks its packet only when applied, so the

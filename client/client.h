@@ -23,6 +23,7 @@
 #include "shared/net/packet_acks.h"
 #include "shared/object_id.h"
 #include "shared/wire/codec.h"
+#include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
 
 namespace impulse {
@@ -106,14 +107,23 @@ struct RaycastResult {
   bool ok() const { return code == wire::ResultCode::Ok; }
 };
 
-/// Two objects started (Begin) or stopped (End) touching during a server tick. a < b.
+/// Two objects started (Begin) or stopped (End) touching during a server tick. a < b. Tick,
+/// ids, type and sequence are exact; point and normal arrive quantised (protocol 4,
+/// docs/PROTOCOL.md "Collision events").
 struct CollisionEvent {
   uint64_t tick = 0;  ///< server tick of the step that produced the event
   wire::ContactEventType type = wire::ContactEventType::Begin;
   ObjectID a;
   ObjectID b;
-  Vec3 point;   ///< world contact point [m]; for End, the last known point
-  Vec3 normal;  ///< world frame, unit, from a towards b
+  /// World contact point [m]; for End, the last known point. A multiple of the snapshot position
+  /// step 2^-position_bits m (ConnectAccepted.quantization; 1/512 m by default), within half a
+  /// step (0.98 mm by default) of the server's point per axis. A point beyond the world bound
+  /// arrives clamped to it.
+  Vec3 point;
+  /// World frame, unit (to float rounding), from a towards b; octahedral 2 x 12 bits, within
+  /// 0.0594 degrees (1.04e-3 rad, wire::max_normal_error_rad) of the server's normal. Axis-aligned
+  /// normals (a contact with a level ground) are exact.
+  Vec3 normal;
   uint32_t sequence = 0;  ///< the session's event number (each is delivered once)
 };
 
@@ -169,7 +179,8 @@ struct ClientStats {
   uint64_t bytes_out = 0;
   uint64_t datagrams_dropped = 0;  ///< failed verification, came from a stranger, or made no sense
   /// Drops by wire::DropReason (index = the enum value); None counts datagrams that verified but
-  /// were dropped later (unexpected sender, message the client never asked for, bad snapshot part).
+  /// were dropped later (unexpected sender, message the client never asked for, bad snapshot payload or
+  /// event block).
   std::array<uint64_t, static_cast<size_t>(wire::DropReason::Count)> drops_by_reason{};
   uint64_t send_errors = 0;           ///< send_to failed (the datagram is lost)
   uint64_t snapshots_completed = 0;
@@ -181,6 +192,11 @@ struct ClientStats {
   uint64_t requests_resent = 0;       ///< requests sent again because no answer came in time
   uint64_t results_duplicate = 0;     ///< answers to resends of requests already answered (dropped)
   uint64_t events_duplicate = 0;      ///< collision events received again (dropped)
+  /// CollisionEvents blocks that failed decoding (none of their events delivered, the datagram not
+  /// acked, so the server resends them).
+  uint64_t event_blocks_rejected = 0;
+  /// Rejections by wire::EventBlockError (index = the enum value).
+  std::array<uint64_t, static_cast<size_t>(wire::EventBlockError::Count)> event_block_errors{};
   /// Pings the client sent on its own for clock sync (ClockSync::next_ping_interval cadence);
   /// their Pongs are not listed in PollResult::pongs.
   uint64_t time_pings_sent = 0;

@@ -864,7 +864,10 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
     for (size_t d = 0; d < kMaxEventDatagramsPerUpdate; ++d) {
       s.events.collect_due(now, resend_after, per_datagram, &event_batch_);
       if (event_batch_.empty()) break;
-      const uint32_t sequence = send(s, wire::build_collision_events(fbb_, event_batch_), now, out);
+      // Bit-packed with the session's snapshot quantisation (points at the position step).
+      const auto bytes = wire::build_collision_events(fbb_, event_batch_, sender_config_.quant);
+      if (bytes.empty()) break;  // unreachable: validate_config checked the quantisation
+      const uint32_t sequence = send(s, bytes, now, out);
       s.events.mark_sent(sequence, now);
     }
   }

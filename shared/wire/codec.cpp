@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "shared/wire/event_codec.h"
+
 namespace impulse::wire {
 namespace {
 
@@ -607,11 +609,11 @@ std::span<const uint8_t> build_raycast_result_unchecked(flatbuffers::FlatBufferB
   return finish_unchecked(fbb, Message::RaycastResult, message.Union());
 }
 
-std::span<const uint8_t> build_collision_events_unchecked(flatbuffers::FlatBufferBuilder& fbb,
-                                                          std::span<const CollisionEvent> events) {
+std::span<const uint8_t> build_collision_events_block_unchecked(flatbuffers::FlatBufferBuilder& fbb,
+                                                                std::span<const uint8_t> block) {
   fbb.Clear();
-  const auto vec = fbb.CreateVectorOfStructs(events.data(), events.size());
-  const auto message = CreateCollisionEvents(fbb, vec);
+  const auto vec = fbb.CreateVector(block.data(), block.size());
+  const auto message = CreateCollisionEvents(fbb, {}, vec);
   return finish_unchecked(fbb, Message::CollisionEvents, message.Union());
 }
 
@@ -643,14 +645,18 @@ std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uin
 }
 
 uint32_t collision_events_per_datagram() {
+  // The largest count whose worst-case block fits: the bound is exact arithmetic over the codes'
+  // maximal lengths, the envelope overhead is measured by building (vector alignment included).
   static const uint32_t capacity = [] {
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
-    const std::vector<CollisionEvent> probe(kProbeElements);
-    return measure_capacity(sizeof(CollisionEvent), [&](size_t n) {
-      return build_collision_events_unchecked(fbb, std::span<const CollisionEvent>(probe.data(),
-                                                                                   std::min(n, probe.size())))
-          .size();
-    });
+    const std::vector<uint8_t> probe(max_event_block_bytes(kMaxEventsPerBlock), 0xFF);
+    uint32_t n = kMaxEventsPerBlock;
+    while (n > 1 && build_collision_events_block_unchecked(
+                        fbb, std::span<const uint8_t>(probe).first(max_event_block_bytes(n)))
+                            .size() > kMaxDatagramBytes) {
+      --n;
+    }
+    return n;
   }();
   return capacity;
 }
@@ -683,9 +689,29 @@ std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fb
 }
 
 std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& fbb,
-                                                std::span<const CollisionEvent> events) {
-  const auto bytes =
-      build_collision_events_unchecked(fbb, events.first(std::min<size_t>(events.size(), collision_events_per_datagram())));
+                                                std::span<const CollisionEvent> events,
+                                                const QuantizationConfig& quantization) {
+  const auto batch = events.first(std::min<size_t>(events.size(), collision_events_per_datagram()));
+  const size_t block_bytes = event_block_bytes(batch, quantization);
+  fbb.Clear();
+  if (block_bytes == 0) return {};  // invalid quantisation or event type: a caller bug
+  // The block is encoded in place, into the vector's bytes inside the builder.
+  uint8_t* block = nullptr;
+  const auto vec = fbb.CreateUninitializedVector(block_bytes, &block);
+  if (!encode_collision_events(batch, quantization, std::span<uint8_t>(block, block_bytes))) {
+    fbb.Clear();
+    return {};
+  }
+  const auto message = CreateCollisionEvents(fbb, {}, vec);
+  const auto bytes = finish_unchecked(fbb, Message::CollisionEvents, message.Union());
+  assert(bytes.size() <= kMaxDatagramBytes && "collision events exceed the datagram limit");
+  return bytes;
+}
+
+std::span<const uint8_t> build_collision_events_block(flatbuffers::FlatBufferBuilder& fbb,
+                                                      std::span<const uint8_t> block) {
+  const size_t limit = max_event_block_bytes(collision_events_per_datagram());
+  const auto bytes = build_collision_events_block_unchecked(fbb, block.first(std::min(block.size(), limit)));
   assert(bytes.size() <= kMaxDatagramBytes && "collision events exceed the datagram limit");
   return bytes;
 }

@@ -14,13 +14,15 @@
 #include "impulse/schemas/impulse_generated.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
+#include "shared/wire/quantize.h"
 
 namespace impulse::wire {
 
 /// Version 2 added rotation, capsules, planes, sensors, materials and raycasts; version 3 the
 /// packet header, the cookie handshake, tokens, exactly-once requests, ownership, areas of
-/// interest and delta-compressed snapshots (docs/PROTOCOL.md).
-inline constexpr uint16_t kProtocolVersion = 3;
+/// interest and delta-compressed snapshots; version 4 bit-packed collision events
+/// (CollisionEvents.packed) (docs/PROTOCOL.md).
+inline constexpr uint16_t kProtocolVersion = 4;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Longest client name or message string accepted [bytes].
@@ -312,11 +314,25 @@ size_t snapshot_payload_capacity();
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
                                         std::span<const uint8_t> data);
 
-/// Collision events that fit in one CollisionEvents datagram (measured like the snapshot's).
+/// Collision events that always fit in one CollisionEvents datagram: the largest n whose
+/// worst-case block (event_codec.h, max_event_block_bytes: any event values, any valid
+/// quantisation) still fits kMaxDatagramBytes with the envelope and a worst-case packet header.
+/// Measured by building once; proven by a unit test with worst-case events.
 uint32_t collision_events_per_datagram();
-/// Builds one CollisionEvents datagram of `events` (size <= collision_events_per_datagram();
-/// larger spans are truncated to that capacity — callers split them).
+/// Builds one CollisionEvents datagram of `events` as a bit-packed block in `packed`
+/// (docs/PROTOCOL.md, "Collision events"; `events` is left absent), quantising points with
+/// `quantization` (the session's, as announced in ConnectAccepted). At most
+/// collision_events_per_datagram() events are written: larger spans are truncated to that
+/// capacity (callers split them). Writes the block straight into the builder, allocating nothing
+/// beyond `fbb`. Returns an empty span, building nothing, when `quantization` is invalid or an
+/// event's type is unknown (caller bugs).
 std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& fbb,
-                                                std::span<const CollisionEvent> events);
+                                                std::span<const CollisionEvent> events,
+                                                const QuantizationConfig& quantization);
+/// A CollisionEvents datagram carrying `block` verbatim as `packed` (at most
+/// max_event_block_bytes(collision_events_per_datagram()) bytes are written): for tests, fuzz
+/// corpora and relays that already hold an encoded block.
+std::span<const uint8_t> build_collision_events_block(flatbuffers::FlatBufferBuilder& fbb,
+                                                      std::span<const uint8_t> block);
 
 }  // namespace impulse::wire

@@ -1,6 +1,6 @@
 // libFuzzer target: impulse::Client's datagram decoding (Client::process_datagram): verification,
 // the handshake answers, request results, raycast results, delta snapshot payloads, reliable
-// collision events, pongs and disconnects. A fresh client per input is first put in a session by
+// collision events (bit-packed blocks, wire::decode_collision_events), pongs and disconnects. A fresh client per input is first put in a session by
 // a real ConnectAccepted (default quantisation); the input is then fed as one datagram, twice
 // (duplicates take their own paths). Invariants: nothing crashes, the view stays sorted and
 // bounded.

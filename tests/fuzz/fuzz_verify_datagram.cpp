@@ -39,8 +39,13 @@ uint64_t read_server_message(const wire::Envelope& e) {
   uint64_t sum = 0;
   if (const wire::Snapshot* s = e.message_as_Snapshot(); s && s->data()) {
     for (const uint8_t b : *s->data()) sum += b;
-  } else if (const wire::CollisionEvents* c = e.message_as_CollisionEvents(); c && c->events()) {
-    for (const wire::CollisionEvent* ev : *c->events()) sum += ev->tick() + ev->a() + ev->b();
+  } else if (const wire::CollisionEvents* c = e.message_as_CollisionEvents()) {
+    if (c->events()) {
+      for (const wire::CollisionEvent* ev : *c->events()) sum += ev->tick() + ev->a() + ev->b();
+    }
+    if (c->packed()) {
+      for (const uint8_t b : *c->packed()) sum += b;
+    }
   } else if (const wire::RaycastResult* r = e.message_as_RaycastResult(); r && r->hits()) {
     for (const wire::RayHitEntry* h : *r->hits()) sum += h->id() + static_cast<uint64_t>(h->fraction() > 0.5f);
   }

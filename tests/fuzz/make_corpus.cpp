@@ -2,8 +2,9 @@
 // target under <dir>, from real datagrams: every client message built with the codec builders,
 // the replies a real ServerCore sends to scripted sessions (ConnectAccepted, RequestResult,
 // Snapshot, CollisionEvents, Pong, RaycastResult, ConnectRejected, Disconnect), real snapshot
-// payloads, and PacketAcks traces recorded over a simulated lossy link. Generated at fuzz time
-// (scripts/fuzz), never committed: the seeds follow the protocol as it changes.
+// payloads, packed collision event blocks and datagrams, and PacketAcks traces recorded over a
+// simulated lossy link. Generated at fuzz time (scripts/fuzz), never committed: the seeds follow
+// the protocol as it changes.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -22,6 +23,7 @@
 #include "shared/net/link_simulator.h"
 #include "shared/net/packet_acks.h"
 #include "shared/wire/codec.h"
+#include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_server_scene.h"
@@ -289,6 +291,71 @@ std::vector<Seed> snapshot_payloads() {
   return out;
 }
 
+// --- Collision event blocks (protocol 4) ----------------------------------------------------------
+
+/// Event batches as a server sends them (consecutive sequences, one tick, ground and cube-cube
+/// contacts) and one that maximises every field, with the quantisation selector byte of
+/// fuzz_event_block (0: the default config, 1: the widest position field).
+std::vector<std::pair<std::string, std::vector<wire::CollisionEvent>>> event_batches() {
+  const auto event = [](uint64_t tick, ObjectID a, ObjectID b, Vec3 p, Vec3 n, uint32_t sequence,
+                        wire::ContactEventType type) {
+    return wire::CollisionEvent(tick, to_wire(a), to_wire(b), wire::Vec3(p.x, p.y, p.z), wire::Vec3(n.x, n.y, n.z),
+                                sequence, type);
+  };
+  using wire::ContactEventType;
+  std::vector<std::pair<std::string, std::vector<wire::CollisionEvent>>> out;
+  out.push_back({"one", {event(3600, {0, 1}, {417, 1}, {-4.1f, 0.0f, 2.3f}, {0, 1, 0}, 5000, ContactEventType::Begin)}});
+  out.push_back({"batch",
+                 {event(3600, {0, 1}, {417, 1}, {-4.1f, 0.0f, 2.3f}, {0, 1, 0}, 5000, ContactEventType::Begin),
+                  event(3600, {12, 1}, {13, 1}, {-3.75f, 0.5f, 2.25f}, {0.6f, 0.0f, -0.8f}, 5001, ContactEventType::Begin),
+                  event(3601, {13, 1}, {901, 1}, {-3.5f, 0.49f, 2.0f}, {-0.48f, 0.6f, 0.64f}, 5002, ContactEventType::End)}});
+  std::vector<wire::CollisionEvent> worst;
+  uint32_t sequence = 0xFFFFFFFFu;
+  for (int i = 0; i < 16; ++i, sequence += 0x80000001u) {
+    worst.push_back(event(i % 2 == 0 ? uint64_t{1} << 63 : 0, {0xFFFFFFFFu, 0}, {0x7FFFFFFFu, 0},
+                          {-32768.0f, 32768.0f, -32768.0f}, {0.3f, -0.5f, -0.81f}, sequence, ContactEventType::End));
+  }
+  out.push_back({"worst", worst});
+  out.push_back({"empty", {}});
+  return out;
+}
+
+wire::QuantizationConfig event_config(uint8_t selector) {
+  wire::QuantizationConfig c;
+  if (selector == 1) c.world_bound_m = 32768.0f;  // fuzz_event_block's config 1
+  return c;
+}
+
+/// fuzz_event_block seeds: the selector byte, then the block.
+std::vector<Seed> event_blocks() {
+  std::vector<Seed> out;
+  for (const auto& [name, events] : event_batches()) {
+    const uint8_t selector = name == "worst" ? 1 : 0;
+    Bytes block;
+    if (!wire::encode_collision_events(events, event_config(selector), &block)) {
+      std::fprintf(stderr, "fuzz_make_corpus: event block %s did not encode\n", name.c_str());
+      std::abort();
+    }
+    block.insert(block.begin(), selector);
+    out.push_back({"block_" + name, block});
+  }
+  return out;
+}
+
+/// fuzz_client_datagram seeds: CollisionEvents datagrams with packed blocks in the client's
+/// (default) quantisation, stamped like session datagrams.
+std::vector<Seed> event_datagrams() {
+  std::vector<Seed> out;
+  flatbuffers::FlatBufferBuilder fbb;
+  uint32_t sequence = 2;
+  for (const auto& [name, events] : event_batches()) {
+    Bytes datagram = copy(wire::build_collision_events(fbb, events, wire::QuantizationConfig{}));
+    wire::stamp_header(datagram, wire::PacketHeader(sequence++, 0, 0));
+    out.push_back({"packed_events_" + name, datagram});
+  }
+  return out;
+}
+
 // --- PacketAcks traces -----------------------------------------------------------------------------
 
 void put_u16(Bytes* out, uint16_t v) {
@@ -422,6 +489,11 @@ int main(int argc, char** argv) {
     ok &= writer.write("fuzz_client_datagram", s);
   }
   for (const Seed& s : snapshot_payloads()) ok &= writer.write("fuzz_snapshot_payload", s);
+  for (const Seed& s : event_blocks()) ok &= writer.write("fuzz_event_block", s);
+  for (const Seed& s : event_datagrams()) {
+    ok &= writer.write("fuzz_client_datagram", s);
+    ok &= writer.write("fuzz_verify_datagram", s);
+  }
   for (const Seed& s : packet_acks_traces()) ok &= writer.write("fuzz_packet_acks", s);
 
   for (const auto& [target, n] : writer.counts()) std::printf("%-24s %3d seeds\n", target.c_str(), n);

@@ -1,4 +1,4 @@
-// impulse::Client against a scripted fake server over loopback UDP, protocol version 3: the cookie
+// impulse::Client against a scripted fake server over loopback UDP, protocol version 4: the cookie
 // handshake and its refusals, delta snapshots written by the real server::SnapshotSender (applied,
 // rejected when corrupted and then not acked, ignored when stale), requests resent until answered
 // and delivered once, collision events delivered once per sequence, keepalives, redundant
@@ -12,6 +12,7 @@
 
 #include "integration/harness.h"
 #include "server/net/snapshot_sender.h"
+#include "shared/wire/event_codec.h"
 #include "shared/wire/quantize.h"
 #include "shared/wire/snapshot_codec.h"
 
@@ -793,7 +794,7 @@ TEST_F(FakeSession, CollisionEventsAreDeliveredOncePerSequence) {
   for (const std::vector<uint32_t>& sequences : datagrams) {
     std::vector<wire::CollisionEvent> events;
     for (const uint32_t s : sequences) events.push_back(event(s));
-    fake.send(wire::build_collision_events(fake.fbb(), events));
+    fake.send(wire::build_collision_events(fake.fbb(), events, wire::QuantizationConfig{}));
   }
   deliver(datagrams.size());
   ASSERT_EQ(collisions.size(), 5u);
@@ -809,7 +810,75 @@ TEST_F(FakeSession, CollisionEventsAreDeliveredOncePerSequence) {
     EXPECT_EQ(collisions[i].type, s % 2 == 1 ? wire::ContactEventType::Begin : wire::ContactEventType::End);
   }
   EXPECT_EQ(client.stats().events_duplicate, 9u);  // 14 received, 5 delivered
+  EXPECT_EQ(client.stats().event_blocks_rejected, 0u);
   EXPECT_EQ(client.server_tick(), 1045u);
+}
+
+TEST_F(FakeSession, CollisionEventsArriveQuantisedWithinTheirStatedBounds) {
+  // A point off the 1/512 m grid and a tilted normal: the client sees them within half a
+  // position step per axis and within max_normal_error_rad.
+  const Vec3 point{1.23456f, 0.0012f, -7.65432f};
+  const Vec3 normal = normalize_or(Vec3{0.3f, 0.9f, -0.2f}, Vec3{0, 1, 0});
+  const std::vector<wire::CollisionEvent> events{
+      wire::CollisionEvent(2000, to_wire(ObjectID{0, 1}), to_wire(ObjectID{7, 3}), wire::to_wire(point),
+                           wire::to_wire(normal), 1, wire::ContactEventType::Begin)};
+  fake.send(wire::build_collision_events(fake.fbb(), events, wire::QuantizationConfig{}));
+  deliver(1);
+  ASSERT_EQ(collisions.size(), 1u);
+  const CollisionEvent& e = collisions[0];
+  EXPECT_EQ(e.tick, 2000u);
+  EXPECT_EQ(e.a, (ObjectID{0, 1}));
+  EXPECT_EQ(e.b, (ObjectID{7, 3}));
+  EXPECT_EQ(e.sequence, 1u);
+  const float half_step = 0.5f / 512.0f;
+  EXPECT_LE(std::fabs(e.point.x - point.x), half_step);
+  EXPECT_LE(std::fabs(e.point.y - point.y), half_step);
+  EXPECT_LE(std::fabs(e.point.z - point.z), half_step);
+  const double cos_angle = std::min(1.0, static_cast<double>(dot(e.normal, normal)));
+  EXPECT_LE(std::acos(cos_angle), wire::max_normal_error_rad() * 1.01);
+}
+
+TEST_F(FakeSession, CorruptedEventBlocksAreRejectedCountedAndNeverAcked) {
+  const wire::QuantizationConfig quant;
+  const std::vector<wire::CollisionEvent> events{
+      wire::CollisionEvent(1500, to_wire(ObjectID{1, 1}), to_wire(ObjectID{2, 1}), wire::Vec3(0, 0.5f, 0),
+                           wire::Vec3(0, 1, 0), 1, wire::ContactEventType::Begin),
+      wire::CollisionEvent(1501, to_wire(ObjectID{1, 1}), to_wire(ObjectID{3, 1}), wire::Vec3(1, 0.5f, 0),
+                           wire::Vec3(0, 1, 0), 2, wire::ContactEventType::End)};
+  Bytes block;
+  ASSERT_TRUE(wire::encode_collision_events(events, quant, &block));
+  auto send_corrupted = [&](const std::function<void(Bytes&)>& corrupt) {
+    Bytes bad = block;
+    corrupt(bad);
+    const uint32_t sequence = fake.send(wire::build_collision_events_block(fake.fbb(), bad));
+    deliver(1);
+    return sequence;
+  };
+  send_corrupted([](Bytes& b) { b[0] ^= 0x01; });               // a bit of the checksum
+  send_corrupted([](Bytes& b) { b.resize(b.size() - 1); });     // truncated
+  send_corrupted([](Bytes& b) { b[b.size() / 2] ^= 0x10; });    // a bit inside the events
+  const uint32_t last_bad = send_corrupted([](Bytes& b) { b.clear(); });  // no block at all
+  EXPECT_TRUE(collisions.empty()) << "an event of a corrupted block was delivered";
+  const ClientStats& stats = client.stats();
+  EXPECT_EQ(stats.event_blocks_rejected, 4u);
+  uint64_t by_error = 0;
+  for (const uint64_t n : stats.event_block_errors) by_error += n;
+  EXPECT_EQ(by_error, 4u);
+  EXPECT_EQ(stats.event_block_errors[static_cast<size_t>(wire::EventBlockError::ChecksumMismatch)], 3u);
+  EXPECT_EQ(stats.event_block_errors[static_cast<size_t>(wire::EventBlockError::Truncated)], 1u);
+
+  // None of them is acked; the intact copy (the server's resend) is delivered and acked.
+  const uint32_t intact = fake.send(wire::build_collision_events_block(fake.fbb(), block));
+  deliver(1);
+  ASSERT_EQ(collisions.size(), 2u);
+  EXPECT_EQ(collisions[0].sequence, 1u);
+  EXPECT_EQ(collisions[1].sequence, 2u);
+  EXPECT_EQ(collisions[1].tick, 1501u);
+  const wire::PacketHeader after = header_of_next_ping();
+  EXPECT_EQ(after.ack(), intact);
+  for (uint32_t bad = last_bad - 3; bad <= last_bad; ++bad) {
+    EXPECT_EQ((after.ack_bits() >> (intact - 1 - bad)) & 1u, 0u) << "rejected packet " << bad << " was acked";
+  }
 }
 
 TEST_F(FakeSession, DeliversPongsAndServerDisconnect) {

@@ -13,6 +13,7 @@
 
 #include "server/app/server_core.h"
 #include "server/app/step_clock.h"
+#include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
 
 namespace impulse::server::core_test {
@@ -169,6 +170,20 @@ class CoreTest : public ::testing::Test {
       if (const wire::SnapshotObject* o = it->second.find(id)) row = *o;
     }
     return row;
+  }
+  /// The collision events of a CollisionEvents datagram in `s`, decoded with its recipient's
+  /// quantisation (from its ConnectAccepted); empty for any other message. A block that does not
+  /// decode fails the test.
+  std::vector<wire::CollisionEvent> events_of(const Sent& s) {
+    std::vector<wire::CollisionEvent> events;
+    const auto* m = s.envelope()->message_as_CollisionEvents();
+    const auto it = receivers_.find(s.to.port());
+    if (m == nullptr || it == receivers_.end()) return events;
+    const std::span<const uint8_t> block =
+        m->packed() ? std::span<const uint8_t>(m->packed()->data(), m->packed()->size()) : std::span<const uint8_t>{};
+    const wire::EventBlockError e = wire::decode_collision_events(block, it->second.config(), &events);
+    EXPECT_EQ(e, wire::EventBlockError::None) << wire::to_string(e);
+    return events;
   }
   std::map<uint16_t, wire::SnapshotReceiver> receivers_;  // by client port
   /// The next request id of `from`: each session's requests count from 1 (exactly-once window).

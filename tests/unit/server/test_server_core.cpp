@@ -221,13 +221,11 @@ TEST_F(CoreTest, CollisionEventsAreTickStampedAndOrdered) {
   for (int i = 0; i < 2 * kTickHz && begins.empty(); ++i) {
     for (const Sent& s : advance(kStep)) {
       if (s.envelope()->message_type() == Message::Snapshot) last_tick = s.envelope()->message_as_Snapshot()->tick();
-      const auto* ev = s.envelope()->message_as_CollisionEvents();
-      if (!ev) continue;
-      for (const wire::CollisionEvent* e : *ev->events()) {
-        EXPECT_LT(e->a(), e->b());
-        EXPECT_GE(e->tick(), last_tick);
-        EXPECT_LE(e->tick(), core_.world().tick());
-        if (e->type() == wire::ContactEventType::Begin) begins.push_back(*e);
+      for (const wire::CollisionEvent& e : events_of(s)) {
+        EXPECT_LT(e.a(), e.b());
+        EXPECT_GE(e.tick(), last_tick);
+        EXPECT_LE(e.tick(), core_.world().tick());
+        if (e.type() == wire::ContactEventType::Begin) begins.push_back(e);
       }
     }
   }

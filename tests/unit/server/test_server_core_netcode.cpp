@@ -371,8 +371,8 @@ TEST_F(CoreTest, CollisionEventsAreResentUntilAckedAndCarryASequence) {
   uint32_t event_sequence = 0, carried_in = 0;
   for (int i = 0; i < 2 * kTickHz && event_sequence == 0; ++i) {
     for (const Sent& s : advance(kStep)) {
-      if (const auto* ev = s.envelope()->message_as_CollisionEvents()) {
-        event_sequence = ev->events()->Get(0)->sequence();
+      if (const std::vector<wire::CollisionEvent> events = events_of(s); !events.empty()) {
+        event_sequence = events[0].sequence();
         carried_in = wire::header_of(*s.envelope()).sequence();
       }
     }
@@ -382,8 +382,8 @@ TEST_F(CoreTest, CollisionEventsAreResentUntilAckedAndCarryASequence) {
   uint32_t resent_in = 0;
   for (int i = 0; i < 10 && resent_in == 0; ++i) {
     for (const Sent& s : advance(kStep)) {
-      if (const auto* ev = s.envelope()->message_as_CollisionEvents()) {
-        EXPECT_EQ(ev->events()->Get(0)->sequence(), event_sequence);
+      if (const std::vector<wire::CollisionEvent> events = events_of(s); !events.empty()) {
+        EXPECT_EQ(events[0].sequence(), event_sequence);
         resent_in = wire::header_of(*s.envelope()).sequence();
       }
     }

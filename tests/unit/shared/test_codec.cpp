@@ -1,4 +1,4 @@
-// Wire codec (protocol version 3): hostile and malformed datagrams are rejected with the right
+// Wire codec (protocol version 4): hostile and malformed datagrams are rejected with the right
 // DropReason, every check_request bound is enforced, every builder round-trips, the packet header
 // is stamped in place, a Connect is never smaller than the largest Challenge, and snapshot,
 // collision-event and raycast datagrams never exceed the 1200-byte limit with tight capacities.
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "shared/wire/codec.h"
+#include "shared/wire/event_codec.h"
 #include "tests/support/rng.h"
 
 namespace impulse::wire {
@@ -108,7 +109,7 @@ std::vector<Bytes> server_datagrams() {
   for (uint32_t i = 1; i <= 3; ++i) {
     events.emplace_back(100 + i, 1, 2, wire::Vec3(0, 0.5f, 0), wire::Vec3(0, 1, 0), i, ContactEventType::Begin);
   }
-  out.push_back(copy(build_collision_events(fbb, events)));
+  out.push_back(copy(build_collision_events(fbb, events, QuantizationConfig{})));
   const std::vector<RayHitEntry> hits(2);
   out.push_back(copy(build_raycast_result(fbb, 16, ResultCode::Ok, 5, hits, false, {})));
   return out;
@@ -260,8 +261,11 @@ TEST(VerifyDatagram, MutatedDatagramsAreRejectedOrSafeToRead) {
       }
       if (const auto* m = e->message_as_Challenge()) checksum += touch(m->cookie());
       if (const auto* m = e->message_as_Snapshot()) checksum += touch(m->data());
-      if (const auto* m = e->message_as_CollisionEvents(); m && m->events()) {
-        for (const CollisionEvent* ev : *m->events()) checksum += ev->tick() + ev->sequence();
+      if (const auto* m = e->message_as_CollisionEvents()) {
+        if (m->events()) {
+          for (const CollisionEvent* ev : *m->events()) checksum += ev->tick() + ev->sequence();
+        }
+        checksum += touch(m->packed());
       }
       if (const auto* m = e->message_as_RaycastResult(); m && m->hits()) {
         for (const RayHitEntry* hit : *m->hits()) checksum += hit->id();
@@ -1246,57 +1250,84 @@ TEST(SnapshotPayload, EveryPayloadSizeRoundTripsAndOversizedOnesAreCut) {
   }
 }
 
-TEST(CollisionEventsSplit, EntryLayoutAndTightCapacity) {
-  // 53 bytes of fields (tick, a, b, point, normal, sequence, type), padded to the u64 alignment.
-  EXPECT_EQ(sizeof(CollisionEvent), 56u);
-  EXPECT_EQ(alignof(CollisionEvent), 8u);
+TEST(CollisionEventsSplit, CapacityIsTightForTheWorstCaseBlock) {
   const uint32_t capacity = collision_events_per_datagram();
   ASSERT_GT(capacity, 0u);
-  // The capacity is tight: capacity events fit, capacity + 1 would not (built by hand, uncut).
-  auto raw_size = [](size_t n) {
+  ASSERT_LE(capacity, kMaxEventsPerBlock);
+  // A block of `n` worst-case events, built by hand around a worst-case packet header.
+  auto raw_size = [](uint32_t n) {
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
-    const std::vector<CollisionEvent> events(n);
-    const auto vec = fbb.CreateVectorOfStructs(events.data(), events.size());
-    const auto message = CreateCollisionEvents(fbb, vec);
+    const Bytes block(max_event_block_bytes(n), 0xFF);
+    const auto vec = fbb.CreateVector(block.data(), block.size());
+    const auto message = CreateCollisionEvents(fbb, {}, vec);
     const PacketHeader header(UINT32_MAX, UINT32_MAX, UINT32_MAX);
     FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kProtocolVersion, Message::CollisionEvents, message.Union(), &header));
     return static_cast<size_t>(fbb.GetSize());
   };
   EXPECT_LE(raw_size(capacity), kMaxDatagramBytes);
   EXPECT_GT(raw_size(capacity + 1), kMaxDatagramBytes);
-  EXPECT_EQ(capacity, 20u);  // measured; documented in docs/PROTOCOL.md
+  EXPECT_EQ(capacity, 16u);  // measured; documented in docs/PROTOCOL.md
 }
 
-TEST(CollisionEventsSplit, FitsAndTruncatesAtCapacityKeepingEveryField) {
+TEST(CollisionEventsSplit, FitsAndTruncatesAtCapacityKeepingEveryEvent) {
   flatbuffers::FlatBufferBuilder fbb;
+  const QuantizationConfig quantization;
   const uint32_t capacity = collision_events_per_datagram();
   ASSERT_GT(capacity, 0u);
-  std::vector<CollisionEvent> events;
+  std::vector<CollisionEvent> events, decoded;
   for (uint32_t n = 0; n <= capacity + 5; ++n) {
     events.clear();
     for (uint32_t i = 0; i < n; ++i) {
+      // Extreme ids, ticks and sequences; the point and normal are exactly representable.
       events.emplace_back(UINT64_MAX - i, to_wire(ObjectID{i, 1}), to_wire(ObjectID{i + 1, 0xFFFFFFFFu}),
                           wire::Vec3(1, 2, 3), wire::Vec3(0, 1, 0), UINT32_MAX - i,
                           i % 2 == 0 ? ContactEventType::End : ContactEventType::Begin);
     }
-    const Bytes b = copy(build_collision_events(fbb, events));
+    const Bytes b = copy(build_collision_events(fbb, events, quantization));
     ASSERT_LE(b.size(), kMaxDatagramBytes);
     const Verified v = verify(b, Direction::ServerToClient);
     ASSERT_EQ(v.reason, DropReason::None);
     const auto* e = v.envelope->message_as_CollisionEvents();
     ASSERT_NE(e, nullptr);
-    const uint32_t got = e->events() ? e->events()->size() : 0;
+    EXPECT_EQ(e->events(), nullptr) << "protocol 4 sends only the packed block";
+    ASSERT_NE(e->packed(), nullptr);
+    const std::span<const uint8_t> block(e->packed()->data(), e->packed()->size());
+    ASSERT_EQ(decode_collision_events(block, quantization, &decoded), EventBlockError::None);
+    const uint32_t got = static_cast<uint32_t>(decoded.size());
     ASSERT_EQ(got, std::min(n, capacity));
     for (uint32_t i = 0; i < got; ++i) {  // the first ones, in order
-      const CollisionEvent* ev = e->events()->Get(i);
-      EXPECT_EQ(ev->tick(), UINT64_MAX - i);
-      EXPECT_EQ(from_wire(ev->a()), (ObjectID{i, 1}));
-      EXPECT_EQ(from_wire(ev->b()), (ObjectID{i + 1, 0xFFFFFFFFu}));
-      EXPECT_EQ(to_vec3(ev->point()), (impulse::Vec3{1, 2, 3}));
-      EXPECT_EQ(to_vec3(ev->normal()), (impulse::Vec3{0, 1, 0}));
-      EXPECT_EQ(ev->sequence(), UINT32_MAX - i);
-      EXPECT_EQ(ev->type(), i % 2 == 0 ? ContactEventType::End : ContactEventType::Begin);
+      const CollisionEvent& ev = decoded[i];
+      EXPECT_EQ(ev.tick(), UINT64_MAX - i);
+      EXPECT_EQ(from_wire(ev.a()), (ObjectID{i, 1}));
+      EXPECT_EQ(from_wire(ev.b()), (ObjectID{i + 1, 0xFFFFFFFFu}));
+      EXPECT_EQ(to_vec3(ev.point()), (impulse::Vec3{1, 2, 3}));
+      EXPECT_EQ(to_vec3(ev.normal()), (impulse::Vec3{0, 1, 0}));
+      EXPECT_EQ(ev.sequence(), UINT32_MAX - i);
+      EXPECT_EQ(ev.type(), i % 2 == 0 ? ContactEventType::End : ContactEventType::Begin);
     }
+  }
+}
+
+TEST(CollisionEventsSplit, InvalidQuantisationBuildsNothing) {
+  flatbuffers::FlatBufferBuilder fbb;
+  QuantizationConfig bad;
+  bad.position_fraction_bits = 30;
+  const std::vector<CollisionEvent> events(2);
+  EXPECT_TRUE(build_collision_events(fbb, events, bad).empty());
+}
+
+TEST(CollisionEventsSplit, RawBlocksAreCarriedVerbatimUpToTheCapacity) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const size_t limit = max_event_block_bytes(collision_events_per_datagram());
+  for (const size_t n : {size_t{0}, size_t{5}, limit, limit + 1, size_t{2000}}) {
+    const Bytes block = counting_bytes(n, 7);
+    const Bytes b = copy(build_collision_events_block(fbb, block));
+    ASSERT_LE(b.size(), kMaxDatagramBytes) << n;
+    const Verified v = verify(b, Direction::ServerToClient);
+    ASSERT_EQ(v.reason, DropReason::None) << n;
+    const auto* packed = v.envelope->message_as_CollisionEvents()->packed();
+    ASSERT_NE(packed, nullptr);
+    EXPECT_EQ(Bytes(packed->begin(), packed->end()), Bytes(block.begin(), block.begin() + std::min(n, limit)));
   }
 }
 
