@@ -62,6 +62,7 @@
 #include <xxhash.h>
 
 #include "server/physics/narrowphase.h"
+#include "shared/parallel.h"
 
 namespace impulse::physics {
 
@@ -82,6 +83,12 @@ float max_torque(const WorldSettings& s) { return max_force(s) * s.max_extent; }
 float max_angular_impulse(const WorldSettings& s) { return max_impulse(s) * s.max_extent; }
 
 namespace {
+
+// Below this many movable bodies the solve stays on the calling thread: handing batches to the
+// pool costs more than it saves.
+constexpr uint32_t kMinParallelSolveBodies = 64;
+// Batches per pool thread, so one heavy group (a pile) does not leave the other threads idle.
+constexpr size_t kSolveBatchesPerThread = 4;
 
 bool is_finite_positive(float x) { return std::isfinite(x) && x > 0; }
 bool is_finite_non_negative(float x) { return std::isfinite(x) && x >= 0; }
@@ -222,11 +229,18 @@ class StageTimer {
 // bytes at once is several times faster than a byte-at-a-time hash fed field by field.
 class StateBytes {
  public:
-  explicit StateBytes(std::vector<uint8_t>& out) : out_(out) { out_.clear(); }
+  explicit StateBytes(std::vector<uint8_t>& out) : out_(out) {}
+  // Room for `bytes` more, once per record, so the field writes below need no check of their own.
+  void reserve(size_t bytes) {
+    if (size_ + bytes > out_.size()) out_.resize(std::max(out_.size() * 2, size_ + bytes));
+  }
   void add_u32(uint32_t v) {
-    const uint8_t b[4] = {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
-                          static_cast<uint8_t>(v >> 24)};
-    out_.insert(out_.end(), b, b + 4);
+    uint8_t* p = out_.data() + size_;
+    p[0] = static_cast<uint8_t>(v);
+    p[1] = static_cast<uint8_t>(v >> 8);
+    p[2] = static_cast<uint8_t>(v >> 16);
+    p[3] = static_cast<uint8_t>(v >> 24);
+    size_ += 4;
   }
   void add_float(float f) { add_u32(std::bit_cast<uint32_t>(f)); }
   void add_vec(Vec3 v) {
@@ -240,11 +254,16 @@ class StateBytes {
     add_float(q.z);
     add_float(q.w);
   }
-  uint64_t hash() const { return XXH3_64bits(out_.data(), out_.size()); }
+  uint64_t hash() const { return XXH3_64bits(out_.data(), size_); }
 
  private:
   std::vector<uint8_t>& out_;
+  size_t size_ = 0;
 };
+
+// Upper bounds of the bytes world_hash writes per body and per contact record (StateBytes::reserve).
+constexpr size_t kHashBytesPerBody = 40 * 4;
+constexpr size_t kHashBytesPerRecord = (6 + kMaxManifoldPoints * 9) * 4;
 
 }  // namespace
 
@@ -796,32 +815,102 @@ void World::solve(float dt) {
   sb[movable] = SolverBody{};  // zero velocity, inverse mass and inertia
   centers[movable] = Vec3{};
 
-  std::vector<SolverManifold>& manifolds = scratch_.manifolds;
-  manifolds.clear();
+  // The solved contacts, in contact order (global solver-body indices).
+  std::vector<SolverEdge>& edges = scratch_.solver_edges;
+  edges.clear();
   uint32_t points = 0;
   for (uint32_t r = 0; r < contacts_.size(); ++r) {
     const ContactRecord& rec = contacts_[r];
     if (rec.sensor) continue;
     const uint32_t da = slots_.find(rec.contact.a);
     const uint32_t db = slots_.find(rec.contact.b);
-    const bool pa = is_parked(da);
-    const bool pb = is_parked(db);
-    const uint32_t ia = pa ? movable : scratch_.solver_index[da];
-    const uint32_t ib = pb ? movable : scratch_.solver_index[db];
+    const uint32_t ia = is_parked(da) ? movable : scratch_.solver_index[da];
+    const uint32_t ib = is_parked(db) ? movable : scratch_.solver_index[db];
     if (sb[ia].inv_mass == 0 && sb[ib].inv_mass == 0) continue;  // nothing can move
-    SolverManifold& m = manifolds.emplace_back();
-    m.body_a = ia;
-    m.body_b = ib;
-    m.record = r;
-    m.normal = rec.contact.normal;
-    const MaterialPair mat = mix_materials(da, db);
-    m.friction = mat.friction;
-    m.restitution = mat.restitution;
-    m.immovable_partner = sb[ia].inv_mass == 0 || sb[ib].inv_mass == 0;
+    edges.push_back(SolverEdge{ia, ib, r, mix_materials(da, db)});
     points += rec.point_count;
   }
   profile_.point_count = points;
-  prepare_manifolds(manifolds, sb, centers, contacts_);
+
+  // Batches for the worker pool. Groups: the connected components of the movable bodies joined by
+  // solved contacts (kinematic bodies included, unlike sleep islands, so no two groups touch the
+  // same body; static and sleeping partners are each batch's own all-zero immovable body, which
+  // no sweep can change). Gauss-Seidel within a group visits its contacts in contact order either
+  // way and no contact reads another group's bodies, so every body sees the same operations in
+  // the same order whatever the batching: the step is bit-identical for any thread count.
+  // Restitution's sweeps end per batch when one resolves nothing; a sweep that resolves nothing
+  // changes nothing, so that is the same as the global loop too.
+  std::vector<uint32_t>& parent = scratch_.solver_parent;
+  parent.resize(movable);
+  std::iota(parent.begin(), parent.end(), 0u);
+  auto find = [&](uint32_t x) {
+    while (parent[x] != x) {
+      parent[x] = parent[parent[x]];  // path halving
+      x = parent[x];
+    }
+    return x;
+  };
+  const int threads = pool_ ? pool_->threads() : 1;
+  const bool parallel = threads > 1 && movable >= kMinParallelSolveBodies;
+  uint32_t groups = 0;
+  std::vector<uint32_t>& group_batch = scratch_.group_batch;
+  std::vector<SolverBatch>& batches = scratch_.batches;
+  const size_t batch_count = parallel ? static_cast<size_t>(threads) * kSolveBatchesPerThread : 1;
+  if (batches.size() < batch_count) batches.resize(batch_count);
+  for (size_t k = 0; k < batch_count; ++k) {
+    batches[k].bodies.clear();
+    batches[k].manifolds.clear();
+    batches[k].weight = 0;
+  }
+  if (parallel) {
+    for (const SolverEdge& e : edges) {
+      if (e.a >= movable || e.b >= movable) continue;
+      const uint32_t ra = find(e.a);
+      const uint32_t rb = find(e.b);
+      if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+    }
+    // A root is its group's lowest body (unions keep parent[x] <= x), so one ascending pass points
+    // every body at its root, and a second numbers the groups by root and gives each body its group.
+    for (uint32_t i = 0; i < movable; ++i) parent[i] = parent[parent[i]];
+    for (uint32_t i = 0; i < movable; ++i) parent[i] = parent[i] == i ? groups++ : parent[parent[i]];
+    // Weights: bodies, plus the points of their contacts (the sweeps' work).
+    group_batch.assign(groups, 0);
+    std::vector<uint64_t>& weight = scratch_.group_weight;
+    weight.assign(groups, 0);
+    for (uint32_t i = 0; i < movable; ++i) ++weight[parent[i]];
+    for (const SolverEdge& e : edges) {
+      weight[parent[e.a < movable ? e.a : e.b]] += contacts_[e.record].point_count;
+    }
+    // Greedy: each group to the lightest batch so far (ties: the lower batch).
+    for (uint32_t g = 0; g < groups; ++g) {
+      size_t lightest = 0;
+      for (size_t k = 1; k < batch_count; ++k) {
+        if (batches[k].weight < batches[lightest].weight) lightest = k;
+      }
+      group_batch[g] = static_cast<uint32_t>(lightest);
+      batches[lightest].weight += weight[g];
+    }
+  }
+  auto batch_of = [&](uint32_t body) -> uint32_t { return parallel ? group_batch[parent[body]] : 0; };
+  std::vector<uint32_t>& local = scratch_.solver_local;
+  local.resize(movable);
+  for (uint32_t i = 0; i < movable; ++i) {
+    std::vector<uint32_t>& members = batches[batch_of(i)].bodies;
+    local[i] = static_cast<uint32_t>(members.size());
+    members.push_back(i);
+  }
+  for (const SolverEdge& e : edges) {
+    SolverBatch& batch = batches[batch_of(e.a < movable ? e.a : e.b)];
+    const uint32_t immovable = static_cast<uint32_t>(batch.bodies.size());
+    SolverManifold& m = batch.manifolds.emplace_back();
+    m.body_a = e.a < movable ? local[e.a] : immovable;
+    m.body_b = e.b < movable ? local[e.b] : immovable;
+    m.record = e.record;
+    m.normal = contacts_[e.record].contact.normal;
+    m.friction = e.material.friction;
+    m.restitution = e.material.restitution;
+    m.immovable_partner = sb[e.a].inv_mass == 0 || sb[e.b].inv_mass == 0;
+  }
 
   SolverConfig config;
   config.dt = dt;
@@ -834,7 +923,32 @@ void World::solve(float dt) {
   config.restitution_threshold = settings_.restitution_threshold;
   config.max_speed = settings_.max_speed;
   config.max_angular_speed = settings_.max_angular_speed;
-  solve_soft_step(manifolds, sb, forces, contacts_, config);
+  // Each batch solves local copies of its bodies and writes back only its own: no shared writes
+  // (the contact records it stores impulses into are its own too).
+  auto solve_batch = [&](size_t k) {
+    SolverBatch& batch = batches[k];
+    const size_t count = batch.bodies.size();
+    if (count == 0) return;
+    batch.solver_bodies.resize(count + 1);
+    batch.centers.resize(count + 1);
+    batch.forces.resize(count);
+    for (size_t j = 0; j < count; ++j) {
+      const uint32_t i = batch.bodies[j];
+      batch.solver_bodies[j] = sb[i];
+      batch.centers[j] = centers[i];
+      batch.forces[j] = forces[i];
+    }
+    batch.solver_bodies[count] = SolverBody{};  // zero velocity, inverse mass and inertia
+    batch.centers[count] = Vec3{};
+    prepare_manifolds(batch.manifolds, batch.solver_bodies, batch.centers, contacts_);
+    solve_soft_step(batch.manifolds, batch.solver_bodies, batch.forces, contacts_, config);
+    for (size_t j = 0; j < count; ++j) sb[batch.bodies[j]] = batch.solver_bodies[j];
+  };
+  if (parallel) {
+    pool_->for_each(batch_count, solve_batch);
+  } else {
+    solve_batch(0);
+  }
   profile_.solve_ms = timer.lap();
 
   // Write the poses back and refresh the AABBs of everything that moved.
@@ -889,19 +1003,19 @@ void World::update_islands(float dt) {
   const std::vector<SolverBody>& sb = scratch_.solver_bodies;
   auto is_kinematic = [&](uint32_t i) { return i < n && !scratch_.forces[i].dynamic; };
   auto is_moving = [&](uint32_t i) { return sb[i].velocity != Vec3{} || sb[i].angular_velocity != Vec3{}; };
-  for (const SolverManifold& m : scratch_.manifolds) {
-    const bool a_kinematic = is_kinematic(m.body_a);
-    const bool b_kinematic = is_kinematic(m.body_b);
+  for (const SolverEdge& e : scratch_.solver_edges) {
+    const bool a_kinematic = is_kinematic(e.a);
+    const bool b_kinematic = is_kinematic(e.b);
     // A body pushed or carried by a moving kinematic body is not resting, whatever its speed.
-    if (a_kinematic && m.body_b < n && is_moving(m.body_a)) {
-      bodies_.info[slots_.dense_of_slot(awake_[m.body_b])].sleep_timer = 0;
+    if (a_kinematic && e.b < n && is_moving(e.a)) {
+      bodies_.info[slots_.dense_of_slot(awake_[e.b])].sleep_timer = 0;
     }
-    if (b_kinematic && m.body_a < n && is_moving(m.body_b)) {
-      bodies_.info[slots_.dense_of_slot(awake_[m.body_a])].sleep_timer = 0;
+    if (b_kinematic && e.a < n && is_moving(e.b)) {
+      bodies_.info[slots_.dense_of_slot(awake_[e.a])].sleep_timer = 0;
     }
-    if (m.body_a >= n || m.body_b >= n || a_kinematic || b_kinematic) continue;
-    const uint32_t ra = find(m.body_a);
-    const uint32_t rb = find(m.body_b);
+    if (e.a >= n || e.b >= n || a_kinematic || b_kinematic) continue;
+    const uint32_t ra = find(e.a);
+    const uint32_t rb = find(e.b);
     if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);  // smaller index is the root
   }
 
@@ -1007,8 +1121,10 @@ void World::sleep_island(std::span<const uint32_t> dense_members) {
 
 uint64_t World::world_hash() const {
   StateBytes h(hash_scratch_);
+  h.reserve(4);
   h.add_u32(slots_.size());
   for (uint32_t d = 0; d < slots_.size(); ++d) {
+    h.reserve(kHashBytesPerBody);
     const ObjectID id = slots_.id_at(d);
     const Pose& p = bodies_.pose[d];
     const Motion& m = bodies_.motion[d];
@@ -1041,8 +1157,10 @@ uint64_t World::world_hash() const {
   }
   // The contact caches decide the next step's warm start, so they are part of the state.
   for (const std::vector<ContactRecord>* list : {&contacts_, &resting_}) {
+    h.reserve(4);
     h.add_u32(static_cast<uint32_t>(list->size()));
     for (const ContactRecord& r : *list) {
+      h.reserve(kHashBytesPerRecord);
       h.add_u32(r.contact.a.index);
       h.add_u32(r.contact.b.index);
       h.add_vec(r.contact.normal);

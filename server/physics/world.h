@@ -16,6 +16,10 @@
 #include "server/physics/solver.h"
 #include "server/physics/types.h"
 
+namespace impulse {
+class WorkerPool;
+}
+
 namespace impulse::physics {
 
 /// Per-stage wall-clock timings of the last step [ms]. The stages are listed in world.cpp.
@@ -156,6 +160,13 @@ class World {
   uint64_t tick() const { return tick_; }
   const StepProfile& profile() const { return profile_; }
   const WorldSettings& settings() const { return settings_; }
+
+  /// Solves the step's independent contact groups on `pool`'s threads (null, the default: on the
+  /// calling thread). The world does not own the pool, which must outlive it or be replaced first.
+  /// The result is bit-identical with and without a pool and for any thread count: the contacts
+  /// are split into batches of whole contact-connected groups of movable bodies, and a body's
+  /// updates happen in the same order within its group either way (see World::solve).
+  void set_worker_pool(const WorkerPool* pool) { pool_ = pool; }
   /// Hash of all body state (ids, kinds, shapes, poses, velocities, accumulated forces and
   /// torques, mass, inertia, damping, materials, sensor flag, sleep state and timers) and of the
   /// contact caches (manifold points and their warm-starting impulses), bit-exact: XXH3-64
@@ -273,6 +284,25 @@ class World {
   // Material-pair overrides, sorted by key (min id << 16 | max id).
   std::vector<std::pair<uint32_t, MaterialPair>> material_pairs_;
 
+  const WorkerPool* pool_ = nullptr;
+
+  // One batch of the solve: whole contact-connected groups of movable bodies, solved on their own
+  // (World::solve). Local copies so that batches on different threads share no memory.
+  struct SolverBatch {
+    std::vector<uint32_t> bodies;  // global solver-body indices, ascending
+    std::vector<SolverBody> solver_bodies;  // [bodies + 1]: local copies, then this batch's immovable body
+    std::vector<Vec3> centers;              // [bodies + 1]
+    std::vector<BodyForces> forces;         // [bodies]
+    std::vector<SolverManifold> manifolds;  // in contact order, local body indices
+    uint64_t weight = 0;                    // bodies + manifold points, for balancing
+  };
+  // A solved contact before it is given to its batch.
+  struct SolverEdge {
+    uint32_t a = 0, b = 0;  // global solver-body indices (movable = the immovable body)
+    uint32_t record = 0;
+    MaterialPair material;
+  };
+
   // Per-step scratch, reused so the step does not allocate in steady state.
   struct Scratch {
     std::vector<uint32_t> moving_ids;
@@ -286,7 +316,12 @@ class World {
     std::vector<SolverBody> solver_bodies;
     std::vector<Vec3> solver_centers;
     std::vector<BodyForces> forces;
-    std::vector<SolverManifold> manifolds;
+    std::vector<SolverEdge> solver_edges;
+    std::vector<uint32_t> solver_parent;    // union-find over solver bodies, then group of each
+    std::vector<uint32_t> solver_local;     // per solver body: its index in its batch
+    std::vector<uint32_t> group_batch;      // per group: its batch
+    std::vector<uint64_t> group_weight;     // per group: bodies + contact points
+    std::vector<SolverBatch> batches;
     std::vector<uint32_t> island_parent;  // union-find over awake indices
     std::vector<float> island_min_timer;  // per island root
     std::vector<uint32_t> island_order;   // awake indices grouped by island

@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "shared/parallel.h"
 #include "tests/unit/physics/world_test_helpers.h"
 
 namespace impulse::physics {
@@ -129,6 +130,85 @@ TEST(Determinism, PinnedS1PyramidHash) {
   }
   for (int i = 0; i < 120; ++i) world.step(1.0f / 60.0f);
   EXPECT_EQ(world.world_hash(), 0x9c74d62fcb7f4ce3ull) << std::hex << world.world_hash();
+}
+
+
+// A world with many independent contact groups and a few large ones: stacks, a pile of bouncing
+// spheres (restitution chains), a kinematic pusher through a row of boxes, free fliers, and
+// objects created, pushed and destroyed while it runs.
+void build_busy_world(World& world, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  add_ground(world);
+  for (int s = 0; s < 12; ++s) {  // stacks of four
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(world.create_object(box_desc({-30.0f + 5.0f * static_cast<float>(s), 0.5f + static_cast<float>(k), 8.0f}))
+                    .error,
+                Error::Ok);
+    }
+  }
+  for (int i = 0; i < 150; ++i) {  // a heap of bouncing spheres
+    const Vec3 p{3.0f * u(rng), 1.0f + 0.6f * static_cast<float>(i % 25), 3.0f * u(rng)};
+    ASSERT_EQ(world.create_object(sphere_desc(p, 0.3f + 0.1f * u(rng), 1.0f, 0.6f)).error, Error::Ok);
+  }
+  for (int i = 0; i < 10; ++i) {  // a row the kinematic body sweeps through
+    ASSERT_EQ(world.create_object(box_desc({-12.0f, 0.5f, -10.0f + 2.0f * static_cast<float>(i)})).error, Error::Ok);
+  }
+  BodyDesc pusher = box_desc({-12.0f, 0.5f, -14.0f}, {1.0f, 0.5f, 0.5f}, 0.0f, BodyKind::Kinematic);
+  pusher.velocity = {0.0f, 0.0f, 2.0f};
+  ASSERT_EQ(world.create_object(pusher).error, Error::Ok);
+  for (int i = 0; i < 40; ++i) {  // scattered boxes dropped from a height, spinning
+    BodyDesc d = box_desc({20.0f + 10.0f * u(rng), 2.0f + 3.0f * u(rng) + 3.0f, 10.0f * u(rng)});
+    d.angular_velocity = {u(rng), 2.0f * u(rng), u(rng)};
+    ASSERT_EQ(world.create_object(d).error, Error::Ok);
+  }
+}
+
+// The pooled solve (batches of contact groups on worker threads) gives the same world, bit for
+// bit, as the solve on the calling thread, for 1, 2 and 3 threads, every step.
+TEST(Determinism, WorkerPoolSolveIsBitIdenticalToTheSequentialSolve) {
+  WorkerPool two(2);
+  WorkerPool three(3);
+  World sequential;
+  World pooled2;
+  World pooled3;
+  pooled2.set_worker_pool(&two);
+  pooled3.set_worker_pool(&three);
+  for (World* w : {&sequential, &pooled2, &pooled3}) {
+    std::mt19937 rng(4242);
+    build_busy_world(*w, rng);
+  }
+  std::mt19937 ops(99);
+  std::vector<ObjectID> created;
+  uint32_t max_awake = 0;
+  for (int step = 0; step < 400; ++step) {
+    if (step % 10 == 5) {  // a new body, a push, and sometimes a destroy, the same in each world
+      const Vec3 p{static_cast<float>(ops() % 40) - 20.0f, 4.0f, static_cast<float>(ops() % 20) - 10.0f};
+      const Vec3 push{static_cast<float>(ops() % 5) - 2.0f, 1.0f, static_cast<float>(ops() % 5) - 2.0f};
+      const bool destroy = !created.empty() && ops() % 3 == 0;
+      const size_t victim = destroy ? ops() % created.size() : 0;
+      ObjectID id;
+      for (World* w : {&sequential, &pooled2, &pooled3}) {
+        const CreateResult r = w->create_object(sphere_desc(p, 0.4f));
+        ASSERT_EQ(r.error, Error::Ok);
+        id = r.id;
+        ASSERT_EQ(w->apply_impulse(id, push), Error::Ok);
+        if (destroy) {
+          ASSERT_EQ(w->destroy_object(created[victim]), Error::Ok);
+        }
+      }
+      if (destroy) created.erase(created.begin() + static_cast<long>(victim));
+      created.push_back(id);
+    }
+    for (World* w : {&sequential, &pooled2, &pooled3}) w->step(1.0f / 60.0f);
+    max_awake = std::max(max_awake, sequential.awake_count());
+    const uint64_t h = sequential.world_hash();
+    ASSERT_EQ(pooled2.world_hash(), h) << "2 threads, step " << step;
+    ASSERT_EQ(pooled3.world_hash(), h) << "3 threads, step " << step;
+    ASSERT_TRUE(same_events(sequential.contact_events(), pooled2.contact_events())) << "step " << step;
+  }
+  // The scene really exercised the pooled path (>= 64 movable bodies) with many groups.
+  EXPECT_GT(max_awake, 200u);
+  EXPECT_GT(sequential.profile().island_count, 10u);
 }
 
 }  // namespace
