@@ -16,6 +16,7 @@ namespace {
 constexpr int kMaxTickHz = 1000;
 constexpr int kMaxClientsLimit = 4096;
 constexpr int kMaxStepsPerFrameLimit = 100;
+constexpr int kMaxThreadsLimit = 256;
 constexpr double kMaxClientTimeoutS = 3600.0;
 constexpr double kMaxStatsIntervalS = 3600.0;
 constexpr double kMaxKeyframeSeconds = 3600.0;
@@ -46,6 +47,9 @@ std::string validate_config(const ServerConfig& c) {
   }
   if (c.max_steps_per_frame < 1 || c.max_steps_per_frame > kMaxStepsPerFrameLimit) {
     return fmt::format("--max-steps-per-frame must be in 1..{} (got {})", kMaxStepsPerFrameLimit, c.max_steps_per_frame);
+  }
+  if (c.threads < 0 || c.threads > kMaxThreadsLimit) {
+    return fmt::format("--threads must be in 0..{} (0 = one per CPU core; got {})", kMaxThreadsLimit, c.threads);
   }
   if (!std::isfinite(c.stats_interval_s) || c.stats_interval_s <= 0.0 || c.stats_interval_s > kMaxStatsIntervalS) {
     return fmt::format("--stats-interval must be in (0, {}] seconds (got {})", kMaxStatsIntervalS, c.stats_interval_s);
@@ -143,6 +147,10 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   app.add_option("--max-steps-per-frame", config.max_steps_per_frame,
                  "Physics steps at most per wake-up, 1..100; time beyond is dropped and counted")
       ->envname("IMPULSE_MAX_STEPS_PER_FRAME")->capture_default_str();
+  app.add_option("--threads", config.threads,
+                 "Threads for the physics step and the snapshot writes, 0..256; 0 = one per CPU core "
+                 "(results are identical for any value)")
+      ->envname("IMPULSE_THREADS")->capture_default_str();
   app.add_option("--stats-interval", config.stats_interval_s, "Seconds between stats log lines [s], (0, 3600]")
       ->envname("IMPULSE_STATS_INTERVAL")->capture_default_str();
   app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
@@ -230,12 +238,12 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
 std::string describe_config(const ServerConfig& c) {
   return fmt::format(
       "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
-      "max_steps_per_frame={} stats_interval={}s log_level={} record={} record_dir={} record_rotate_mb={} "
+      "max_steps_per_frame={} threads={} stats_interval={}s log_level={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
-      c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
+      c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
       c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,
       c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,

@@ -5,6 +5,7 @@
 #include "server/app/server_core.h"
 
 #include <ctime>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -160,12 +161,21 @@ constexpr std::chrono::milliseconds kMinEventResend{50};
 constexpr size_t kMaxEventDatagramsPerUpdate = 4;
 // A snapshot is sent even when the budget is spent, this small, so acks and exits keep flowing.
 constexpr size_t kMinSnapshotBudgetBytes = 64;
+// Runs of due sessions per pool thread in write_snapshots (several, so uneven writes balance).
+constexpr size_t kSnapshotRunsPerThread = 4;
+
+int resolve_threads(int threads) {
+  if (threads > 0) return threads;
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores == 0 ? 1 : static_cast<int>(std::min(cores, 64u));
+}
 
 }  // namespace
 
 ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& stats)
     : config_(config),
       stats_(stats),
+      pool_(resolve_threads(config.threads)),
       world_(make_settings(gravity)),
       sessions_(static_cast<uint32_t>(config.max_clients)),
       clock_(make_step_clock(config.tick_hz, config.max_steps_per_frame, TimePoint{})),
@@ -175,6 +185,7 @@ ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& st
       authority_any_(config.authority == "any"),
       unix_now_(&system_unix_now) {
   queue_.reserve(256);
+  world_.set_worker_pool(&pool_);
   sender_config_.quant.world_bound_m = static_cast<float>(config.world_bound);
   sender_config_.quant.position_fraction_bits = static_cast<uint8_t>(config.position_fraction_bits);
 }
@@ -876,28 +887,46 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
 int ServerCore::snapshot_phases() const { return std::max(1, config_.tick_hz / config_.snapshot_hz); }
 
 void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uint8_t> phase_due) {
-  bool built = false;
   const size_t capacity = wire::snapshot_payload_capacity();
-  for (Session& s : sessions_.sessions()) {
+  const std::span<Session> sessions = sessions_.sessions();
+  // 1. The due sessions, in session order, with their budgets and the sequence send() will give.
+  due_snapshots_.clear();
+  for (uint32_t i = 0; i < sessions.size(); ++i) {
+    Session& s = sessions[i];
     if (!s.snapshots) continue;
     if (!phase_due.empty() && (s.snapshot_phase >= phase_due.size() || phase_due[s.snapshot_phase] == 0)) continue;
-    if (!built) {  // once per update, and only when some session is due
-      build_snapshot_source(world_, sender_config_.quant, &snapshot_source_);
-      snapshot_source_.tick = world_.tick();
-      built = true;
-    }
     s.bytes_out.refill(now);
     // The budget: what the bucket holds, at most one datagram. An empty bucket still sends a
     // minimal snapshot so acks and exits keep flowing.
     const size_t budget = std::clamp<size_t>(static_cast<size_t>(std::max(0.0, s.bytes_out.tokens)),
                                              kMinSnapshotBudgetBytes, capacity);
-    const uint32_t sequence = s.acks.last_sent() + 1;  // send() assigns exactly this one
-    s.snapshots->write(snapshot_source_, sequence, budget, &snapshot_payload_);
-    const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payload_);
-    send(s, bytes, now, out);
+    due_snapshots_.push_back(DueSnapshot{i, s.acks.last_sent() + 1, budget});
+  }
+  if (due_snapshots_.empty()) return;
+  build_snapshot_source(world_, sender_config_.quant, &snapshot_source_);
+  snapshot_source_.tick = world_.tick();
+
+  // 2. The payloads, on the pool's threads in runs of sessions: a write reads the shared source
+  //    and changes only its own session's SnapshotSender and payload buffer, so the bytes do not
+  //    depend on the thread count.
+  const size_t due = due_snapshots_.size();
+  if (snapshot_payloads_.size() < due) snapshot_payloads_.resize(due);
+  const size_t runs = std::min(due, static_cast<size_t>(pool_.threads()) * kSnapshotRunsPerThread);
+  pool_.for_each(runs, [&](size_t run) {
+    for (size_t k = run * due / runs; k < (run + 1) * due / runs; ++k) {
+      const DueSnapshot& d = due_snapshots_[k];
+      sessions[d.session].snapshots->write(snapshot_source_, d.sequence, d.budget, &snapshot_payloads_[k]);
+    }
+  });
+
+  // 3. Envelopes and sends in session order, so the datagrams leave in the same order too.
+  for (size_t k = 0; k < due; ++k) {
+    Session& s = sessions[due_snapshots_[k].session];
+    const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payloads_[k]);
+    send(s, bytes, now, out);  // assigns exactly due_snapshots_[k].sequence
     stats_.snapshot_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
   }
-  if (built && snapshot_observer_) snapshot_observer_(world_);
+  if (snapshot_observer_) snapshot_observer_(world_);
 }
 
 int ServerCore::update(TimePoint now, Outbox& out) {

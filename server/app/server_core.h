@@ -25,6 +25,7 @@
 #include "server/net/session_table.h"
 #include "server/net/snapshot_sender.h"
 #include "server/physics/world.h"
+#include "shared/parallel.h"
 #include "shared/wire/codec.h"
 
 namespace impulse::record {
@@ -179,6 +180,7 @@ class ServerCore {
 
   ServerConfig config_;
   ServerStats& stats_;
+  WorkerPool pool_;  // the step's contact batches and the snapshot writes; before world_, which uses it
   physics::World world_;
   SessionTable sessions_;
   RejectLog rejects_;
@@ -223,7 +225,14 @@ class ServerCore {
   // Buffers reused every wake-up (clear(), never shrink).
   flatbuffers::FlatBufferBuilder fbb_{2 * wire::kMaxDatagramBytes};
   std::vector<PendingRequest> queue_;
-  std::vector<uint8_t> snapshot_payload_;
+  // write_snapshots: the sessions due this wake-up and their payloads (same positions).
+  struct DueSnapshot {
+    uint32_t session = 0;   // position in sessions_.sessions()
+    uint32_t sequence = 0;  // the packet sequence send() will assign
+    size_t budget = 0;      // [bytes]
+  };
+  std::vector<DueSnapshot> due_snapshots_;
+  std::vector<std::vector<uint8_t>> snapshot_payloads_;
   std::vector<uint8_t> phase_due_;    // per snapshot phase: a snapshot tick of it was stepped
   int next_snapshot_phase_ = 0;       // given to the next accepted session (round robin)
   std::vector<wire::CollisionEvent> events_;

@@ -348,7 +348,13 @@ bool SnapshotSender::collect_nearby_visits(const SnapshotSource& source) {
   }
   visits_.insert(visits_.end(), pending_.begin(), pending_.end());
   visits_.insert(visits_.end(), acked_.begin(), acked_.end());
-  visits_.insert(visits_.end(), held_.begin(), held_.end());
+  // Of the held indices only the changed ones: one may have left the cells above, and must then
+  // exit. An unchanged one that is not pending or acked would visit to no effect: same id, same
+  // position and area (a new area visits everything), so same relevance, and a state equal to its
+  // baseline, or it would be pending.
+  for (const uint32_t index : held_) {
+    if (source.changed_build[index] > seen_build_) visits_.push_back(index);
+  }
   std::sort(visits_.begin(), visits_.end());
   visits_.erase(std::unique(visits_.begin(), visits_.end()), visits_.end());
   return true;

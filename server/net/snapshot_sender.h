@@ -255,7 +255,7 @@ class SnapshotSender {
   uint64_t seen_build_ = 0;
   std::vector<uint32_t> pending_;    // indices with a due record or exit, ascending
   std::vector<uint32_t> acked_;      // indices whose baseline on_acked changed (unsorted)
-  std::vector<uint32_t> held_;       // indices relevant, held or exiting: visited on every write, ascending
+  std::vector<uint32_t> held_;       // indices relevant, held or exiting, ascending: visited when changed
 
   // Scratch of write(), reused.
   std::vector<uint32_t> visits_;
