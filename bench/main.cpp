@@ -244,6 +244,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.n1.warmup_s, "N1: warm-up [s] before measuring")->check(CLI::Range(0.0, 600.0));
   app.add_flag("--reliable-forces", o.n1.reliable_forces,
                "N1: send the player's per-tick force as sequenced, answered requests instead of fire-and-forget");
+  app.add_option("--record", o.n1.record_file,
+                 "N1: record the server's session into this file while measuring (what recording costs the tick)");
   app.add_option("--kbps", o.n1.kbps, "N1: the server's per-client send budget [kbit/s] (default: the server's, 1024)")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--samples", o.latency_samples, "latency: requests per snapshot rate")->check(CLI::Range(1, 100000));

@@ -320,6 +320,7 @@ struct Client::Impl {
   /// and updates add a state. Objects the snapshot did not carry keep their last state (the
   /// server sends nothing for an unchanged object, and defers some when over budget).
   void feed_interpolator(uint64_t tick, std::optional<double> shown_tick) {
+    if (!config.interpolation) return;
     for (const ObjectID id : snapshots->exited()) interpolator.remove(id);
     samples.clear();
     for (const auto ids : {snapshots->entered(), snapshots->updated()}) {
@@ -333,7 +334,7 @@ struct Client::Impl {
   /// A fresh buffer holding the current view at the newest snapshot's tick (set_config).
   void rebuild_interpolator() {
     interpolator.reset(interpolation_config());
-    if (!snapshots || !latest_snapshot_tick) return;
+    if (!config.interpolation || !snapshots || !latest_snapshot_tick) return;
     samples.clear();
     for (const wire::SnapshotObject& o : snapshots->objects()) samples.push_back(to_interpolation_sample(o));
     interpolator.add(*latest_snapshot_tick, std::nullopt, samples);
@@ -640,7 +641,9 @@ struct Client::Impl {
     }
     objects.clear();
     for (const wire::SnapshotObject& o : snapshots->objects()) objects.push_back(to_object_state(o));
-    std::sort(objects.begin(), objects.end(), [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; });
+    // The receiver's view ascends by index (one object per index), so this is normally a check.
+    const auto by_id = [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; };
+    if (!std::is_sorted(objects.begin(), objects.end(), by_id)) std::sort(objects.begin(), objects.end(), by_id);
     const auto first = static_cast<uint32_t>(result.snapshot_objects.size());
     result.snapshot_objects.insert(result.snapshot_objects.end(), objects.begin(), objects.end());
     result.snapshots.push_back(SnapshotRange{s.tick(), first, static_cast<uint32_t>(objects.size())});
@@ -948,7 +951,8 @@ bool Client::set_config(const ClientConfig& config, std::string* error) {
   if (!config.validate(error)) return false;
   const bool buffer_changed = config.max_extrapolation_s != m.config.max_extrapolation_s ||
                               config.correction_time_constant_s != m.config.correction_time_constant_s ||
-                              config.interpolation_history != m.config.interpolation_history;
+                              config.interpolation_history != m.config.interpolation_history ||
+                              config.interpolation != m.config.interpolation;
   m.config = config;
   m.clock.set_playout_jitter(!config.interpolation_delay_s.has_value());
   if (buffer_changed) m.rebuild_interpolator();

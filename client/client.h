@@ -223,6 +223,10 @@ struct ClientConfig {
   /// States kept per object by the interpolation buffer, in [2, 256]
   /// (InterpolationConfig::history).
   uint32_t interpolation_history = 32;
+  /// false: keep no interpolation buffer, so pose_at and pose_at_tick return nullopt and each
+  /// snapshot costs only its decode. For headless clients (bots, load generators, tools) that
+  /// read objects() and never render; the clock sync still runs.
+  bool interpolation = true;
 
   /// True when every field is in range; otherwise false and, if `error` is not null, a message
   /// naming the first bad field.

@@ -174,6 +174,7 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
   config.stats_interval_s = 1.0;  // ServerStats::tick_ns_p50/p99 are per stats window
   config.log_level = "warn";
   if (options.kbps > 0) config.max_kbps_per_client = options.kbps;
+  config.record_file = options.record_file;
 
   TruthRing truth(kTruthTicks, scene.bodies.size() + 16);
   std::string start_error;
@@ -216,6 +217,12 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
   bool measuring = false;
   Clock::time_point window_start{}, next_progress{};
   uint64_t bytes_in_at_start = 0, snapshot_bytes_at_start = 0, steps_dropped_at_start = 0;
+  uint64_t work_ns_at_start = 0, step_ns_at_start = 0, tick_at_start = 0;
+  auto work_ns = [&server] {
+    const server::ServerStats& st = server->stats();
+    return st.step_ns.load(std::memory_order_relaxed) + st.events_ns.load(std::memory_order_relaxed) +
+           st.snapshots_ns.load(std::memory_order_relaxed);
+  };
   uint64_t window_bytes_in = 0, window_full_bytes = 0, full_bytes = 0;
   std::vector<double> window_kbps, window_full_kbps, tick_p50_ms, tick_p99_ms;
   PoseErrors errors;
@@ -254,6 +261,9 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
       bytes_in_at_start = window_bytes_in = client.stats().bytes_in;
       snapshot_bytes_at_start = server->stats().snapshot_bytes.load(std::memory_order_relaxed);
       steps_dropped_at_start = server->stats().steps_dropped.load(std::memory_order_relaxed);
+      work_ns_at_start = work_ns();
+      step_ns_at_start = server->stats().step_ns.load(std::memory_order_relaxed);
+      tick_at_start = server->stats().tick.load(std::memory_order_relaxed);
     }
     if (!r.snapshots.empty()) {
       // Steer from the newest state: one force per snapshot (60 Hz), applied at the next step.
@@ -317,6 +327,13 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
   out.server_tick_ms_p50 = median(tick_p50_ms);
   out.server_tick_ms_p99 = tick_p99_ms.empty() ? 0.0 : *std::max_element(tick_p99_ms.begin(), tick_p99_ms.end());
   out.server_steps_dropped = server->stats().steps_dropped.load(std::memory_order_relaxed) - steps_dropped_at_start;
+  if (const uint64_t ticks = server->stats().tick.load(std::memory_order_relaxed) - tick_at_start) {
+    out.server_work_ms_per_tick = 1e-6 * static_cast<double>(work_ns() - work_ns_at_start) / static_cast<double>(ticks);
+    out.server_step_ms_per_tick =
+        1e-6 * static_cast<double>(server->stats().step_ns.load(std::memory_order_relaxed) - step_ns_at_start) /
+        static_cast<double>(ticks);
+  }
+  out.recording = !options.record_file.empty();
   out.player_speed_avg = player_samples ? speed_sum / static_cast<double>(player_samples) : 0.0;
   out.player_path_err_m_rms = player_samples ? std::sqrt(path_err_sq_sum / static_cast<double>(player_samples)) : 0.0;
   out.events_per_s = out.seconds > 0 ? static_cast<double>(events) / out.seconds : 0.0;
@@ -359,6 +376,9 @@ std::string to_json_line(const N1Result& r) {
   j["pose_samples"] = r.pose_samples;
   j["snapshots_unmatched"] = r.snapshots_unmatched;
   j["server_steps_dropped"] = r.server_steps_dropped;
+  j["server_work_ms_per_tick"] = r.server_work_ms_per_tick;
+  j["server_step_ms_per_tick"] = r.server_step_ms_per_tick;
+  j["recording"] = r.recording;
   j["player_path_err_m_rms"] = r.player_path_err_m_rms;
   j["request_errors"] = r.request_errors;
   j["events_per_s"] = r.events_per_s;
@@ -397,6 +417,8 @@ void print_human(std::FILE* out, const N1Result& r) {
                "(largest 1 s window p99), %llu steps dropped\n",
                r.player_speed_avg, r.player_path_err_m_rms, r.server_tick_ms_p50, r.server_tick_ms_p99,
                static_cast<unsigned long long>(r.server_steps_dropped));
+  std::fprintf(out, "  server thread work per tick %.3f ms (of which steps%s %.3f ms)\n", r.server_work_ms_per_tick,
+               r.recording ? " and recording" : "", r.server_step_ms_per_tick);
   std::fprintf(out, "  targets: average <= %.0f kbit/s: %s (%.1f); position error <= %.0f mm: %s (max %.2f)\n", kTargetKbps,
                r.kbps_avg <= kTargetKbps ? "met" : "NOT met", r.kbps_avg, kErrorThresholdMm,
                r.pos_err_mm_max <= kErrorThresholdMm ? "met" : "NOT met", r.pos_err_mm_max);

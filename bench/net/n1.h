@@ -22,6 +22,9 @@ struct N1Options {
   /// Send the player's per-tick force as a sequenced request (answered, resent until answered)
   /// instead of fire-and-forget (Client::apply_force_unreliable, the default: a game's input).
   bool reliable_forces = false;
+  /// Record the server's session into this file while measuring (impulse-server --record), to
+  /// measure what recording costs the tick loop; empty = no recording.
+  std::string record_file;
 };
 
 /// What one N1 run measured. Rates are per client (there is one) over the measured time; kbit =
@@ -52,6 +55,11 @@ struct N1Result {
   /// and the largest of their p99 (an upper bound of the run's p99).
   double server_tick_ms_p50 = 0, server_tick_ms_p99 = 0;
   uint64_t server_steps_dropped = 0;    ///< steps the server's catch-up cap discarded in the run
+  /// The server thread's work per tick [ms], mean over the measured time: ServerStats step_ns
+  /// (physics and recording) + events_ns + snapshots_ns, divided by the ticks stepped.
+  double server_work_ms_per_tick = 0;
+  double server_step_ms_per_tick = 0;   ///< of that, step_ns: physics steps and recording
+  bool recording = false;               ///< N1Options::record_file was set
   double player_speed_avg = 0;          ///< horizontal speed of the player [m/s], client view
   double player_path_err_m_rms = 0;     ///< RMS of |distance from origin - 10 m| [m]
   uint64_t client_resends = 0;          ///< ClientStats::requests_resent over the whole session

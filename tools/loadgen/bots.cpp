@@ -283,6 +283,11 @@ class BotThread {
         if (other.alive) receive(other);
       });
       b.client = std::make_unique<Client>();
+      // A bot renders nothing: no interpolation buffer, so its CPU goes to what every client
+      // must do (decode, ack) and the measurement is of the server.
+      ClientConfig headless;
+      headless.interpolation = false;
+      b.client->set_config(headless, nullptr);
       if (Clock::now() >= s_.deadline) {
         note_connect_failure("the connect phase's deadline passed before this bot's turn");
         return;
@@ -558,7 +563,11 @@ LoadReport run_load(const LoadOptions& options, const InprocServer* server) {
   report.rtt_ms_p99 = percentile(rtt, 99);
   report.process_cpu_s = shared.process_cpu_end - shared.process_cpu_start;
   if (server) {
-    if (shared.server_cpu_start && shared.server_cpu_end) report.server_cpu_s = *shared.server_cpu_end - *shared.server_cpu_start;
+    if (shared.server_cpu_start && shared.server_cpu_end) {
+      report.server_thread_cpu_s = *shared.server_cpu_end - *shared.server_cpu_start;
+    }
+    // The server's tick thread and its worker pool: everything in the process but the bots.
+    report.server_cpu_s = std::max(0.0, report.process_cpu_s - report.bots_cpu_s);
     report.server_tick_ms_p50 = percentile(tick_p50, 50);
     report.server_tick_ms_p99_median = percentile(tick_p99, 50);
     report.server_tick_ms_p99 = tick_p99.empty() ? 0.0 : *std::max_element(tick_p99.begin(), tick_p99.end());
@@ -618,6 +627,7 @@ std::string to_json_line(const LoadReport& r) {
   j["server_tick_ms_p99_median"] = or_null(r.server_tick_ms_p99_median);
   j["server_steps_dropped"] = or_null(r.server_steps_dropped);
   j["server_cpu_s"] = or_null(r.server_cpu_s);
+  j["server_thread_cpu_s"] = or_null(r.server_thread_cpu_s);
   j["server_step_ms_per_s"] = or_null(r.server_step_ms_per_s);
   j["server_events_ms_per_s"] = or_null(r.server_events_ms_per_s);
   j["server_snapshots_ms_per_s"] = or_null(r.server_snapshots_ms_per_s);
@@ -628,7 +638,8 @@ std::string to_json_line(const LoadReport& r) {
       r.server_cpu_s ? nlohmann::ordered_json(1000.0 * *r.server_cpu_s / seconds / clients) : nlohmann::ordered_json(nullptr);
   j["bots_cpu_cores"] = r.bots_cpu_s / seconds;
   j["process_cpu_cores"] = r.process_cpu_s / seconds;
-  j["cpu_method"] = r.server_cpu_s ? "server: its thread's CPU clock (pthread_getcpuclockid); bots: their threads' "
+  j["cpu_method"] = r.server_cpu_s ? "server: process minus bots (its tick thread and worker pool; server_thread_cpu_s: "
+                                     "the tick thread's clock, pthread_getcpuclockid); bots: their threads' "
                                      "CLOCK_THREAD_CPUTIME_ID; process: getrusage(RUSAGE_SELF)"
                                    : "external server: not measured here; bots: their threads' CLOCK_THREAD_CPUTIME_ID";
   j["bytes_in_per_client_per_s"] = r.bytes_in_per_client_per_s;
@@ -681,8 +692,9 @@ void print_human(std::FILE* out, const LoadReport& r) {
     std::fprintf(out, "  server tick: not visible from a client (run with --server inproc for tick and CPU figures)\n");
   }
   if (r.server_cpu_s) {
-    std::fprintf(out, "  server CPU (its thread's clock): %.3f cores, %.3f ms per client per second\n", *r.server_cpu_s / seconds,
-                 1000.0 * *r.server_cpu_s / seconds / clients);
+    std::fprintf(out, "  server CPU (process minus bots: tick thread and worker pool): %.3f cores, %.3f ms per client per "
+                 "second; tick thread alone %.3f cores\n", *r.server_cpu_s / seconds, 1000.0 * *r.server_cpu_s / seconds / clients,
+                 r.server_thread_cpu_s.value_or(0.0) / seconds);
   }
   std::fprintf(out, "  bots CPU: %.3f cores; whole process: %.3f cores\n", r.bots_cpu_s / seconds, r.process_cpu_s / seconds);
   std::fprintf(out, "  per client (UDP payload, no IP/UDP headers): in %.0f B/s (%.1f kbit/s), out %.0f B/s (%.1f kbit/s); "

@@ -28,6 +28,7 @@ struct Options {
   int snapshot_hz = 20;
   std::string scene = "demo";
   int kbps = 0;  // 0 = the server's default
+  int server_threads = 0;  // --server-threads: 0 = one per core
   std::string log_level = "warn";
 };
 
@@ -44,6 +45,7 @@ int run(Options& o) {
     config.stats_interval_s = 1.0;  // ServerStats::tick_ns_p50/p99 are per stats window
     config.log_level = o.log_level;
     if (o.kbps > 0) config.max_kbps_per_client = o.kbps;
+    config.threads = o.server_threads;
     std::string error;
     server = tools::InprocServer::start(config, {}, &error);
     if (!server) {
@@ -118,6 +120,9 @@ int main(int argc, char** argv) {
   app.add_option("--scene", o.scene, "inproc: the server's scene (demo or a JSON scene file)");
   app.add_option("--kbps", o.kbps, "inproc: per-client send budget [kbit/s] (default: the server's, 1024)")
       ->check(CLI::Range(1, 1000000));
+  app.add_option("--server-threads", o.server_threads,
+                 "inproc: the server's --threads (physics solve and snapshot writes); 0 = one per core")
+      ->check(CLI::Range(0, 256));
   app.add_option("--log-level", o.log_level, "inproc: the server's log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_flag("--json", o.json, "print one JSON object instead of the summary");
