@@ -217,7 +217,7 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
   bool measuring = false;
   Clock::time_point window_start{}, next_progress{};
   uint64_t bytes_in_at_start = 0, snapshot_bytes_at_start = 0, steps_dropped_at_start = 0;
-  uint64_t work_ns_at_start = 0, step_ns_at_start = 0, tick_at_start = 0;
+  uint64_t work_ns_at_start = 0, step_ns_at_start = 0, record_ns_at_start = 0, tick_at_start = 0;
   auto work_ns = [&server] {
     const server::ServerStats& st = server->stats();
     return st.step_ns.load(std::memory_order_relaxed) + st.events_ns.load(std::memory_order_relaxed) +
@@ -263,6 +263,7 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
       steps_dropped_at_start = server->stats().steps_dropped.load(std::memory_order_relaxed);
       work_ns_at_start = work_ns();
       step_ns_at_start = server->stats().step_ns.load(std::memory_order_relaxed);
+      record_ns_at_start = server->stats().record_ns.load(std::memory_order_relaxed);
       tick_at_start = server->stats().tick.load(std::memory_order_relaxed);
     }
     if (!r.snapshots.empty()) {
@@ -332,6 +333,10 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
     out.server_step_ms_per_tick =
         1e-6 * static_cast<double>(server->stats().step_ns.load(std::memory_order_relaxed) - step_ns_at_start) /
         static_cast<double>(ticks);
+    out.server_record_ms_per_tick =
+        1e-6 * static_cast<double>(server->stats().record_ns.load(std::memory_order_relaxed) - record_ns_at_start) /
+        static_cast<double>(ticks);
+    if (out.server_work_ms_per_tick > 0) out.recording_share = out.server_record_ms_per_tick / out.server_work_ms_per_tick;
   }
   out.recording = !options.record_file.empty();
   out.player_speed_avg = player_samples ? speed_sum / static_cast<double>(player_samples) : 0.0;
@@ -379,6 +384,8 @@ std::string to_json_line(const N1Result& r) {
   j["server_work_ms_per_tick"] = r.server_work_ms_per_tick;
   j["server_step_ms_per_tick"] = r.server_step_ms_per_tick;
   j["recording"] = r.recording;
+  j["server_record_ms_per_tick"] = r.server_record_ms_per_tick;
+  j["recording_share"] = r.recording_share;
   j["player_path_err_m_rms"] = r.player_path_err_m_rms;
   j["request_errors"] = r.request_errors;
   j["events_per_s"] = r.events_per_s;
@@ -419,6 +426,10 @@ void print_human(std::FILE* out, const N1Result& r) {
                static_cast<unsigned long long>(r.server_steps_dropped));
   std::fprintf(out, "  server thread work per tick %.3f ms (of which steps%s %.3f ms)\n", r.server_work_ms_per_tick,
                r.recording ? " and recording" : "", r.server_step_ms_per_tick);
+  if (r.recording) {
+    std::fprintf(out, "  recording: %.4f ms per tick in hashes, tick frames and keyframes, %.1f %% of the work per tick\n",
+                 r.server_record_ms_per_tick, 100.0 * r.recording_share);
+  }
   std::fprintf(out, "  targets: average <= %.0f kbit/s: %s (%.1f); position error <= %.0f mm: %s (max %.2f)\n", kTargetKbps,
                r.kbps_avg <= kTargetKbps ? "met" : "NOT met", r.kbps_avg, kErrorThresholdMm,
                r.pos_err_mm_max <= kErrorThresholdMm ? "met" : "NOT met", r.pos_err_mm_max);

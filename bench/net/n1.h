@@ -59,6 +59,10 @@ struct N1Result {
   /// (physics and recording) + events_ns + snapshots_ns, divided by the ticks stepped.
   double server_work_ms_per_tick = 0;
   double server_step_ms_per_tick = 0;   ///< of that, step_ns: physics steps and recording
+  /// Of that, ServerStats::record_ns: world hashes, tick frames and keyframes for the recording
+  /// [ms per tick], and that as a share of the whole work per tick (0 without recording).
+  double server_record_ms_per_tick = 0;
+  double recording_share = 0;
   bool recording = false;               ///< N1Options::record_file was set
   double player_speed_avg = 0;          ///< horizontal speed of the player [m/s], client view
   double player_path_err_m_rms = 0;     ///< RMS of |distance from origin - 10 m| [m]

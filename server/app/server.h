@@ -103,6 +103,7 @@ struct ServerStats {
   std::atomic<uint64_t> events_queued{0};      ///< collision events queued for delivery, all sessions
   // Where the live tick's time goes, summed over all updates [ns] (wall clock of the server thread).
   std::atomic<uint64_t> step_ns{0};            ///< physics steps (and recording)
+  std::atomic<uint64_t> record_ns{0};          ///< of step_ns: world hashes, tick frames and keyframes for --record
   std::atomic<uint64_t> events_ns{0};          ///< raycasts and collision-event datagrams
   std::atomic<uint64_t> snapshots_ns{0};       ///< snapshot source and per-client snapshot writes
 };

@@ -935,6 +935,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
   if (steps > 0) {
     using SteadyClock = std::chrono::steady_clock;
     std::optional<uint64_t> step_hash;  // of the last step, when the recorder computed it
+    uint64_t record_ns = 0;             // of the steps' time, spent hashing and encoding for the recorder
     apply_requests(now, out);
     events_.clear();
     size_t events_dropped = 0;
@@ -945,8 +946,10 @@ int ServerCore::update(TimePoint now, Outbox& out) {
       world_.step(dt_);
       if (recorder_) {
         // world_hash() is O(bodies + contacts): compute it once per step and share it.
+        const auto t_record = SteadyClock::now();
         step_hash = world_.world_hash();
         recorder_->end_tick(world_, *step_hash);
+        record_ns += static_cast<uint64_t>(std::chrono::nanoseconds(SteadyClock::now() - t_record).count());
       }
       const auto step_events = world_.contact_events();
       const size_t room = kMaxEventsPerUpdate - events_.size();
@@ -974,6 +977,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
       return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
     };
     stats_.step_ns.fetch_add(ns(t_events - t_step), std::memory_order_relaxed);
+    stats_.record_ns.fetch_add(record_ns, std::memory_order_relaxed);
     stats_.events_ns.fetch_add(ns(t_snapshots - t_events), std::memory_order_relaxed);
     stats_.snapshots_ns.fetch_add(ns(t_end - t_snapshots), std::memory_order_relaxed);
     publish_stats(step_hash);

@@ -337,7 +337,7 @@ class World {
     std::vector<uint32_t> by_b;
   };
   mutable QueryCache query_cache_;
-  mutable std::vector<uint8_t> hash_scratch_;  // world_hash()'s serialised state, reused
+  mutable std::vector<uint32_t> hash_scratch_;  // world_hash()'s serialised state (little-endian words), reused
 };
 
 }  // namespace impulse::physics

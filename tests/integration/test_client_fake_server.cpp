@@ -630,6 +630,30 @@ TEST_F(FakeSession, SnapshotsApplyEntriesDeltasAndExits) {
   EXPECT_EQ(client.server_tick(), 1013u);
 }
 
+// A headless client (interpolation off) keeps the same view and acks, but no pose buffer.
+TEST_F(FakeSession, AHeadlessClientKeepsTheViewWithoutAPoseBuffer) {
+  ClientConfig headless;
+  headless.interpolation = false;
+  std::string error;
+  ASSERT_TRUE(client.set_config(headless, &error)) << error;
+  world.set(1010, three_objects());
+  world.ack(send_snapshot());
+  EXPECT_EQ(deliver(1), std::vector<uint64_t>{1010});
+  std::vector<FakeObject> objects = world.objects();
+  objects[0].position = {2.0f, 1.75f, -3.0f};
+  world.set(1011, objects);
+  send_snapshot();
+  EXPECT_EQ(deliver(1), std::vector<uint64_t>{1011});
+  expect_view(client, world);
+  EXPECT_EQ(client.interpolator().size(), 0u);
+  EXPECT_FALSE(client.pose_at_tick(ObjectID{1, 1}, 1011.0).has_value());
+
+  // Turned back on, the buffer starts from the current view.
+  ASSERT_TRUE(client.set_config(ClientConfig{}, &error)) << error;
+  EXPECT_EQ(client.interpolator().size(), 3u);
+  EXPECT_TRUE(client.pose_at_tick(ObjectID{1, 1}, 1011.0).has_value());
+}
+
 TEST_F(FakeSession, CorruptedSnapshotsAreRejectedCountedAndNeverAcked) {
   world.set(1020, three_objects());
   const uint32_t good = send_snapshot();
