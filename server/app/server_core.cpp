@@ -162,7 +162,7 @@ constexpr size_t kMaxEventDatagramsPerUpdate = 4;
 // A snapshot is sent even when the budget is spent, this small, so acks and exits keep flowing.
 constexpr size_t kMinSnapshotBudgetBytes = 64;
 // Runs of due sessions per pool thread in write_snapshots (several, so uneven writes balance).
-constexpr size_t kSnapshotRunsPerThread = 4;
+constexpr size_t kSnapshotRunsPerThread = 8;
 
 int resolve_threads(int threads) {
   if (threads > 0) return threads;

@@ -5,6 +5,7 @@
 #include "server/net/snapshot_sender.h"
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <cassert>
 #include <cmath>
@@ -335,6 +336,18 @@ bool SnapshotSender::collect_nearby_visits(const SnapshotSource& source) {
   // A huge area: scanning the changed column is cheaper than walking thousands of cells.
   constexpr int64_t kMaxCells = 1024;
   if ((cx1 - cx0 + 1) * (cz1 - cz0 + 1) > kMaxCells) return false;
+  // Marks in a bitmap over the indices, then reads it in order: the visits come out ascending and
+  // unique without a sort (the cells yield rows in cell order, not index order).
+  // Past 2^18 indices (a 32 KiB bitmap per write) a sort of the few visits is cheaper.
+  const bool bitmap = tracks_.size() <= (size_t{1} << 18);
+  if (bitmap) visit_bits_.assign((tracks_.size() + 63) / 64, 0);
+  auto mark = [&](uint32_t index) {
+    if (bitmap) {
+      visit_bits_[index >> 6] |= uint64_t{1} << (index & 63);
+    } else {
+      visits_.push_back(index);
+    }
+  };
   const auto& cells = source.cell_rows;
   for (int64_t cx = cx0; cx <= cx1; ++cx) {
     const uint64_t first = SnapshotSource::cell_key(static_cast<int32_t>(cx), static_cast<int32_t>(cz0));
@@ -343,20 +356,28 @@ bool SnapshotSender::collect_nearby_visits(const SnapshotSource& source) {
                                [](const SnapshotSource::CellRow& c, uint64_t key) { return c.cell < key; });
     for (; it != cells.end() && it->cell <= last; ++it) {
       const uint32_t index = source.ids[it->row].index;
-      if (source.changed_build[index] > seen_build_) visits_.push_back(index);
+      if (source.changed_build[index] > seen_build_) mark(index);
     }
   }
-  visits_.insert(visits_.end(), pending_.begin(), pending_.end());
-  visits_.insert(visits_.end(), acked_.begin(), acked_.end());
+  for (const uint32_t index : pending_) mark(index);
+  for (const uint32_t index : acked_) mark(index);
   // Of the held indices only the changed ones: one may have left the cells above, and must then
   // exit. An unchanged one that is not pending or acked would visit to no effect: same id, same
   // position and area (a new area visits everything), so same relevance, and a state equal to its
   // baseline, or it would be pending.
   for (const uint32_t index : held_) {
-    if (source.changed_build[index] > seen_build_) visits_.push_back(index);
+    if (source.changed_build[index] > seen_build_) mark(index);
   }
-  std::sort(visits_.begin(), visits_.end());
-  visits_.erase(std::unique(visits_.begin(), visits_.end()), visits_.end());
+  if (bitmap) {
+    for (size_t w = 0; w < visit_bits_.size(); ++w) {
+      for (uint64_t bits = visit_bits_[w]; bits != 0; bits &= bits - 1) {
+        visits_.push_back(static_cast<uint32_t>(64 * w + static_cast<size_t>(std::countr_zero(bits))));
+      }
+    }
+  } else {
+    std::sort(visits_.begin(), visits_.end());
+    visits_.erase(std::unique(visits_.begin(), visits_.end()), visits_.end());
+  }
   return true;
 }
 

@@ -259,6 +259,7 @@ class SnapshotSender {
 
   // Scratch of write(), reused.
   std::vector<uint32_t> visits_;
+  std::vector<uint64_t> visit_bits_;  // collect_nearby_visits: one bit per object index
   std::vector<uint32_t> next_pending_;
   std::vector<uint32_t> next_held_;
   std::vector<Candidate> candidates_;

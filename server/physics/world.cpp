@@ -93,7 +93,7 @@ namespace {
 // pool costs more than it saves.
 constexpr uint32_t kMinParallelSolveBodies = 64;
 // Batches per pool thread, so one heavy group (a pile) does not leave the other threads idle.
-constexpr size_t kSolveBatchesPerThread = 4;
+constexpr size_t kSolveBatchesPerThread = 8;
 
 bool is_finite_positive(float x) { return std::isfinite(x) && x > 0; }
 bool is_finite_non_negative(float x) { return std::isfinite(x) && x >= 0; }

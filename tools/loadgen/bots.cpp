@@ -48,6 +48,8 @@ struct Bot {
   std::vector<ObjectID> bodies;  // created (answered Ok)
   size_t destroys_sent = 0;
   std::unordered_map<uint32_t, RequestKind> pending;  // request id -> what it asked
+  std::unordered_map<uint32_t, uint32_t> create_cell;  // pending create's request id -> its grid cell
+  std::vector<uint32_t> retry_cells;  // cells whose create was answered RateLimited: sent again
   size_t push_next = 0;
   Clock::duration push_step{};
   Clock::time_point next_push{}, next_ping{};
@@ -59,7 +61,7 @@ struct Bot {
 /// Per-thread tallies, merged after the threads end.
 struct Tally {
   ErrorCounts errors{};
-  uint64_t requests_sent = 0, pushes = 0, disconnects = 0;
+  uint64_t requests_sent = 0, pushes = 0, disconnects = 0, create_retries = 0;
   int spawned = 0, destroyed = 0, connect_failures = 0;
   std::string first_connect_error;
   std::map<std::string, uint64_t> disconnect_reasons;
@@ -226,7 +228,11 @@ class BotThread {
     await_phase(Phase::Spawn);  // targets assigned
     start_spawn();
     run_frames([this](Bot& b, Clock::time_point now) { spawn(b, now); }, s_.deadline,
-               [this] { return all_bots([](const Bot& b) { return b.creates_sent == b.target && b.pending.empty(); }); });
+               [this] {
+                 return all_bots([](const Bot& b) {
+                   return b.creates_sent == b.target && b.retry_cells.empty() && b.pending.empty();
+                 });
+               });
     await_phase(Phase::Settle);
     // The spawned bodies land and fall asleep before the measurement: it is of the steady state
     // of pushing, not of 5,000 bodies landing at once. An in-process server says when they sleep.
@@ -330,6 +336,19 @@ class BotThread {
       if (it == b.pending.end()) continue;
       const RequestKind kind = it->second;
       b.pending.erase(it);
+      uint32_t cell = 0;
+      if (kind == RequestKind::Create) {
+        const auto c = b.create_cell.find(result.request_id);
+        if (c != b.create_cell.end()) {
+          cell = c->second;
+          b.create_cell.erase(c);
+        }
+      }
+      if (kind == RequestKind::Create && result.code == wire::ResultCode::RateLimited) {
+        b.retry_cells.push_back(cell);  // the server shed load: back off (the pacing) and send it again
+        ++tally_.create_retries;
+        continue;
+      }
       if (!result.ok()) {
         const auto code = static_cast<size_t>(result.code);
         ++tally_.errors[std::min(code, tally_.errors.size() - 1)];
@@ -386,15 +405,23 @@ class BotThread {
 
   void spawn(Bot& b, Clock::time_point) {
     const auto total = static_cast<uint32_t>(std::max(s_.report->bodies_targeted, 1));
-    while (b.alive && b.credit >= 1.0 && b.creates_sent < b.target) {
+    while (b.alive && b.credit >= 1.0 && (!b.retry_cells.empty() || b.creates_sent < b.target)) {
+      uint32_t cell;
+      if (!b.retry_cells.empty()) {
+        cell = b.retry_cells.back();
+        b.retry_cells.pop_back();
+      } else {
+        cell = b.first_cell + b.creates_sent++;
+      }
       ObjectDesc desc;
       desc.kind = wire::BodyKind::Dynamic;
       desc.shape = wire::ShapeKind::Box;
       desc.dims = {kBodyHalfExtent, kBodyHalfExtent, kBodyHalfExtent};
-      desc.position = cell_position(o_, b.first_cell + b.creates_sent, total);
+      desc.position = cell_position(o_, cell, total);
       desc.mass = kBodyMass;
-      ++b.creates_sent;
-      sent(b, b.client->create_object(desc), RequestKind::Create);
+      const uint32_t id = b.client->create_object(desc);
+      if (id != 0) b.create_cell.emplace(id, cell);
+      sent(b, id, RequestKind::Create);
     }
   }
 
@@ -535,6 +562,7 @@ LoadReport run_load(const LoadOptions& options, const InprocServer* server) {
     for (size_t i = 0; i < report.errors.size(); ++i) report.errors[i] += t.errors[i];
     report.requests_sent += t.requests_sent;
     report.pushes += t.pushes;
+    report.create_retries += t.create_retries;
     report.disconnects += t.disconnects;
     report.bodies_spawned += t.spawned;
     report.bodies_destroyed += t.destroyed;
@@ -651,6 +679,7 @@ std::string to_json_line(const LoadReport& r) {
   j["bot_frame_ms"] = r.frame_ms;
   j["requests_sent"] = r.requests_sent;
   j["pushes"] = r.pushes;
+  j["create_retries"] = r.create_retries;
   j["snapshots_per_client_per_s"] = static_cast<double>(r.snapshots) / clients / seconds;
   j["snapshots_rejected"] = r.snapshots_rejected;
   j["disconnects"] = r.disconnects;
@@ -709,7 +738,8 @@ void print_human(std::FILE* out, const LoadReport& r) {
   for (size_t i = 0; i < r.errors.size(); ++i) {
     if (r.errors[i] != 0) std::fprintf(out, " %s=%llu", code_name(i).c_str(), static_cast<unsigned long long>(r.errors[i]));
   }
-  std::fprintf(out, "; sessions lost %llu; snapshots rejected %llu\n", static_cast<unsigned long long>(r.disconnects),
+  std::fprintf(out, "; creates retried after RateLimited %llu; sessions lost %llu; snapshots rejected %llu\n",
+               static_cast<unsigned long long>(r.create_retries), static_cast<unsigned long long>(r.disconnects),
                static_cast<unsigned long long>(r.snapshots_rejected));
   for (const auto& [reason, n] : r.disconnect_reasons) {
     std::fprintf(out, "    %llu x %s\n", static_cast<unsigned long long>(n), reason.c_str());

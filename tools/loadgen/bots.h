@@ -76,6 +76,9 @@ struct LoadReport {
   float interest_radius = 0;
   uint64_t requests_sent = 0;  ///< all phases
   uint64_t pushes = 0;         ///< impulses sent in the push phase
+  /// Creates answered RateLimited (the server's per-tick request queue was full) and sent again,
+  /// as a client backing off would; they are not in `errors`.
+  uint64_t create_retries = 0;
   ErrorCounts errors{};        ///< all phases
   uint64_t error_total = 0;
   uint64_t disconnects = 0;    ///< sessions lost: closed by the server, or gone when a bot sent

@@ -43,9 +43,11 @@ struct SimObject {
 struct SimWorld {
   std::vector<SimObject> slots;
   uint32_t generation_counter = 0;
+  uint32_t first_index = 0;  // slots below stay empty (a sparse index space)
 
   ObjectID create(Vec3 position, Vec3 velocity = {}) {
-    uint32_t index = 0;
+    if (slots.size() < first_index) slots.resize(first_index);
+    uint32_t index = first_index;
     while (index < slots.size() && !slots[index].id.is_null()) ++index;
     if (index == slots.size()) slots.emplace_back();
     SimObject& o = slots[index];
@@ -327,7 +329,9 @@ TEST(SnapshotSender, ReceiverReproducesTheSenderOverALossyReorderingLink) {
 // the client holds), yet writes the very bytes of a sender that visits every index. Objects far
 // away move, die and are recycled; the area sweeps across the world, so objects enter, leave and
 // come back.
-TEST(SnapshotSender, GridCullingWritesTheSameBytesAsAFullScan) {
+// Grid culling against a full scan, over `steps` writes, with the objects' indices starting at
+// `first_index` (past 2^18 the sender sorts its visits instead of marking a bitmap).
+void expect_grid_culling_matches_full_scan(uint32_t first_index, int steps) {
   Rng rng(7);
   SnapshotSenderConfig config;
   SnapshotSenderConfig full_config = config;
@@ -335,6 +339,7 @@ TEST(SnapshotSender, GridCullingWritesTheSameBytesAsAFullScan) {
   SnapshotSender sender(config), shadow(full_config);
   SnapshotReceiver receiver(config.quant);
   SimWorld world;
+  world.first_index = first_index;
   for (int i = 0; i < 3000; ++i) {  // half of them at rest: acked, they are no longer due
     const Vec3 v = i % 2 ? Vec3{rng.uniform(-20, 20), 0, rng.uniform(-20, 20)} : Vec3{};
     world.create({rng.uniform(-400, 400), rng.uniform(0, 5), rng.uniform(-400, 400)}, v);
@@ -343,13 +348,13 @@ TEST(SnapshotSender, GridCullingWritesTheSameBytesAsAFullScan) {
   Bytes out, shadow_out;
   uint32_t sequence = 77;
   size_t entries = 0, exits = 0;
-  for (int step = 0; step < 240; ++step) {
+  for (int step = 0; step < steps; ++step) {
     for (SimObject& o : world.slots) {
       if (o.id.is_null()) continue;
       o.position += o.velocity * (1.0f / 20.0f);
     }
     for (int k = 0; k < 5; ++k) {  // churn, mostly far from the area
-      const uint32_t i = rng.below(static_cast<uint32_t>(world.slots.size()));
+      const uint32_t i = first_index + rng.below(static_cast<uint32_t>(world.slots.size() - first_index));
       if (!world.slots[i].id.is_null()) world.destroy(i);
       world.create({rng.uniform(-400, 400), 1, rng.uniform(-400, 400)}, {rng.uniform(-5, 5), 0, 0});
     }
@@ -381,8 +386,14 @@ TEST(SnapshotSender, GridCullingWritesTheSameBytesAsAFullScan) {
       shadow.on_acked(sequence);
     }
   }
-  EXPECT_GT(entries, 200u);
-  EXPECT_GT(exits, 50u);
+  EXPECT_GT(entries, 100u * static_cast<size_t>(steps) / 120);
+  EXPECT_GT(exits, 25u * static_cast<size_t>(steps) / 120);
+}
+
+TEST(SnapshotSender, GridCullingWritesTheSameBytesAsAFullScan) { expect_grid_culling_matches_full_scan(0, 240); }
+
+TEST(SnapshotSender, GridCullingMatchesAFullScanInASparseIndexSpace) {
+  expect_grid_culling_matches_full_scan(300000, 120);
 }
 
 TEST(SnapshotSender, TheSameInputsGiveTheSameBytes) {
