@@ -37,7 +37,9 @@
 //                  mixed friction and restitution (material-pair table, else the mixing rules).
 //                  Then the soft step (solver.h): substeps x (integrate velocities with gravity and
 //                  forces, warm start, solve with soft bias, integrate positions, relax), then
-//                  restitution; impulses stored back. Poses written from the solver's position and
+//                  restitution; impulses stored back. With a worker pool, the contact-connected
+//                  groups of movable bodies are solved in batches on its threads, bit-identical to
+//                  one thread (see World::solve). Poses written from the solver's position and
 //                  rotation deltas (quaternion renormalised), AABBs refreshed.
 //                                                    reads: contacts_, material, pose, motion
 //                                                    writes: pose, motion, contacts_ impulses
@@ -94,6 +96,25 @@ namespace {
 constexpr uint32_t kMinParallelSolveBodies = 64;
 // Batches per pool thread, so one heavy group (a pile) does not leave the other threads idle.
 constexpr size_t kSolveBatchesPerThread = 8;
+
+// Union-find over [0, n) in `parent` (path halving; the smaller index becomes the root, so
+// parent[x] <= x always and a root is the lowest index of its set).
+void union_find_reset(std::vector<uint32_t>& parent, uint32_t n) {
+  parent.resize(n);
+  std::iota(parent.begin(), parent.end(), 0u);
+}
+uint32_t union_find_root(std::vector<uint32_t>& parent, uint32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+void union_find_join(std::vector<uint32_t>& parent, uint32_t a, uint32_t b) {
+  const uint32_t ra = union_find_root(parent, a);
+  const uint32_t rb = union_find_root(parent, b);
+  if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+}
 
 bool is_finite_positive(float x) { return std::isfinite(x) && x > 0; }
 bool is_finite_non_negative(float x) { return std::isfinite(x) && x >= 0; }
@@ -879,15 +900,7 @@ void World::solve(float dt) {
   // Restitution's sweeps end per batch when one resolves nothing; a sweep that resolves nothing
   // changes nothing, so that is the same as the global loop too.
   std::vector<uint32_t>& parent = scratch_.solver_parent;
-  parent.resize(movable);
-  std::iota(parent.begin(), parent.end(), 0u);
-  auto find = [&](uint32_t x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];  // path halving
-      x = parent[x];
-    }
-    return x;
-  };
+  union_find_reset(parent, movable);
   const int threads = pool_ ? pool_->threads() : 1;
   const bool parallel = threads > 1 && movable >= kMinParallelSolveBodies;
   uint32_t groups = 0;
@@ -902,10 +915,7 @@ void World::solve(float dt) {
   }
   if (parallel) {
     for (const SolverEdge& e : edges) {
-      if (e.a >= movable || e.b >= movable) continue;
-      const uint32_t ra = find(e.a);
-      const uint32_t rb = find(e.b);
-      if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+      if (e.a < movable && e.b < movable) union_find_join(parent, e.a, e.b);
     }
     // A root is its group's lowest body (unions keep parent[x] <= x), so one ascending pass points
     // every body at its root, and a second numbers the groups by root and gives each body its group.
@@ -1029,15 +1039,8 @@ void World::update_islands(float dt) {
   // Islands: union-find over awake indices, joined by solved manifolds between two dynamic bodies
   // (static, sleeping and kinematic partners map to the immovable index n and join nothing).
   std::vector<uint32_t>& parent = scratch_.island_parent;
-  parent.resize(n);
-  std::iota(parent.begin(), parent.end(), 0u);
-  auto find = [&](uint32_t x) {
-    while (parent[x] != x) {
-      parent[x] = parent[parent[x]];  // path halving
-      x = parent[x];
-    }
-    return x;
-  };
+  union_find_reset(parent, n);
+  auto find = [&](uint32_t x) { return union_find_root(parent, x); };
   const std::vector<SolverBody>& sb = scratch_.solver_bodies;
   auto is_kinematic = [&](uint32_t i) { return i < n && !scratch_.forces[i].dynamic; };
   auto is_moving = [&](uint32_t i) { return sb[i].velocity != Vec3{} || sb[i].angular_velocity != Vec3{}; };
@@ -1052,9 +1055,7 @@ void World::update_islands(float dt) {
       bodies_.info[slots_.dense_of_slot(awake_[e.a])].sleep_timer = 0;
     }
     if (e.a >= n || e.b >= n || a_kinematic || b_kinematic) continue;
-    const uint32_t ra = find(e.a);
-    const uint32_t rb = find(e.b);
-    if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);  // smaller index is the root
+    union_find_join(parent, e.a, e.b);
   }
 
   // Minimum sleep timer per island root.
