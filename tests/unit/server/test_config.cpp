@@ -68,7 +68,7 @@ TEST(Config, DefaultsWithoutFlags) {
 TEST(Config, FlagsAreParsed) {
   const Parsed p = parse({"--bind", "127.0.0.1", "--port", "0", "--tick-hz", "120", "--snapshot-hz", "20", "--scene",
                           "x.json", "--max-clients", "3", "--client-timeout", "2.5", "--log-level", "debug",
-                          "--max-steps-per-frame", "8", "--stats-interval", "1"});
+                          "--max-steps-per-frame", "8", "--stats-interval", "1", "--threads", "3"});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
   EXPECT_EQ(p.config.bind, "127.0.0.1");
   EXPECT_EQ(p.config.port, 0);
@@ -80,6 +80,7 @@ TEST(Config, FlagsAreParsed) {
   EXPECT_EQ(p.config.log_level, "debug");
   EXPECT_EQ(p.config.max_steps_per_frame, 8);
   EXPECT_EQ(p.config.stats_interval_s, 1.0);
+  EXPECT_EQ(p.config.threads, 3);
 }
 
 TEST(Config, EnvironmentIsTheFallback) {
@@ -132,6 +133,8 @@ TEST(Config, OutOfRangeValuesAreRejectedNamingTheFlag) {
       {{"--client-timeout", "-5"}, "--client-timeout must be in (0, 3600]"},
       {{"--max-steps-per-frame", "0"}, "--max-steps-per-frame must be in 1..100"},
       {{"--stats-interval", "0"}, "--stats-interval must be in"},
+      {{"--threads", "-1"}, "--threads must be in 0..256"},
+      {{"--threads", "257"}, "--threads must be in 0..256 (0 = one per CPU core; got 257)"},
       {{"--log-level", "loud"}, "--log-level must be one of"},
       {{"--scene", ""}, "--scene must be"},
       {{"--bind", ""}, "--bind must be"},
@@ -161,7 +164,7 @@ TEST(Config, HelpDocumentsEveryFlagWithDefaultsAndEnvironmentNames) {
   const Parsed p = parse({"--help"});
   ASSERT_EQ(p.status, ParseStatus::Exit);
   for (const char* text : {"--bind", "--port", "--tick-hz", "--snapshot-hz", "--scene", "--max-clients",
-                           "--client-timeout", "--log-level", "IMPULSE_TICK_HZ", "IMPULSE_CLIENT_TIMEOUT", "=7777",
+                           "--client-timeout", "--log-level", "--threads", "IMPULSE_THREADS", "IMPULSE_TICK_HZ", "IMPULSE_CLIENT_TIMEOUT", "=7777",
                            "=60", "=demo", "[Hz]", "[s]"}) {
     EXPECT_NE(p.message.find(text), std::string::npos) << "help lacks " << text;
   }
@@ -170,7 +173,7 @@ TEST(Config, HelpDocumentsEveryFlagWithDefaultsAndEnvironmentNames) {
 TEST(Config, DescribeListsEveryField) {
   const std::string line = describe_config(ServerConfig{});
   for (const char* text : {"bind=0.0.0.0", "port=7777", "tick_hz=60", "snapshot_hz=30", "scene=demo",
-                           "max_clients=64", "client_timeout=10s", "log_level=info"}) {
+                           "max_clients=64", "client_timeout=10s", "log_level=info", "threads=auto"}) {
     EXPECT_NE(line.find(text), std::string::npos) << line;
   }
 }
