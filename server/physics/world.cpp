@@ -251,8 +251,8 @@ class StageTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Serialises state fields little-endian into a byte buffer for one XXH3 pass: hashing the
-// bytes at once is several times faster than a byte-at-a-time hash fed field by field.
+// Serialises state fields little-endian into a word buffer for one XXH3 pass: hashing the bytes
+// at once is several times faster than a byte-at-a-time hash fed field by field.
 class StateBytes {
  public:
   explicit StateBytes(std::vector<uint32_t>& out) : out_(out) {}
@@ -939,20 +939,24 @@ void World::solve(float dt) {
       batches[lightest].weight += weight[g];
     }
   }
+  // On one thread there is one batch, solved in place on the global arrays (its indices are the
+  // global ones, the immovable body last); with the pool, each batch gets local indices.
   auto batch_of = [&](uint32_t body) -> uint32_t { return parallel ? group_batch[parent[body]] : 0; };
   std::vector<uint32_t>& local = scratch_.solver_local;
-  local.resize(movable);
-  for (uint32_t i = 0; i < movable; ++i) {
-    std::vector<uint32_t>& members = batches[batch_of(i)].bodies;
-    local[i] = static_cast<uint32_t>(members.size());
-    members.push_back(i);
+  if (parallel) {
+    local.resize(movable);
+    for (uint32_t i = 0; i < movable; ++i) {
+      std::vector<uint32_t>& members = batches[batch_of(i)].bodies;
+      local[i] = static_cast<uint32_t>(members.size());
+      members.push_back(i);
+    }
   }
   for (const SolverEdge& e : edges) {
     SolverBatch& batch = batches[batch_of(e.a < movable ? e.a : e.b)];
-    const uint32_t immovable = static_cast<uint32_t>(batch.bodies.size());
+    const uint32_t immovable = parallel ? static_cast<uint32_t>(batch.bodies.size()) : movable;
     SolverManifold& m = batch.manifolds.emplace_back();
-    m.body_a = e.a < movable ? local[e.a] : immovable;
-    m.body_b = e.b < movable ? local[e.b] : immovable;
+    m.body_a = e.a >= movable ? immovable : (parallel ? local[e.a] : e.a);
+    m.body_b = e.b >= movable ? immovable : (parallel ? local[e.b] : e.b);
     m.record = e.record;
     m.normal = contacts_[e.record].contact.normal;
     m.friction = e.material.friction;
@@ -995,7 +999,8 @@ void World::solve(float dt) {
   if (parallel) {
     pool_->for_each(batch_count, solve_batch);
   } else {
-    solve_batch(0);
+    prepare_manifolds(batches[0].manifolds, sb, centers, contacts_);
+    solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config);
   }
   profile_.solve_ms = timer.lap();
 

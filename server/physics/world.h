@@ -289,7 +289,7 @@ class World {
   // One batch of the solve: whole contact-connected groups of movable bodies, solved on their own
   // (World::solve). Local copies so that batches on different threads share no memory.
   struct SolverBatch {
-    std::vector<uint32_t> bodies;  // global solver-body indices, ascending
+    std::vector<uint32_t> bodies;  // global solver-body indices, ascending (with the pool only)
     std::vector<SolverBody> solver_bodies;  // [bodies + 1]: local copies, then this batch's immovable body
     std::vector<Vec3> centers;              // [bodies + 1]
     std::vector<BodyForces> forces;         // [bodies]
