@@ -34,7 +34,7 @@ struct ServerConfig {
   int max_steps_per_frame = 4;   ///< steps at most per wake-up; the accumulator drops the rest
   double stats_interval_s = 5;   ///< seconds between stats log lines
   /// --threads: threads for the physics step's contact batches and the snapshot writes, 0..256;
-  /// 0 = one per CPU core. The world and the datagrams are bit-identical for every value.
+  /// 0 = one per CPU core (at most 64). The world and the datagrams are bit-identical for every value.
   int threads = 0;
   std::string log_level = "info";  ///< --log-level: trace, debug, info, warn, error, off
   /// --record: record the session into this file (docs/RECORDING.md); empty = no recording.

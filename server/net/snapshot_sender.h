@@ -152,9 +152,9 @@ struct SnapshotWriteStats {
 ///    Each is added if the payload still fits budget_bytes with it (exact sizes); the written ones
 ///    reset to zero and the others keep what they accumulated, so nothing starves.
 /// A write visits only the indices whose source row changed since this sender's previous write,
-/// those still due (pending records and exits), those whose baseline an ack changed, and those the
-/// client may hold; all of them on the first write, after set_interest or reset, and when given
-/// another source. With the area All, finding the changed rows costs one 8-byte scan per index
+/// those still due (pending records and exits) and those whose baseline an ack changed (an
+/// unchanged object the client holds would visit to no effect); all of them on the first write,
+/// after set_interest or reset, and when given another source. With the area All, finding the changed rows costs one 8-byte scan per index
 /// (SnapshotSource::changed_build); with a Sphere or Box area only the rows in the grid cells the
 /// area overlaps (plus hysteresis) are looked at, so a client's write costs O(objects near its
 /// area + objects it holds), not O(world): the grid form of interest management.

@@ -47,8 +47,11 @@ struct Bot {
   uint32_t creates_sent = 0;
   std::vector<ObjectID> bodies;  // created (answered Ok)
   size_t destroys_sent = 0;
-  std::unordered_map<uint32_t, RequestKind> pending;  // request id -> what it asked
-  std::unordered_map<uint32_t, uint32_t> create_cell;  // pending create's request id -> its grid cell
+  struct Pending {
+    RequestKind kind = RequestKind::Create;
+    uint32_t cell = 0;  // a create's spawn grid cell
+  };
+  std::unordered_map<uint32_t, Pending> pending;  // request id -> what it asked
   std::vector<uint32_t> retry_cells;  // cells whose create was answered RateLimited: sent again
   size_t push_next = 0;
   Clock::duration push_step{};
@@ -334,18 +337,11 @@ class BotThread {
     for (const RequestResult& result : r.results) {
       const auto it = b.pending.find(result.request_id);
       if (it == b.pending.end()) continue;
-      const RequestKind kind = it->second;
+      const Bot::Pending asked = it->second;
+      const RequestKind kind = asked.kind;
       b.pending.erase(it);
-      uint32_t cell = 0;
-      if (kind == RequestKind::Create) {
-        const auto c = b.create_cell.find(result.request_id);
-        if (c != b.create_cell.end()) {
-          cell = c->second;
-          b.create_cell.erase(c);
-        }
-      }
       if (kind == RequestKind::Create && result.code == wire::ResultCode::RateLimited) {
-        b.retry_cells.push_back(cell);  // the server shed load: back off (the pacing) and send it again
+        b.retry_cells.push_back(asked.cell);  // the server shed load: back off (the pacing) and send it again
         ++tally_.create_retries;
         continue;
       }
@@ -379,7 +375,7 @@ class BotThread {
   }
 
   // Records a sent request (id 0: the client has no session any more).
-  void sent(Bot& b, uint32_t request_id, RequestKind kind) {
+  void sent(Bot& b, uint32_t request_id, RequestKind kind, uint32_t cell = 0) {
     b.credit -= 1.0;
     if (request_id == 0) {
       b.alive = false;
@@ -387,7 +383,7 @@ class BotThread {
       ++tally_.disconnect_reasons["the client had no session when sending"];
       return;
     }
-    b.pending.emplace(request_id, kind);
+    b.pending.emplace(request_id, Bot::Pending{kind, cell});
     ++tally_.requests_sent;
   }
 
@@ -419,9 +415,7 @@ class BotThread {
       desc.dims = {kBodyHalfExtent, kBodyHalfExtent, kBodyHalfExtent};
       desc.position = cell_position(o_, cell, total);
       desc.mass = kBodyMass;
-      const uint32_t id = b.client->create_object(desc);
-      if (id != 0) b.create_cell.emplace(id, cell);
-      sent(b, id, RequestKind::Create);
+      sent(b, b.client->create_object(desc), RequestKind::Create, cell);
     }
   }
 

@@ -94,10 +94,9 @@ struct LoadReport {
   uint64_t rtt_samples = 0;
   double bots_cpu_s = 0;       ///< CPU time of the bot threads in the push phase (per-thread clocks)
   double process_cpu_s = 0;    ///< CPU time of the whole process in the push phase (getrusage)
-  /// In-process server only: CPU times (below), tick
-  /// times (ServerStats per 1 s window: median of the windows' p50, largest and median of their
-  /// p99), steps the catch-up cap dropped, the mean awake count and the object count at the end
-  /// of the push phase.
+  /// In-process server only: CPU times (below), tick times (ServerStats per 1 s window: median of
+  /// the windows' p50, largest and median of their p99), steps the catch-up cap dropped, the mean
+  /// awake count and the object count at the end of the push phase.
   std::optional<double> server_cpu_s;         ///< process minus bots: the tick thread and its worker pool [s]
   std::optional<double> server_thread_cpu_s;  ///< the tick thread alone [s]
   std::optional<double> server_tick_ms_p50, server_tick_ms_p99, server_tick_ms_p99_median;
