@@ -94,7 +94,7 @@ struct ServerStats {
   std::atomic<uint64_t> requests_duplicate{0}; ///< resent requests deduplicated (answered again or ignored)
   std::atomic<uint64_t> requests_unsequenced{0};  ///< fire-and-forget pushes (request_id 0) queued
   std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() at world_hash_tick
-  /// The tick of world_hash: refreshed once per second of ticks (every tick while recording).
+  /// The tick of world_hash: refreshed once per second of ticks.
   std::atomic<uint64_t> world_hash_tick{0};
   std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
   std::atomic<uint64_t> tick_ns_p50{0};        ///< median tick time [ns] over the last stats interval

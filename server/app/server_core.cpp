@@ -934,8 +934,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
   const int steps = take_due_steps(clock_, now);
   if (steps > 0) {
     using SteadyClock = std::chrono::steady_clock;
-    std::optional<uint64_t> step_hash;  // of the last step, when the recorder computed it
-    uint64_t record_ns = 0;             // of the steps' time, spent hashing and encoding for the recorder
+    uint64_t record_ns = 0;  // of the steps' time, spent hashing and encoding for the recorder
     apply_requests(now, out);
     events_.clear();
     size_t events_dropped = 0;
@@ -945,10 +944,8 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     for (int i = 0; i < steps; ++i) {
       world_.step(dt_);
       if (recorder_) {
-        // world_hash() is O(bodies + contacts): compute it once per step and share it.
         const auto t_record = SteadyClock::now();
-        step_hash = world_.world_hash();
-        recorder_->end_tick(world_, *step_hash);
+        recorder_->end_tick(world_);
         record_ns += static_cast<uint64_t>(std::chrono::nanoseconds(SteadyClock::now() - t_record).count());
       }
       const auto step_events = world_.contact_events();
@@ -980,7 +977,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     stats_.record_ns.fetch_add(record_ns, std::memory_order_relaxed);
     stats_.events_ns.fetch_add(ns(t_snapshots - t_events), std::memory_order_relaxed);
     stats_.snapshots_ns.fetch_add(ns(t_end - t_snapshots), std::memory_order_relaxed);
-    publish_stats(step_hash);
+    publish_stats();
   }
   expire_sessions(now, out);
   rejects_.flush(now);
@@ -1020,15 +1017,15 @@ void ServerCore::shut_down(std::string_view reason, Outbox& out) {
   stats_.clients.store(0, std::memory_order_relaxed);
 }
 
-void ServerCore::publish_stats(std::optional<uint64_t> world_hash) {
+void ServerCore::publish_stats() {
   stats_.tick.store(world_.tick(), std::memory_order_relaxed);
   stats_.steps_dropped.store(clock_.dropped_steps, std::memory_order_relaxed);
   stats_.objects.store(world_.object_count(), std::memory_order_relaxed);
   stats_.awake.store(world_.awake_count(), std::memory_order_relaxed);
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
-  // O(bodies + contacts): once per second of ticks unless the recorder already computed it.
-  if (world_hash || world_.tick() % static_cast<uint64_t>(config_.tick_hz) == 0 || stats_.world_hash_tick.load() == 0) {
-    stats_.world_hash.store(world_hash ? *world_hash : world_.world_hash(), std::memory_order_relaxed);
+  // O(bodies + contacts): once per second of ticks.
+  if (world_.tick() % static_cast<uint64_t>(config_.tick_hz) == 0 || stats_.world_hash_tick.load() == 0) {
+    stats_.world_hash.store(world_.world_hash(), std::memory_order_relaxed);
     stats_.world_hash_tick.store(world_.tick(), std::memory_order_relaxed);
   }
 }

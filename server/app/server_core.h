@@ -173,8 +173,7 @@ class ServerCore {
   /// Seeks the playback (logged); on failure the world is at some valid tick.
   bool seek_playback(uint64_t tick, std::string* error);
   void log_playback_status(TimePoint now);
-  /// @param world_hash  World::world_hash() of the current state when already computed
-  void publish_stats(std::optional<uint64_t> world_hash = std::nullopt);
+  void publish_stats();
   /// Queues `bytes` for `to` only when it is not larger than `limit` (anti-amplification).
   bool push_bounded(const Endpoint& to, std::span<const uint8_t> bytes, size_t limit, Outbox& out);
 

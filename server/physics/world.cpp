@@ -1163,48 +1163,73 @@ void World::sleep_island(std::span<const uint32_t> dense_members) {
   }
 }
 
-uint64_t World::world_hash() const {
-  StateBytes h(hash_scratch_);
+namespace {
+
+// One body's hashed fields (kHashWordsPerBody words).
+void hash_body(StateBytes& h, ObjectID id, const Pose& p, const Motion& m, const Shape& s, const Material& mat,
+               const BodyInfo& info) {
+  h.reserve(kHashWordsPerBody);
+  h.add_u32(id.index);
+  h.add_u32(id.generation);
+  h.add_u32(static_cast<uint32_t>(info.kind));
+  h.add_u32((info.sleeping ? 1u : 0u) | (info.sensor ? 2u : 0u));
+  h.add_float(info.sleep_timer);
+  h.add_float(info.mass);
+  h.add_u32(static_cast<uint32_t>(s.kind));
+  h.add_float(s.radius);
+  h.add_vec(s.half_extents);
+  h.add_float(s.half_height);
+  h.add_raw(&p.position, 7);  // position, orientation
+  h.add_raw(&m, 18);          // velocity, angular velocity, force, torque, inverse inertia and mass, dampings
+  h.add_float(mat.restitution);
+  h.add_float(mat.friction);
+  h.add_u32(mat.id);
+}
+
+// A contact list: its length, then each record's pair, normal, point count and points with their
+// warm-starting impulses.
+void hash_contacts(StateBytes& h, const std::vector<ContactRecord>& list) {
   h.reserve(1);
-  h.add_u32(slots_.size());
-  for (uint32_t d = 0; d < slots_.size(); ++d) {
-    h.reserve(kHashWordsPerBody);
-    const ObjectID id = slots_.id_at(d);
-    const Pose& p = bodies_.pose[d];
-    const Motion& m = bodies_.motion[d];
-    const Shape& s = bodies_.shape[d];
-    const Material& mat = bodies_.material[d];
-    const BodyInfo& info = bodies_.info[d];
-    h.add_u32(id.index);
-    h.add_u32(id.generation);
-    h.add_u32(static_cast<uint32_t>(info.kind));
-    h.add_u32((info.sleeping ? 1u : 0u) | (info.sensor ? 2u : 0u));
-    h.add_float(info.sleep_timer);
-    h.add_float(info.mass);
-    h.add_u32(static_cast<uint32_t>(s.kind));
-    h.add_float(s.radius);
-    h.add_vec(s.half_extents);
-    h.add_float(s.half_height);
-    h.add_raw(&p.position, 7);  // position, orientation
-    h.add_raw(&m, 18);          // velocity, angular velocity, force, torque, inverse inertia and mass, dampings
-    h.add_float(mat.restitution);
-    h.add_float(mat.friction);
-    h.add_u32(mat.id);
+  h.add_u32(static_cast<uint32_t>(list.size()));
+  for (const ContactRecord& r : list) {
+    h.reserve(kHashWordsPerRecord);
+    h.add_u32(r.contact.a.index);
+    h.add_u32(r.contact.b.index);
+    h.add_vec(r.contact.normal);
+    h.add_u32(r.point_count | (r.sensor ? 0x100u : 0u));
+    // Each point: position, separation, feature, normal impulse, friction impulse.
+    h.add_raw(r.points, static_cast<size_t>(r.point_count) * (sizeof(ContactPointState) / 4));
   }
-  // The contact caches decide the next step's warm start, so they are part of the state.
-  for (const std::vector<ContactRecord>* list : {&contacts_, &resting_}) {
+}
+
+}  // namespace
+
+uint64_t World::hash_state(bool awake_only) const {
+  StateBytes h(hash_scratch_);
+  auto body = [&](uint32_t d) {
+    hash_body(h, slots_.id_at(d), bodies_.pose[d], bodies_.motion[d], bodies_.shape[d], bodies_.material[d],
+              bodies_.info[d]);
+  };
+  if (!awake_only) {
     h.reserve(1);
-    h.add_u32(static_cast<uint32_t>(list->size()));
-    for (const ContactRecord& r : *list) {
-      h.reserve(kHashWordsPerRecord);
-      h.add_u32(r.contact.a.index);
-      h.add_u32(r.contact.b.index);
-      h.add_vec(r.contact.normal);
-      h.add_u32(r.point_count | (r.sensor ? 0x100u : 0u));
-      // Each point: position, separation, feature, normal impulse, friction impulse.
-      h.add_raw(r.points, static_cast<size_t>(r.point_count) * (sizeof(ContactPointState) / 4));
-    }
+    h.add_u32(slots_.size());
+    for (uint32_t d = 0; d < slots_.size(); ++d) body(d);
+    // The contact caches decide the next step's warm start, so they are part of the state.
+    hash_contacts(h, contacts_);
+    hash_contacts(h, resting_);
+    return h.hash();
   }
+  // What a step can change, and the sizes of what it cannot (see awake_hash in world.h).
+  h.reserve(6);
+  h.add_u32(static_cast<uint32_t>(tick_));
+  h.add_u32(static_cast<uint32_t>(tick_ >> 32));
+  h.add_u32(slots_.size());
+  h.add_u32(static_cast<uint32_t>(resting_.size()));
+  h.add_u32(static_cast<uint32_t>(sleeping_islands_.size() - free_islands_.size()));
+  // The awake list in its order (the next step's order depends on it), each body in full.
+  h.add_u32(static_cast<uint32_t>(awake_.size()));
+  for (const uint32_t slot : awake_) body(slots_.dense_of_slot(slot));
+  hash_contacts(h, contacts_);
   return h.hash();
 }
 

@@ -173,7 +173,15 @@ class World {
   /// (xxHash) of those fields serialised little-endian, the dense columns in storage order and
   /// the sorted contact lists. O(live + contacts), about 0.1 KB per body. Not reentrant: it
   /// serialises into a scratch buffer owned by the world (like the query cache).
-  uint64_t world_hash() const;
+  uint64_t world_hash() const { return hash_state(false); }
+  /// Hash of what a step can change: the tick, the live and resting-contact counts, the number
+  /// of sleeping islands, the awake list in order with each awake body's fields as world_hash
+  /// hashes them, and the active contact cache. XXH3-64 like world_hash, O(awake + active
+  /// contacts). Sleeping bodies and resting contacts are left out: the step leaves them alone
+  /// and every request that changes a body wakes it first, so a state that diverges from another
+  /// does so in an awake body (or a count) at the tick it diverges, and world_hash covers the rest.
+  /// Recordings store it per tick (cheap at any scale) and world_hash at keyframes.
+  uint64_t awake_hash() const { return hash_state(true); }
 
   // --- Save and restore (server/physics/world_state.cpp, which documents the byte layout) -------
   /// Appends the complete simulation state to `out` (cleared first): settings, tick, the slot
@@ -337,6 +345,7 @@ class World {
     std::vector<uint32_t> by_b;
   };
   mutable QueryCache query_cache_;
+  uint64_t hash_state(bool awake_only) const;  // world_hash (false) or awake_hash (true)
   mutable std::vector<uint32_t> hash_scratch_;  // world_hash()'s serialised state (little-endian words), reused
 };
 

@@ -128,7 +128,7 @@ std::span<const uint8_t> encode_header(flatbuffers::FlatBufferBuilder& fbb, cons
   return finish(fbb, Payload::Header, h.Finish().Union());
 }
 
-std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick, uint64_t world_hash,
+std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick, uint64_t awake_hash,
                                      std::span<const RequestRecord> requests,
                                      std::vector<flatbuffers::Offset<Request>>& scratch) {
   fbb.Clear();
@@ -155,7 +155,7 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
   const auto request_vector = requests.empty() ? 0 : fbb.CreateVector(scratch);
   TickBuilder t(fbb);
   t.add_tick(tick);
-  t.add_world_hash(world_hash);
+  t.add_awake_hash(awake_hash);
   if (!requests.empty()) t.add_requests(request_vector);
   return finish(fbb, Payload::Tick, t.Finish().Union());
 }

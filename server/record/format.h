@@ -20,8 +20,9 @@
 
 namespace impulse::record {
 
-/// Version of the frame layout; a reader refuses any other (Header::format_version).
-inline constexpr uint32_t kFormatVersion = 1;
+/// Version of the frame layout; a reader refuses any other (Header::format_version). 2: Tick
+/// frames carry World::awake_hash instead of World::world_hash.
+inline constexpr uint32_t kFormatVersion = 2;
 /// Largest frame accepted by the reader [bytes, excluding the 4-byte size prefix]. A size prefix
 /// beyond it is garbage, not a frame (a 1e6-body keyframe is about 200 MB).
 inline constexpr uint32_t kMaxFrameBytes = 1u << 30;
@@ -60,7 +61,8 @@ std::span<const uint8_t> encode_header(flatbuffers::FlatBufferBuilder& fbb, cons
                                        std::span<const BodyDamping> dampings);
 /// @param tick     World::tick() after the step; requests are those applied before it, in order
 /// @param scratch  reused between calls (cleared here), so steady-state ticks do not allocate
-std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick, uint64_t world_hash,
+/// @param awake_hash  World::awake_hash() after the step
+std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick, uint64_t awake_hash,
                                      std::span<const RequestRecord> requests,
                                      std::vector<flatbuffers::Offset<Request>>& scratch);
 std::span<const uint8_t> encode_keyframe(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick, uint64_t world_hash,

@@ -31,8 +31,8 @@ std::string load_header(const Header& header, physics::World& world, float* dt);
 
 /// Applies one Tick frame's requests in the recorded order through server::apply_to_world and
 /// steps once by `dt` [s]. Returns an empty string when everything matched, else the first
-/// difference: a tick gap, a request answered otherwise than recorded, or (with check_hash) a
-/// world_hash that differs from the recorded one. The world is stepped in every case except a
+/// difference: a tick gap, a request answered otherwise than recorded, or (with check_hash) an
+/// awake_hash that differs from the recorded one. The world is stepped in every case except a
 /// tick gap. `dampings` (optional, sorted by id) follows the creations and destructions;
 /// *requests counts the requests applied.
 std::string replay_tick(physics::World& world, const Tick& tick, float dt, bool check_hash,
@@ -69,7 +69,7 @@ class Playback {
   bool open(const std::string& path, std::string* error);
 
   /// Plays the next tick: applies its recorded requests and steps. With check_hashes() the
-  /// world_hash is compared with the recorded one; differences are counted (mismatches()) and
+  /// awake_hash is compared with the recorded one; differences are counted (mismatches()) and
   /// the first is kept (first_mismatch()). At last_tick() returns End and changes nothing.
   AdvanceStatus advance();
 
@@ -85,8 +85,8 @@ class Playback {
   /// to `tick` from scratch starts re-simulating.
   uint64_t keyframe_at_or_before(uint64_t tick) const;
 
-  /// Whether advance() computes world_hash and compares it with the recorded one (default on;
-  /// costs O(bodies + contacts) per tick).
+  /// Whether advance() computes awake_hash and compares it with the recorded one (default on;
+  /// costs O(awake bodies + active contacts) per tick).
   void set_check_hashes(bool on) { check_hashes_ = on; }
   bool check_hashes() const { return check_hashes_; }
 
@@ -107,9 +107,9 @@ class Playback {
   const std::string& problem() const { return problem_; }
   /// Why the last advance() or seek() failed.
   const std::string& error() const { return error_; }
-  /// Ticks whose request results or world_hash differed from the recording since open().
+  /// Ticks whose request results or awake_hash differed from the recording since open().
   uint64_t mismatches() const { return mismatches_; }
-  /// The first such difference ("tick 120: world_hash ..."); empty when none.
+  /// The first such difference ("tick 120: awake_hash ..."); empty when none.
   const std::string& first_mismatch() const { return first_mismatch_; }
   /// Requests re-applied since open() (seeks included).
   uint64_t requests() const { return requests_; }

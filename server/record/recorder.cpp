@@ -139,15 +139,15 @@ void Recorder::add_request(const server::PendingRequest& request, wire::ResultCo
   }
 }
 
-void Recorder::end_tick(const physics::World& world, uint64_t world_hash) {
+void Recorder::end_tick(const physics::World& world) {
   if (!started_ || finished_) return;
   const uint64_t tick = world.tick();
-  append(encode_tick(fbb_, tick, world_hash, requests_, request_offsets_));
+  append(encode_tick(fbb_, tick, world.awake_hash(), requests_, request_offsets_));
   requests_.clear();
   if (tick % keyframe_interval_ == 0) {
     state_.clear();
     world.save_state(state_);
-    append(encode_keyframe(fbb_, tick, world_hash, state_));
+    append(encode_keyframe(fbb_, tick, world.world_hash(), state_));
   }
   const bool rotate_by_size = rotate_bytes_ > 0 && file_bytes_ >= rotate_bytes_;
   const bool rotate_by_time = rotate_ticks_ > 0 && tick - file_start_tick_ >= rotate_ticks_;

@@ -71,8 +71,9 @@ class Recorder {
   /// After each step: encodes the Tick frame (with the requests added since the last one), a
   /// Keyframe when the tick is a multiple of the keyframe interval, and rotates the file when
   /// --record-rotate-mb / --record-rotate-minutes say so.
-  /// @param world_hash  world.world_hash() (passed in: the caller shares it with its stats)
-  void end_tick(const physics::World& world, uint64_t world_hash);
+  /// The Tick frame carries world.awake_hash() (O(awake + active contacts)); a Keyframe carries
+  /// world.world_hash() (O(everything), once per keyframe interval).
+  void end_tick(const physics::World& world);
   /// A session opened or closed at `tick`.
   void add_client_event(ClientEventType type, uint32_t client_id, uint64_t tick, std::string_view address,
                         std::string_view name);

@@ -1,5 +1,5 @@
 // Replay of recordings: info (one pass over the frames), verify (restore the header's state,
-// re-apply each tick's requests through server::apply_to_world, step, compare world_hash; Box2D
+// re-apply each tick's requests through server::apply_to_world, step, compare awake_hash; Box2D
 // 3.2's recorded-call replay validated by a per-step hash) and export (nearest keyframe, then
 // re-simulate to the tick, as Unreal replays scrub from checkpoints).
 #include "server/record/replay.h"

@@ -454,6 +454,45 @@ TEST(RigidBody, SamePyramidGivesSameHashEveryStep) {
   }
 }
 
+// awake_hash, which recordings store per tick, sees a divergence at the tick it happens even when
+// it starts in a sleeping body: two identical worlds with two sleeping stacks; one world's top box
+// of stack B gets a 1e-4 N s impulse (a 0.1 mm/s change). The very next step's awake_hash differs,
+// as does world_hash. Before that, the worlds agree on both hashes every step, and while
+// everything sleeps awake_hash still changes with the tick.
+TEST(RigidBody, AwakeHashSeesADivergenceThatStartsInASleepingBody) {
+  World a;
+  World b;
+  std::vector<ObjectID> stack_b;
+  for (World* w : {&a, &b}) {
+    add_ground(*w);
+    stack_b.clear();
+    for (int i = 0; i < 3; ++i) {
+      const float y = 0.5f + static_cast<float>(i);
+      add(*w, box_desc({-5.0f, y, 0.0f}));
+      stack_b.push_back(add(*w, box_desc({5.0f, y, 0.0f})));
+    }
+  }
+  int steps = 0;
+  for (; steps < 600 && (a.awake_count() > 0 || b.awake_count() > 0); ++steps) {
+    a.step(kDt);
+    b.step(kDt);
+    ASSERT_EQ(a.awake_hash(), b.awake_hash()) << "step " << steps;
+    ASSERT_EQ(a.world_hash(), b.world_hash()) << "step " << steps;
+  }
+  ASSERT_LT(steps, 600) << "the stacks never fell asleep";
+  const uint64_t asleep_hash = a.awake_hash();
+  a.step(kDt);
+  b.step(kDt);
+  EXPECT_NE(a.awake_hash(), asleep_hash) << "the tick is part of awake_hash";
+  ASSERT_EQ(a.awake_hash(), b.awake_hash());
+
+  ASSERT_EQ(b.apply_impulse(stack_b.back(), {1e-4f, 0.0f, 0.0f}, std::nullopt), Error::Ok);
+  a.step(kDt);
+  b.step(kDt);
+  EXPECT_NE(a.awake_hash(), b.awake_hash());
+  EXPECT_NE(a.world_hash(), b.world_hash());
+}
+
 // --- Islands and sleep ------------------------------------------------------------------------------
 
 // Two stacks of three boxes 10 m apart are separate islands (the static ground joins nothing). Once

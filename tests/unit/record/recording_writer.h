@@ -1,6 +1,6 @@
 // Test helper: writes a recording straight from a World (no server, no threads) with the
 // record::encode_* functions, the way the Recorder lays it out: Header, then per tick the
-// requests applied through server::apply_to_world and the step's world_hash, and a Keyframe
+// requests applied through server::apply_to_world and the step's awake_hash, and a Keyframe
 // after every keyframe_interval-th tick. Bodies are created, pushed and destroyed (so ids get new
 // generations) and fall onto a ground box, so contacts and sleep are part of the state.
 #pragma once
@@ -118,7 +118,7 @@ inline WrittenRecording write_test_recording(uint64_t ticks, uint32_t keyframe_i
     world.step(dt);
     const uint64_t hash = world.world_hash();
     out.hashes.push_back(hash);
-    write(encode_tick(fbb, world.tick(), hash, requests, scratch));
+    write(encode_tick(fbb, world.tick(), world.awake_hash(), requests, scratch));
     if (t % keyframe_interval == 0) {
       world.save_state(state);
       write(encode_keyframe(fbb, world.tick(), hash, state));

@@ -166,7 +166,7 @@ TEST(RecordingFormat, EveryFrameKindRoundTripsBitExactly) {
   ASSERT_EQ(reader.next(), ReadStatus::Frame);
   const Tick& tick = *reader.frame()->payload_as_Tick();
   EXPECT_EQ(tick.tick(), 11u);
-  EXPECT_EQ(tick.world_hash(), 0xabcdefu);
+  EXPECT_EQ(tick.awake_hash(), 0xabcdefu);
   const std::vector<RequestRecord> expected = sample_requests();
   ASSERT_EQ(tick.requests()->size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
