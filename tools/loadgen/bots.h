@@ -25,6 +25,10 @@ struct LoadOptions {
   int bodies = 1000;               ///< bodies to spawn in total, spread evenly over the bots
   double seconds = 30;             ///< length of the measured push phase [s]
   int threads = 1;                 ///< threads polling the bots; bot i belongs to thread i % threads
+  /// Nice value [0, 19] the bot threads take (Linux applies nice per thread). The bots stand in
+  /// for players on other machines: sharing the server's cores, they should take the CPU the
+  /// server leaves rather than preempt its ticks. 0 competes with the server as an equal.
+  int bot_nice = 0;
   /// Each body gets one push per interval [s]: an impulse of push_speed [m/s] times its 1 kg mass
   /// in a pseudo-random horizontal direction (so it slides, staying in contact with the ground),
   /// the pushes spread evenly over the interval.
@@ -91,6 +95,7 @@ struct LoadReport {
   /// these include up to frame_ms of waiting.
   double rtt_ms_p50 = 0, rtt_ms_p99 = 0;
   int64_t frame_ms = 0;        ///< LoadOptions::frame
+  int bot_nice = 0;            ///< LoadOptions::bot_nice
   uint64_t rtt_samples = 0;
   double bots_cpu_s = 0;       ///< CPU time of the bot threads in the push phase (per-thread clocks)
   double process_cpu_s = 0;    ///< CPU time of the whole process in the push phase (getrusage)

@@ -108,6 +108,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-rate", o.load.max_requests_per_second, "requests per second at most per bot")
       ->check(CLI::Range(1.0, 100000.0));
   int frame_ms = 5;
+  app.add_option("--bot-nice", o.load.bot_nice,
+                 "nice value of the bot threads, so they take the CPU the server leaves (0: compete as equals)")
+      ->check(CLI::Range(0, 19));
   app.add_option("--frame-ms", frame_ms, "each bot thread sweeps its bots this often [ms]")->check(CLI::Range(1, 1000));
   app.add_option("--phase-timeout", o.load.phase_timeout_s, "deadline [s] of each of the connect, spawn and destroy phases")
       ->check(CLI::Range(1.0, 3600.0));
