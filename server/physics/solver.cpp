@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "server/physics/restitution.h"
+#include "server/physics/solver_wide.h"
 
 namespace impulse::physics {
 
@@ -110,75 +111,73 @@ void integrate_positions(std::span<SolverBody> bodies, size_t movable, float h) 
   }
 }
 
-void warm_start(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies) {
-  for (SolverManifold& m : manifolds) {
-    SolverBody& a = bodies[m.body_a];
-    SolverBody& b = bodies[m.body_b];
-    for (int i = 0; i < m.point_count; ++i) {
-      const SolverPoint& p = m.points[i];
-      const Vec3 linear = m.normal * p.normal_impulse + m.tangent[0] * p.tangent_impulse[0] +
-                          m.tangent[1] * p.tangent_impulse[1];
-      a.velocity -= linear * a.inv_mass;
-      a.angular_velocity -= p.in_a * p.normal_impulse + p.it_a[0] * p.tangent_impulse[0] + p.it_a[1] * p.tangent_impulse[1];
-      b.velocity += linear * b.inv_mass;
-      b.angular_velocity += p.in_b * p.normal_impulse + p.it_b[0] * p.tangent_impulse[0] + p.it_b[1] * p.tangent_impulse[1];
-    }
+// The scalar sweeps, one manifold at a time: the overflow of the colouring (solver_wide.h) and
+// the reference the wide sweeps are tested against. solver_wide.cpp mirrors them lane by lane.
+void warm_start(SolverManifold& m, std::span<SolverBody> bodies) {
+  SolverBody& a = bodies[m.body_a];
+  SolverBody& b = bodies[m.body_b];
+  for (int i = 0; i < m.point_count; ++i) {
+    const SolverPoint& p = m.points[i];
+    const Vec3 linear = m.normal * p.normal_impulse + m.tangent[0] * p.tangent_impulse[0] +
+                        m.tangent[1] * p.tangent_impulse[1];
+    a.velocity -= linear * a.inv_mass;
+    a.angular_velocity -= p.in_a * p.normal_impulse + p.it_a[0] * p.tangent_impulse[0] + p.it_a[1] * p.tangent_impulse[1];
+    b.velocity += linear * b.inv_mass;
+    b.angular_velocity += p.in_b * p.normal_impulse + p.it_b[0] * p.tangent_impulse[0] + p.it_b[1] * p.tangent_impulse[1];
   }
 }
 
-void solve(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, const Softness& soft,
-           const Softness& static_soft, float inv_h, float push_max_speed, bool use_bias) {
-  for (SolverManifold& m : manifolds) {
-    SolverBody& a = bodies[m.body_a];
-    SolverBody& b = bodies[m.body_b];
-    const Softness& s = m.immovable_partner ? static_soft : soft;
-    const Vec3 n = m.normal;
-    const float dn = dot(b.delta_position - a.delta_position, n);
+void solve(SolverManifold& m, std::span<SolverBody> bodies, const Softness& soft, const Softness& static_soft,
+           float inv_h, float push_max_speed, bool use_bias) {
+  SolverBody& a = bodies[m.body_a];
+  SolverBody& b = bodies[m.body_b];
+  const Softness& s = m.immovable_partner ? static_soft : soft;
+  const Vec3 n = m.normal;
+  const float dn = dot(b.delta_position - a.delta_position, n);
 
-    // Non-penetration first, then friction bounded by this substep's normal impulses.
-    for (int i = 0; i < m.point_count; ++i) {
-      SolverPoint& p = m.points[i];
-      // Separation now, from how far each body moved and (to first order) turned since the step
-      // began: base + dot(dp_b + dtheta_b x r_b - dp_a - dtheta_a x r_a, n).
-      const float separation =
-          dn + dot(b.delta_angle, p.rn_b) - dot(a.delta_angle, p.rn_a) + p.base_separation;
-      float bias = 0;
-      float mass_scale = 1;
-      float impulse_scale = 0;
-      if (separation > 0) {
-        bias = separation * inv_h;  // speculative: allow closing exactly the gap this substep
-      } else if (use_bias) {
-        bias = std::max(s.bias_rate * separation, -push_max_speed);
-        mass_scale = s.mass_scale;
-        impulse_scale = s.impulse_scale;
-      }
-      const float vn = row_velocity(a, b, n, p.rn_a, p.rn_b);
-      const float impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
-      // Clamp the total, not the increment: the contact as a whole only ever pushes.
-      const float total = std::max(p.normal_impulse + impulse, 0.0f);
-      const float applied = total - p.normal_impulse;
-      p.normal_impulse = total;
-      p.max_normal_impulse = std::max(p.max_normal_impulse, applied);
-      apply_row(a, b, n, p.in_a, p.in_b, applied);
+  // Non-penetration first, then friction bounded by this substep's normal impulses.
+  for (int i = 0; i < m.point_count; ++i) {
+    SolverPoint& p = m.points[i];
+    // Separation now, from how far each body moved and (to first order) turned since the step
+    // began: base + dot(dp_b + dtheta_b x r_b - dp_a - dtheta_a x r_a, n).
+    const float separation =
+        dn + dot(b.delta_angle, p.rn_b) - dot(a.delta_angle, p.rn_a) + p.base_separation;
+    float bias = 0;
+    float mass_scale = 1;
+    float impulse_scale = 0;
+    if (separation > 0) {
+      bias = separation * inv_h;  // speculative: allow closing exactly the gap this substep
+    } else if (use_bias) {
+      bias = std::max(s.bias_rate * separation, -push_max_speed);
+      mass_scale = s.mass_scale;
+      impulse_scale = s.impulse_scale;
     }
+    const float vn = row_velocity(a, b, n, p.rn_a, p.rn_b);
+    const float impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
+    // Clamp the total, not the increment: the contact as a whole only ever pushes.
+    const float total = std::max(p.normal_impulse + impulse, 0.0f);
+    const float applied = total - p.normal_impulse;
+    p.normal_impulse = total;
+    p.max_normal_impulse = std::max(p.max_normal_impulse, applied);
+    apply_row(a, b, n, p.in_a, p.in_b, applied);
+  }
 
-    if (m.friction <= 0) continue;
-    for (int i = 0; i < m.point_count; ++i) {
-      SolverPoint& p = m.points[i];
-      float t0 = p.tangent_impulse[0] - p.tangent_mass[0] * row_velocity(a, b, m.tangent[0], p.rt_a[0], p.rt_b[0]);
-      float t1 = p.tangent_impulse[1] - p.tangent_mass[1] * row_velocity(a, b, m.tangent[1], p.rt_a[1], p.rt_b[1]);
-      // Coulomb: the accumulated 2D vector stays inside the disc mu * lambda_n.
-      clamp_to_disc(t0, t1, m.friction * p.normal_impulse);
-      const float d0 = t0 - p.tangent_impulse[0];
-      const float d1 = t1 - p.tangent_impulse[1];
-      p.tangent_impulse[0] = t0;
-      p.tangent_impulse[1] = t1;
-      const Vec3 linear = m.tangent[0] * d0 + m.tangent[1] * d1;
-      a.velocity -= linear * a.inv_mass;
-      a.angular_velocity -= p.it_a[0] * d0 + p.it_a[1] * d1;
-      b.velocity += linear * b.inv_mass;
-      b.angular_velocity += p.it_b[0] * d0 + p.it_b[1] * d1;
-    }
+  if (m.friction <= 0) return;
+  for (int i = 0; i < m.point_count; ++i) {
+    SolverPoint& p = m.points[i];
+    float t0 = p.tangent_impulse[0] - p.tangent_mass[0] * row_velocity(a, b, m.tangent[0], p.rt_a[0], p.rt_b[0]);
+    float t1 = p.tangent_impulse[1] - p.tangent_mass[1] * row_velocity(a, b, m.tangent[1], p.rt_a[1], p.rt_b[1]);
+    // Coulomb: the accumulated 2D vector stays inside the disc mu * lambda_n.
+    clamp_to_disc(t0, t1, m.friction * p.normal_impulse);
+    const float d0 = t0 - p.tangent_impulse[0];
+    const float d1 = t1 - p.tangent_impulse[1];
+    p.tangent_impulse[0] = t0;
+    p.tangent_impulse[1] = t1;
+    const Vec3 linear = m.tangent[0] * d0 + m.tangent[1] * d1;
+    a.velocity -= linear * a.inv_mass;
+    a.angular_velocity -= p.it_a[0] * d0 + p.it_a[1] * d1;
+    b.velocity += linear * b.inv_mass;
+    b.angular_velocity += p.it_b[0] * d0 + p.it_b[1] * d1;
   }
 }
 
@@ -264,7 +263,7 @@ void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const Solv
 
 void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
                      std::span<const BodyForces> forces, std::span<ContactRecord> records,
-                     const SolverConfig& c) {
+                     const SolverConfig& c, SolverScratch& scratch) {
   const int substeps = std::max(c.substeps, 1);
   const float h = c.dt / static_cast<float>(substeps);
   const float inv_h = 1.0f / h;
@@ -278,15 +277,25 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
   // Collisions first, before gravity (a resting body must not bounce): the rebound of each
   // impact propagates down chains of touching bodies (restitution.h).
   propagate_restitution(manifolds, bodies, c.restitution_threshold, c.dt);
+  // The sweeps run colour by colour, kSolverLanes manifolds at a time, then the manifolds the
+  // colouring left over one at a time (solver_wide.h).
+  const auto immovable = static_cast<uint32_t>(movable);
+  build_wide_contacts(manifolds, immovable, soft, static_soft, c.wide, scratch);
+  auto sweep = [&](bool use_bias) {
+    solve_wide(scratch.chunks, bodies, immovable, inv_h, c.contact_push_max_speed, use_bias);
+    for (const uint32_t m : scratch.overflow) {
+      solve(manifolds[m], bodies, soft, static_soft, inv_h, c.contact_push_max_speed, use_bias);
+    }
+  };
   for (int s = 0; s < substeps; ++s) {
     integrate_velocities(bodies, forces, h, c);
-    warm_start(manifolds, bodies);
-    solve(manifolds, bodies, soft, static_soft, inv_h, c.contact_push_max_speed, true);
+    warm_start_wide(scratch.chunks, bodies, immovable);
+    for (const uint32_t m : scratch.overflow) warm_start(manifolds[m], bodies);
+    sweep(true);
     integrate_positions(bodies, movable, h);
-    for (int r = 0; r < c.relax_iterations; ++r) {
-      solve(manifolds, bodies, soft, static_soft, inv_h, c.contact_push_max_speed, false);
-    }
+    for (int r = 0; r < c.relax_iterations; ++r) sweep(false);
   }
+  store_wide_impulses(scratch.chunks, manifolds);
   apply_restitution(manifolds, bodies, c.restitution_threshold);
 
   for (const SolverManifold& m : manifolds) {

@@ -102,6 +102,9 @@ struct SolverConfig {
   float restitution_threshold = 1;   ///< [m/s]
   float max_speed = 1e4f;            ///< per component [m/s]
   float max_angular_speed = 100;     ///< magnitude [rad/s]
+  /// false: the same sweeps in the same (colour) order, one manifold at a time in scalar code;
+  /// the reference the wide sweeps are tested against. Bit-identical results either way.
+  bool wide = true;
 };
 
 /// Fills each manifold's anchors, base separations, effective masses, tangents and relative
@@ -131,11 +134,16 @@ struct BodyForces {
 /// unchanged if the system is singular or the result not finite.
 Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h);
 
+struct SolverScratch;  // solver_wide.h
+
 /// Runs the whole soft step: propagate_restitution, then substeps x (integrate velocities, warm
 /// start, solve with bias, integrate positions, relax), then the end-of-step restitution sweep,
-/// then writes the accumulated impulses back into `records`. `bodies` holds the movable bodies followed by the immovable one (last).
+/// then writes the accumulated impulses back into `records`. `bodies` holds the movable bodies
+/// followed by the immovable one (last). The warm start and the sweeps visit the manifolds in
+/// the order of a graph colouring (solver_wide.h), each colour kSolverLanes manifolds at a time.
+/// `scratch` is reused memory, owned by the caller.
 void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
                      std::span<const BodyForces> forces, std::span<ContactRecord> records,
-                     const SolverConfig& config);
+                     const SolverConfig& config, SolverScratch& scratch);
 
 }  // namespace impulse::physics

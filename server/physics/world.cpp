@@ -993,14 +993,14 @@ void World::solve(float dt) {
     batch.solver_bodies[count] = SolverBody{};  // zero velocity, inverse mass and inertia
     batch.centers[count] = Vec3{};
     prepare_manifolds(batch.manifolds, batch.solver_bodies, batch.centers, contacts_);
-    solve_soft_step(batch.manifolds, batch.solver_bodies, batch.forces, contacts_, config);
+    solve_soft_step(batch.manifolds, batch.solver_bodies, batch.forces, contacts_, config, batch.solver);
     for (size_t j = 0; j < count; ++j) sb[batch.bodies[j]] = batch.solver_bodies[j];
   };
   if (parallel) {
     pool_->for_each(batch_count, solve_batch);
   } else {
     prepare_manifolds(batches[0].manifolds, sb, centers, contacts_);
-    solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config);
+    solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config, batches[0].solver);
   }
   profile_.solve_ms = timer.lap();
 

@@ -14,6 +14,7 @@
 #include "server/physics/settings.h"
 #include "server/physics/slotmap.h"
 #include "server/physics/solver.h"
+#include "server/physics/solver_wide.h"
 #include "server/physics/types.h"
 
 namespace impulse {
@@ -303,6 +304,7 @@ class World {
     std::vector<BodyForces> forces;         // [bodies]
     std::vector<SolverManifold> manifolds;  // in contact order, local body indices
     uint64_t weight = 0;                    // bodies + manifold points, for balancing
+    SolverScratch solver;                   // the wide sweeps' colouring and rows
   };
   // A solved contact before it is given to its batch.
   struct SolverEdge {

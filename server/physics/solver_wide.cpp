@@ -1,0 +1,340 @@
+// Wide contact sweeps: graph colouring, then kSolverLanes manifolds per SIMD lane group (Box2D v3,
+// Catto 2024). See solver_wide.h; the scalar sweeps they mirror are in solver.cpp.
+#include "server/physics/solver_wide.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace impulse::physics {
+namespace {
+
+using F = WideFloat;
+using M = WideMask;
+
+F splat(float v) { return F{v, v, v, v}; }
+
+// a where mask, else b (bitwise: exact for every value, NaN and signed zeros included).
+F select(M mask, F a, F b) {
+  return std::bit_cast<F>((mask & std::bit_cast<M>(a)) | (~mask & std::bit_cast<M>(b)));
+}
+WideVec3 select(M mask, const WideVec3& a, const WideVec3& b) {
+  return {select(mask, a.x, b.x), select(mask, a.y, b.y), select(mask, a.z, b.z)};
+}
+
+// The scalar math.h operations, lane by lane, in the same order.
+WideVec3 operator+(const WideVec3& a, const WideVec3& b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
+WideVec3 operator-(const WideVec3& a, const WideVec3& b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
+WideVec3 operator*(const WideVec3& a, F s) { return {a.x * s, a.y * s, a.z * s}; }
+F dot(const WideVec3& a, const WideVec3& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+
+// std::max(a, b) is (a < b) ? b : a.
+F max_of(F a, F b) { return select(a < b, b, a); }
+
+// The movable state of kSolverLanes bodies.
+struct WideBody {
+  WideVec3 v, w, dp, da;
+  F inv_mass;
+};
+
+WideBody gather(std::span<const SolverBody> bodies, const uint32_t (&index)[kSolverLanes], bool deltas) {
+  const SolverBody& b0 = bodies[index[0]];
+  const SolverBody& b1 = bodies[index[1]];
+  const SolverBody& b2 = bodies[index[2]];
+  const SolverBody& b3 = bodies[index[3]];
+  static_assert(kSolverLanes == 4);
+  WideBody out;
+  auto lanes = [&](auto field) {
+    return WideVec3{F{(b0.*field).x, (b1.*field).x, (b2.*field).x, (b3.*field).x},
+                    F{(b0.*field).y, (b1.*field).y, (b2.*field).y, (b3.*field).y},
+                    F{(b0.*field).z, (b1.*field).z, (b2.*field).z, (b3.*field).z}};
+  };
+  out.v = lanes(&SolverBody::velocity);
+  out.w = lanes(&SolverBody::angular_velocity);
+  if (deltas) {
+    out.dp = lanes(&SolverBody::delta_position);
+    out.da = lanes(&SolverBody::delta_angle);
+  }
+  out.inv_mass = F{b0.inv_mass, b1.inv_mass, b2.inv_mass, b3.inv_mass};
+  return out;
+}
+
+// Stores the velocities of the chunk's used lanes, except the immovable body's (which every row
+// leaves at exactly zero, as in the scalar sweep).
+void scatter(std::span<SolverBody> bodies, const uint32_t (&index)[kSolverLanes], int lanes, uint32_t movable,
+             const WideBody& b) {
+  for (int j = 0; j < lanes; ++j) {
+    if (index[j] >= movable) continue;
+    SolverBody& body = bodies[index[j]];
+    body.velocity = Vec3{b.v.x[j], b.v.y[j], b.v.z[j]};
+    body.angular_velocity = Vec3{b.w.x[j], b.w.y[j], b.w.z[j]};
+  }
+}
+
+// Lane j of a WideVec3 from a Vec3.
+void set_lane(WideVec3& w, int j, Vec3 v) {
+  w.x[j] = v.x;
+  w.y[j] = v.y;
+  w.z[j] = v.z;
+}
+
+void fill_lane(WideChunk& k, int j, const SolverManifold& m, uint32_t index, const Softness& soft,
+               const Softness& static_soft) {
+  k.body_a[j] = m.body_a;
+  k.body_b[j] = m.body_b;
+  k.manifold[j] = index;
+  set_lane(k.normal, j, m.normal);
+  set_lane(k.tangent[0], j, m.tangent[0]);
+  set_lane(k.tangent[1], j, m.tangent[1]);
+  k.friction[j] = m.friction;
+  k.has_friction[j] = m.friction <= 0 ? 0 : -1;
+  const Softness& s = m.immovable_partner ? static_soft : soft;
+  k.bias_rate[j] = s.bias_rate;
+  k.mass_scale[j] = s.mass_scale;
+  k.impulse_scale[j] = s.impulse_scale;
+  k.points = std::max(k.points, m.point_count);
+  for (int i = 0; i < m.point_count; ++i) {
+    const SolverPoint& sp = m.points[i];
+    WidePoint& p = k.p[i];
+    set_lane(p.rn_a, j, sp.rn_a);
+    set_lane(p.rn_b, j, sp.rn_b);
+    set_lane(p.in_a, j, sp.in_a);
+    set_lane(p.in_b, j, sp.in_b);
+    for (int t = 0; t < 2; ++t) {
+      set_lane(p.rt_a[t], j, sp.rt_a[t]);
+      set_lane(p.rt_b[t], j, sp.rt_b[t]);
+      set_lane(p.it_a[t], j, sp.it_a[t]);
+      set_lane(p.it_b[t], j, sp.it_b[t]);
+      p.tangent_mass[t][j] = sp.tangent_mass[t];
+      p.tangent_impulse[t][j] = sp.tangent_impulse[t];
+    }
+    p.base_separation[j] = sp.base_separation;
+    p.normal_mass[j] = sp.normal_mass;
+    p.normal_impulse[j] = sp.normal_impulse;
+    p.max_normal_impulse[j] = sp.max_normal_impulse;
+    p.active[j] = -1;
+  }
+}
+
+}  // namespace
+
+void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t movable, const Softness& soft,
+                         const Softness& static_soft, bool wide, SolverScratch& s) {
+  const auto n = static_cast<uint32_t>(manifolds.size());
+  // Greedy colouring in span order: the lowest colour neither movable body uses yet.
+  s.body_colors.assign(movable, 0);
+  s.color_of.resize(n);
+  s.color_begin.assign(kSolverColors + 2, 0);
+  for (uint32_t m = 0; m < n; ++m) {
+    const uint32_t a = manifolds[m].body_a;
+    const uint32_t b = manifolds[m].body_b;
+    const uint32_t used = (a < movable ? s.body_colors[a] : 0u) | (b < movable ? s.body_colors[b] : 0u);
+    const int color = used == ~0u ? kSolverColors : std::countr_one(used);
+    if (color < kSolverColors) {
+      if (a < movable) s.body_colors[a] |= 1u << color;
+      if (b < movable) s.body_colors[b] |= 1u << color;
+    }
+    s.color_of[m] = static_cast<uint8_t>(color);
+    ++s.color_begin[static_cast<size_t>(color) + 1];
+  }
+  for (size_t c = 1; c < s.color_begin.size(); ++c) s.color_begin[c] += s.color_begin[c - 1];
+  s.order.resize(n);
+  {
+    std::vector<uint32_t>& next = s.body_colors;  // reused as the counting sort's cursors
+    next.assign(s.color_begin.begin(), s.color_begin.end() - 1);
+    for (uint32_t m = 0; m < n; ++m) s.order[next[s.color_of[m]]++] = m;
+  }
+
+  s.chunks.clear();
+  s.overflow.clear();
+  if (!wide) {  // the scalar reference: everything one at a time, in colour order
+    s.overflow.assign(s.order.begin(), s.order.end());
+    return;
+  }
+  size_t chunk_count = 0;
+  for (int c = 0; c < kSolverColors; ++c) {
+    const uint32_t size = s.color_begin[static_cast<size_t>(c) + 1] - s.color_begin[static_cast<size_t>(c)];
+    chunk_count += (size + kSolverLanes - 1) / kSolverLanes;
+  }
+  s.chunks.resize(chunk_count);
+  size_t k = 0;
+  for (int c = 0; c < kSolverColors; ++c) {
+    const uint32_t begin = s.color_begin[static_cast<size_t>(c)];
+    const uint32_t end = s.color_begin[static_cast<size_t>(c) + 1];
+    for (uint32_t first = begin; first < end; first += kSolverLanes, ++k) {
+      WideChunk& chunk = s.chunks[k];
+      chunk = WideChunk{};
+      for (int j = 0; j < kSolverLanes; ++j) {
+        chunk.body_a[j] = movable;
+        chunk.body_b[j] = movable;
+      }
+      chunk.lanes = static_cast<int>(std::min<uint32_t>(kSolverLanes, end - first));
+      for (int j = 0; j < chunk.lanes; ++j) {
+        const uint32_t m = s.order[first + static_cast<uint32_t>(j)];
+        fill_lane(chunk, j, manifolds[m], m, soft, static_soft);
+      }
+      for (int i = 0; i < chunk.points; ++i) {
+        bool full = true, friction = true;
+        for (int j = 0; j < kSolverLanes; ++j) {
+          full = full && chunk.p[i].active[j] != 0;
+          friction = friction && chunk.has_friction[j] != 0;
+        }
+        chunk.full[i] = full;
+        chunk.full_friction[i] = full && friction;
+      }
+    }
+  }
+  const uint32_t overflow_begin = s.color_begin[kSolverColors];
+  s.overflow.assign(s.order.begin() + overflow_begin, s.order.end());
+}
+
+namespace {
+
+// select(mask, a, b), or a alone where every lane is known to take it.
+template <bool kMasked>
+F pick(M mask, F a, F b) {
+  if constexpr (kMasked) return select(mask, a, b);
+  return a;
+}
+template <bool kMasked>
+WideVec3 pick(M mask, const WideVec3& a, const WideVec3& b) {
+  if constexpr (kMasked) return select(mask, a, b);
+  return a;
+}
+
+template <bool kMasked>
+void warm_start_point(const WideChunk& k, const WidePoint& p, WideBody& a, WideBody& b) {
+  const WideVec3 linear =
+      k.normal * p.normal_impulse + k.tangent[0] * p.tangent_impulse[0] + k.tangent[1] * p.tangent_impulse[1];
+  a.v = pick<kMasked>(p.active, a.v - linear * a.inv_mass, a.v);
+  a.w = pick<kMasked>(
+      p.active, a.w - (p.in_a * p.normal_impulse + p.it_a[0] * p.tangent_impulse[0] + p.it_a[1] * p.tangent_impulse[1]),
+      a.w);
+  b.v = pick<kMasked>(p.active, b.v + linear * b.inv_mass, b.v);
+  b.w = pick<kMasked>(
+      p.active, b.w + (p.in_b * p.normal_impulse + p.it_b[0] * p.tangent_impulse[0] + p.it_b[1] * p.tangent_impulse[1]),
+      b.w);
+}
+
+// solver.cpp's normal row of one point, lane by lane. `bias`, `mass_scale` and `impulse_scale`
+// are the non-speculative values (with or without the soft bias).
+template <bool kMasked>
+void normal_row(WidePoint& p, const WideVec3& n, F dn, F bias_rate_or_zero, F mass_scale_soft, F impulse_scale_soft,
+                bool use_bias, F inv_h, F min_bias, WideBody& a, WideBody& b) {
+  const F zero = splat(0.0f);
+  const F one = splat(1.0f);
+  const F separation = dn + dot(b.da, p.rn_b) - dot(a.da, p.rn_a) + p.base_separation;
+  const M speculative = separation > zero;
+  const F bias = select(speculative, separation * inv_h, use_bias ? max_of(bias_rate_or_zero * separation, min_bias) : zero);
+  const F mass_scale = select(speculative, one, mass_scale_soft);
+  const F impulse_scale = select(speculative, zero, impulse_scale_soft);
+  const F vn = dot(n, b.v - a.v) + dot(b.w, p.rn_b) - dot(a.w, p.rn_a);
+  const F impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
+  // Clamp the total, not the increment: the contact as a whole only ever pushes.
+  const F total = max_of(p.normal_impulse + impulse, zero);
+  const F applied = total - p.normal_impulse;
+  p.normal_impulse = pick<kMasked>(p.active, total, p.normal_impulse);
+  p.max_normal_impulse = pick<kMasked>(p.active, max_of(p.max_normal_impulse, applied), p.max_normal_impulse);
+  a.v = pick<kMasked>(p.active, a.v - n * (applied * a.inv_mass), a.v);
+  a.w = pick<kMasked>(p.active, a.w - p.in_a * applied, a.w);
+  b.v = pick<kMasked>(p.active, b.v + n * (applied * b.inv_mass), b.v);
+  b.w = pick<kMasked>(p.active, b.w + p.in_b * applied, b.w);
+}
+
+template <bool kMasked>
+void friction_row(WidePoint& p, const WideChunk& k, WideBody& a, WideBody& b) {
+  const M on = p.active & k.has_friction;
+  const F v0 = dot(k.tangent[0], b.v - a.v) + dot(b.w, p.rt_b[0]) - dot(a.w, p.rt_a[0]);
+  const F v1 = dot(k.tangent[1], b.v - a.v) + dot(b.w, p.rt_b[1]) - dot(a.w, p.rt_a[1]);
+  F t0 = p.tangent_impulse[0] - p.tangent_mass[0] * v0;
+  F t1 = p.tangent_impulse[1] - p.tangent_mass[1] * v1;
+  // Coulomb: the accumulated 2D vector stays inside the disc mu * lambda_n (solver.cpp's
+  // clamp_to_disc, lane by lane where it scales).
+  const F r = k.friction * p.normal_impulse;
+  const F len_sq = t0 * t0 + t1 * t1;
+  const M inside = len_sq <= r * r;
+  for (int j = 0; j < kSolverLanes; ++j) {
+    if (inside[j] != 0 || on[j] == 0) continue;
+    const float scale = r[j] / std::sqrt(len_sq[j]);
+    t0[j] *= scale;
+    t1[j] *= scale;
+  }
+  const F d0 = t0 - p.tangent_impulse[0];
+  const F d1 = t1 - p.tangent_impulse[1];
+  p.tangent_impulse[0] = pick<kMasked>(on, t0, p.tangent_impulse[0]);
+  p.tangent_impulse[1] = pick<kMasked>(on, t1, p.tangent_impulse[1]);
+  const WideVec3 linear = k.tangent[0] * d0 + k.tangent[1] * d1;
+  a.v = pick<kMasked>(on, a.v - linear * a.inv_mass, a.v);
+  a.w = pick<kMasked>(on, a.w - (p.it_a[0] * d0 + p.it_a[1] * d1), a.w);
+  b.v = pick<kMasked>(on, b.v + linear * b.inv_mass, b.v);
+  b.w = pick<kMasked>(on, b.w + (p.it_b[0] * d0 + p.it_b[1] * d1), b.w);
+}
+
+}  // namespace
+
+void warm_start_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable) {
+  for (WideChunk& k : chunks) {
+    WideBody a = gather(bodies, k.body_a, false);
+    WideBody b = gather(bodies, k.body_b, false);
+    for (int i = 0; i < k.points; ++i) {
+      if (k.full[i]) {
+        warm_start_point<false>(k, k.p[i], a, b);
+      } else {
+        warm_start_point<true>(k, k.p[i], a, b);
+      }
+    }
+    scatter(bodies, k.body_a, k.lanes, movable, a);
+    scatter(bodies, k.body_b, k.lanes, movable, b);
+  }
+}
+
+void solve_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
+                float push_max_speed, bool use_bias) {
+  const F zero = splat(0.0f);
+  const F one = splat(1.0f);
+  const F inv_h_w = splat(inv_h);
+  const F min_bias = splat(-push_max_speed);
+  for (WideChunk& k : chunks) {
+    WideBody a = gather(bodies, k.body_a, true);
+    WideBody b = gather(bodies, k.body_b, true);
+    const F dn = dot(b.dp - a.dp, k.normal);
+    // Without the soft bias a penetrating point gets bias 0 at full mass, as in solver.cpp.
+    const F mass_scale = use_bias ? k.mass_scale : one;
+    const F impulse_scale = use_bias ? k.impulse_scale : zero;
+    // Non-penetration first, then friction bounded by this substep's normal impulses.
+    for (int i = 0; i < k.points; ++i) {
+      if (k.full[i]) {
+        normal_row<false>(k.p[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
+      } else {
+        normal_row<true>(k.p[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
+      }
+    }
+    for (int i = 0; i < k.points; ++i) {
+      if (k.full_friction[i]) {
+        friction_row<false>(k.p[i], k, a, b);
+      } else {
+        friction_row<true>(k.p[i], k, a, b);
+      }
+    }
+    scatter(bodies, k.body_a, k.lanes, movable, a);
+    scatter(bodies, k.body_b, k.lanes, movable, b);
+  }
+}
+
+void store_wide_impulses(std::span<const WideChunk> chunks, std::span<SolverManifold> manifolds) {
+  for (const WideChunk& k : chunks) {
+    for (int j = 0; j < k.lanes; ++j) {
+      SolverManifold& m = manifolds[k.manifold[j]];
+      for (int i = 0; i < m.point_count; ++i) {
+        const WidePoint& p = k.p[i];
+        SolverPoint& sp = m.points[i];
+        sp.normal_impulse = p.normal_impulse[j];
+        sp.tangent_impulse[0] = p.tangent_impulse[0][j];
+        sp.tangent_impulse[1] = p.tangent_impulse[1][j];
+        sp.max_normal_impulse = p.max_normal_impulse[j];
+      }
+    }
+  }
+}
+
+}  // namespace impulse::physics

@@ -1,0 +1,95 @@
+// The wide contact sweeps of solve_soft_step: a greedy graph colouring of the manifolds (no two
+// manifolds of one colour share a movable body), then each colour's manifolds solved
+// kSolverLanes at a time, one per SIMD lane, from structure-of-arrays rows. Box2D v3 does the same
+// in 2D (Catto, "Solver2D", 2024, and the "SIMD Matters" post, box2d.org, 2024); Tonge et al.,
+// "Mass Splitting for Jitter-Free Parallel Rigid Body Simulation" (SIGGRAPH 2012) discuss why
+// colouring keeps Gauss-Seidel's convergence.
+//
+// Each lane performs exactly the float operations of the scalar sweep (solver.cpp) for its
+// manifold, in the same order, with masks where the scalar code skips (a missing point, no
+// friction). So the result is the scalar solve's in colour order, bit for bit
+// (Solver.WideSweepsMatchTheScalarSweepsBitForBit). A body's rows run in the order of its
+// manifolds' colours, and a manifold's colour depends only on the manifolds before it that
+// share its bodies (its contact-connected group): the order, and so the result, does not depend
+// on how the world batches groups over threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "server/physics/solver.h"
+
+namespace impulse::physics {
+
+/// Manifolds per SIMD lane group: 4 floats fill one 128-bit register, available on every x86-64
+/// (SSE2) and AArch64 (NEON) machine without build flags that would change the binary per host.
+inline constexpr int kSolverLanes = 4;
+/// Colours of the greedy colouring (a 32-bit mask per body). A manifold whose bodies already use
+/// all of them is solved one at a time after the colours (a body with more than 16 contacts).
+inline constexpr int kSolverColors = 32;
+
+using WideFloat = float __attribute__((vector_size(16)));
+using WideMask = int32_t __attribute__((vector_size(16)));  // all ones (true) or zero per lane
+
+struct WideVec3 {
+  WideFloat x, y, z;
+};
+
+/// Point i of kSolverLanes manifolds: SolverPoint's fields, one lane per manifold.
+struct WidePoint {
+  WideVec3 rn_a, rn_b, in_a, in_b;
+  WideVec3 rt_a[2], rt_b[2], it_a[2], it_b[2];
+  WideFloat base_separation, normal_mass, tangent_mass[2];
+  WideFloat normal_impulse, tangent_impulse[2], max_normal_impulse;
+  WideMask active;  // the lane's manifold has this point
+};
+
+/// kSolverLanes manifolds of one colour. Unused lanes address the immovable body and are
+/// inactive; their results are never stored.
+struct WideChunk {
+  uint32_t body_a[kSolverLanes] = {};
+  uint32_t body_b[kSolverLanes] = {};
+  uint32_t manifold[kSolverLanes] = {};  // index in the manifold span
+  int lanes = 0;                         // used lanes, from the first
+  int points = 0;                        // most points of any lane
+  // Per point: every lane has it (and friction), so the sweeps skip the masks (the common case).
+  bool full[kMaxManifoldPoints] = {};
+  bool full_friction[kMaxManifoldPoints] = {};
+  WideVec3 normal, tangent[2];
+  WideFloat friction;
+  WideMask has_friction;                 // friction > 0: the scalar sweep skips the friction rows otherwise
+  WideFloat bias_rate, mass_scale, impulse_scale;  // the lane's Softness (static or not)
+  WidePoint p[kMaxManifoldPoints];
+};
+
+/// Reused memory of the wide sweeps, so a step allocates nothing in steady state.
+struct SolverScratch {
+  std::vector<WideChunk> chunks;       // colour by colour, contact order within a colour
+  std::vector<uint32_t> overflow;      // manifolds of no colour, contact order (scalar sweeps)
+  std::vector<uint32_t> body_colors;   // per movable body: colours its manifolds use
+  std::vector<uint8_t> color_of;       // per manifold; kSolverColors = none
+  std::vector<uint32_t> color_begin;   // [kSolverColors + 2]: counting sort by colour
+  std::vector<uint32_t> order;         // manifolds sorted by colour
+};
+
+/// Colours the manifolds (greedy, in span order) and packs them into `scratch.chunks` and
+/// `scratch.overflow`. `movable`: the index of the immovable body (the movable ones come first).
+/// wide = false: every manifold goes to the overflow list, in colour order (the scalar reference
+/// the wide sweeps are tested against).
+void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t movable, const Softness& soft,
+                         const Softness& static_soft, bool wide, SolverScratch& scratch);
+
+/// Warm start of every chunk: the accumulated impulses applied to the bodies.
+void warm_start_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable);
+
+/// One sweep over every chunk: normal rows with the soft bias (use_bias) or without, then the
+/// friction rows, as solver.cpp's scalar sweep does per manifold.
+void solve_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
+                float push_max_speed, bool use_bias);
+
+/// Copies the chunks' accumulated impulses back into their manifolds (for restitution and the
+/// contact records).
+void store_wide_impulses(std::span<const WideChunk> chunks, std::span<SolverManifold> manifolds);
+
+}  // namespace impulse::physics
