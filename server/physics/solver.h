@@ -137,9 +137,9 @@ Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h);
 struct SolverScratch;  // solver_wide.h
 
 /// Runs the whole soft step: propagate_restitution, then substeps x (integrate velocities, warm
-/// start, solve with bias, integrate positions, relax), then the end-of-step restitution sweep,
-/// then writes the accumulated impulses back into `records`. `bodies` holds the movable bodies
-/// followed by the immovable one (last). The warm start and the sweeps visit the manifolds in
+/// start, solve with bias, integrate positions, relax), then the end-of-step
+/// restitution sweep, then writes the accumulated impulses back into `records`. `bodies` holds
+/// the movable bodies followed by the immovable one (last). The warm start and the sweeps visit the manifolds in
 /// the order of a graph colouring (solver_wide.h), each colour kSolverLanes manifolds at a time.
 /// `scratch` is reused memory, owned by the caller.
 void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,

@@ -121,19 +121,19 @@ void fill_lane(WideChunk& k, int j, const SolverManifold& m, uint32_t index, con
 void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t movable, const Softness& soft,
                          const Softness& static_soft, bool wide, SolverScratch& s) {
   const auto n = static_cast<uint32_t>(manifolds.size());
-  // Greedy colouring in span order: the lowest colour neither movable body uses yet.
+  // Level colouring in span order: one above the colour of the last manifold of either movable
+  // body (s.body_colors: that colour + 1, 0 for none), so every body meets its manifolds in span
+  // order; past the last colour, the overflow (which keeps that order too).
   s.body_colors.assign(movable, 0);
   s.color_of.resize(n);
   s.color_begin.assign(kSolverColors + 2, 0);
   for (uint32_t m = 0; m < n; ++m) {
     const uint32_t a = manifolds[m].body_a;
     const uint32_t b = manifolds[m].body_b;
-    const uint32_t used = (a < movable ? s.body_colors[a] : 0u) | (b < movable ? s.body_colors[b] : 0u);
-    const int color = used == ~0u ? kSolverColors : std::countr_one(used);
-    if (color < kSolverColors) {
-      if (a < movable) s.body_colors[a] |= 1u << color;
-      if (b < movable) s.body_colors[b] |= 1u << color;
-    }
+    const uint32_t level = std::max(a < movable ? s.body_colors[a] : 0u, b < movable ? s.body_colors[b] : 0u);
+    const uint32_t color = std::min<uint32_t>(level, kSolverColors);
+    if (a < movable) s.body_colors[a] = color + 1;
+    if (b < movable) s.body_colors[b] = color + 1;
     s.color_of[m] = static_cast<uint8_t>(color);
     ++s.color_begin[static_cast<size_t>(color) + 1];
   }
