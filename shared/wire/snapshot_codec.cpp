@@ -356,8 +356,24 @@ const SnapshotObject* SnapshotReceiver::find(ObjectID id) const {
 const QuantizedState* SnapshotReceiver::find_state(ObjectID id) const {
   const int32_t p = find_position(id.index);
   if (p < 0 || objects_[static_cast<size_t>(p)].id != id) return nullptr;
-  const Ring& ring = rings_[ring_of_[static_cast<size_t>(p)]];
-  return &ring.states[ring.head];
+  const RingRef& ref = ring_of_[static_cast<size_t>(p)];
+  return &rings_[ref.ring].slots[ref.head].state;
+}
+
+int32_t SnapshotReceiver::find_position_from(uint32_t index, size_t* from) const {
+  const size_t n = objects_.size();
+  size_t lo = *from;  // every position before it holds a lower index
+  size_t hi = lo;
+  for (size_t step = 1; hi < n && objects_[hi].id.index < index; step *= 2) {
+    lo = hi + 1;
+    hi += step;
+  }
+  const auto first = objects_.begin() + static_cast<std::ptrdiff_t>(lo);
+  const auto last = objects_.begin() + static_cast<std::ptrdiff_t>(std::min(hi + 1, n));
+  const auto it = std::lower_bound(first, last, index, [](const SnapshotObject& o, uint32_t i) { return o.id.index < i; });
+  *from = static_cast<size_t>(it - objects_.begin());
+  if (it == objects_.end() || it->id.index != index) return -1;
+  return static_cast<int32_t>(it - objects_.begin());
 }
 
 SnapshotError SnapshotReceiver::apply(uint32_t sequence, uint64_t tick, std::span<const uint8_t> payload) {
@@ -386,6 +402,7 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
   if (count > r.bits_remaining() / kMinRecordBits) return SnapshotError::BadHeader;
 
   int64_t previous = -1;
+  size_t cursor = 0;  // where the previous record's index is or would be in objects_
   for (uint32_t n = 0; n < count; ++n) {
     uint32_t gap = 0;
     if (!read_exp_golomb(r, kGapOrder, kMaxSnapshotObjectIndex, &gap))
@@ -396,7 +413,7 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
 
     Decoded d;
     d.id.index = static_cast<uint32_t>(index);
-    d.view = find_position(d.id.index);
+    d.view = find_position_from(d.id.index, &cursor);
     const bool first = r.read_bit();
     const bool second = first ? r.read_bit() : false;
     if (r.overrun()) return SnapshotError::Truncated;
@@ -409,12 +426,13 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
         return r.overrun() ? SnapshotError::Truncated : SnapshotError::BadRecord;
       if (d.view < 0) return SnapshotError::UnknownBaseline;
       const SnapshotObject& held = objects_[static_cast<size_t>(d.view)];
-      const Ring& ring = rings_[ring_of_[static_cast<size_t>(d.view)]];
+      const RingRef& ref = ring_of_[static_cast<size_t>(d.view)];
+      const Ring& ring = rings_[ref.ring];
       const uint32_t baseline_sequence = sequence - (distance_minus_one + 1);
       const QuantizedState* baseline = nullptr;
-      for (uint32_t k = 0; k < ring.count && baseline == nullptr; ++k) {
-        const uint32_t slot = (ring.head + kSnapshotBaselineWindow - k) % kSnapshotBaselineWindow;
-        if (ring.sequences[slot] == baseline_sequence) baseline = &ring.states[slot];
+      for (uint32_t k = 0; k < ref.count && baseline == nullptr; ++k) {
+        const uint32_t slot = (ref.head + kSnapshotBaselineWindow - k) % kSnapshotBaselineWindow;
+        if (ring.slots[slot].sequence == baseline_sequence) baseline = &ring.slots[slot].state;
       }
       if (baseline == nullptr) return SnapshotError::UnknownBaseline;
       d.id = held.id;
@@ -451,18 +469,16 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
   return SnapshotError::None;
 }
 
-void SnapshotReceiver::push_state(Ring& ring, uint32_t sequence, const QuantizedState& state) {
-  ring.head = ring.count == 0 ? 0 : (ring.head + 1) % kSnapshotBaselineWindow;
-  ring.sequences[ring.head] = sequence;
-  ring.states[ring.head] = state;
-  if (ring.count < kSnapshotBaselineWindow) ++ring.count;
+void SnapshotReceiver::push_state(RingRef& ref, uint32_t sequence, const QuantizedState& state) {
+  ref.head = ref.count == 0 ? 0 : static_cast<uint16_t>((ref.head + 1u) % kSnapshotBaselineWindow);
+  rings_[ref.ring].slots[ref.head] = RingSlot{sequence, state};
+  if (ref.count < kSnapshotBaselineWindow) ++ref.count;
 }
 
 uint32_t SnapshotReceiver::allocate_ring() {
   if (!free_rings_.empty()) {
     const uint32_t slot = free_rings_.back();
     free_rings_.pop_back();
-    rings_[slot].count = 0;
     return slot;
   }
   rings_.emplace_back();
@@ -502,7 +518,7 @@ void SnapshotReceiver::commit(uint32_t sequence) {
     for (const Decoded& d : decoded_) {
       if (d.kind == RecordKind::Exit) continue;  // of an index not held: nothing to drop
       const size_t p = static_cast<size_t>(d.view);
-      push_state(rings_[ring_of_[p]], sequence, d.state);
+      push_state(ring_of_[p], sequence, d.state);
       set_object(objects_[p], d);
       updated_.push_back(d.id);
     }
@@ -525,22 +541,23 @@ void SnapshotReceiver::commit(uint32_t sequence) {
       if (!held) continue;
       const size_t p = static_cast<size_t>(d.view);
       exited_.push_back(objects_[p].id);
-      free_rings_.push_back(ring_of_[p]);
+      free_rings_.push_back(ring_of_[p].ring);
       continue;
     }
     SnapshotObject object = held ? objects_[static_cast<size_t>(d.view)] : SnapshotObject{};
-    uint32_t ring = held ? ring_of_[static_cast<size_t>(d.view)] : 0;
+    RingRef ring = held ? ring_of_[static_cast<size_t>(d.view)] : RingRef{};
     if (!held) {
-      ring = allocate_ring();
+      ring = RingRef{allocate_ring(), 0, 0};
       entered_.push_back(d.id);
     } else if (object.id != d.id) {  // an entry replacing another object at the same index
       exited_.push_back(object.id);
       entered_.push_back(d.id);
-      rings_[ring].count = 0;
+      ring.head = 0;
+      ring.count = 0;
     } else {
       updated_.push_back(d.id);
     }
-    push_state(rings_[ring], sequence, d.state);
+    push_state(ring, sequence, d.state);
     set_object(object, d);
     next_objects_.push_back(object);
     next_ring_of_.push_back(ring);

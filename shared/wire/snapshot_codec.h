@@ -167,11 +167,20 @@ class SnapshotReceiver {
   void reset();
 
  private:
+  // A state and the packet it came in side by side: a baseline lookup reads one slot.
+  struct RingSlot {
+    uint32_t sequence = 0;
+    QuantizedState state;
+  };
   struct Ring {
-    uint32_t head = 0;   // slot of the newest state
-    uint32_t count = 0;  // states held, <= kSnapshotBaselineWindow
-    uint32_t sequences[kSnapshotBaselineWindow] = {};
-    QuantizedState states[kSnapshotBaselineWindow] = {};
+    RingSlot slots[kSnapshotBaselineWindow];
+  };
+  // A held object's ring and where it stands, kept beside the view so that a lookup's
+  // bookkeeping shares cache lines with its neighbours' (the records of a payload ascend).
+  struct RingRef {
+    uint32_t ring = 0;   // index in rings_
+    uint16_t head = 0;   // slot of the newest state
+    uint16_t count = 0;  // states held, <= kSnapshotBaselineWindow
   };
   // One decoded record, checked but not applied.
   struct Decoded {
@@ -185,8 +194,11 @@ class SnapshotReceiver {
   SnapshotError decode(uint32_t sequence, std::span<const uint8_t> payload);
   void commit(uint32_t sequence);
   int32_t find_position(uint32_t index) const;  // position in objects_ or -1
+  // The same for an index above the previous call's (the records of a payload ascend): gallops
+  // from *from, the position after which the previous index would be, and updates it.
+  int32_t find_position_from(uint32_t index, size_t* from) const;
   uint32_t allocate_ring();
-  static void push_state(Ring& ring, uint32_t sequence, const QuantizedState& state);
+  void push_state(RingRef& ref, uint32_t sequence, const QuantizedState& state);
   void set_object(SnapshotObject& object, const Decoded& record) const;
 
   QuantizationConfig config_;
@@ -198,7 +210,7 @@ class SnapshotReceiver {
 
   // The view: objects_ sorted by index, ring_of_[i] the ring slot of objects_[i].
   std::vector<SnapshotObject> objects_;
-  std::vector<uint32_t> ring_of_;
+  std::vector<RingRef> ring_of_;
   std::vector<Ring> rings_;
   std::vector<uint32_t> free_rings_;
 
@@ -210,7 +222,7 @@ class SnapshotReceiver {
   std::vector<Decoded> decoded_;
   std::vector<uint8_t> checksum_input_;
   std::vector<SnapshotObject> next_objects_;
-  std::vector<uint32_t> next_ring_of_;
+  std::vector<RingRef> next_ring_of_;
 };
 
 }  // namespace impulse::wire
