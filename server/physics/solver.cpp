@@ -282,20 +282,20 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
   const auto immovable = static_cast<uint32_t>(movable);
   build_wide_contacts(manifolds, immovable, soft, static_soft, c.wide, scratch);
   auto sweep = [&](bool use_bias) {
-    solve_wide(scratch.chunks, bodies, immovable, inv_h, c.contact_push_max_speed, use_bias);
+    solve_wide(scratch, bodies, immovable, inv_h, c.contact_push_max_speed, use_bias);
     for (const uint32_t m : scratch.overflow) {
       solve(manifolds[m], bodies, soft, static_soft, inv_h, c.contact_push_max_speed, use_bias);
     }
   };
   for (int s = 0; s < substeps; ++s) {
     integrate_velocities(bodies, forces, h, c);
-    warm_start_wide(scratch.chunks, bodies, immovable);
+    warm_start_wide(scratch, bodies, immovable);
     for (const uint32_t m : scratch.overflow) warm_start(manifolds[m], bodies);
     sweep(true);
     integrate_positions(bodies, movable, h);
     for (int r = 0; r < c.relax_iterations; ++r) sweep(false);
   }
-  store_wide_impulses(scratch.chunks, manifolds);
+  store_wide_impulses(scratch, manifolds);
   apply_restitution(manifolds, bodies, c.restitution_threshold);
 
   for (const SolverManifold& m : manifolds) {

@@ -78,8 +78,8 @@ void set_lane(WideVec3& w, int j, Vec3 v) {
   w.z[j] = v.z;
 }
 
-void fill_lane(WideChunk& k, int j, const SolverManifold& m, uint32_t index, const Softness& soft,
-               const Softness& static_soft) {
+void fill_lane(WideChunk& k, WidePoint* points, int j, const SolverManifold& m, uint32_t index,
+               const Softness& soft, const Softness& static_soft) {
   k.body_a[j] = m.body_a;
   k.body_b[j] = m.body_b;
   k.manifold[j] = index;
@@ -92,10 +92,9 @@ void fill_lane(WideChunk& k, int j, const SolverManifold& m, uint32_t index, con
   k.bias_rate[j] = s.bias_rate;
   k.mass_scale[j] = s.mass_scale;
   k.impulse_scale[j] = s.impulse_scale;
-  k.points = std::max(k.points, m.point_count);
   for (int i = 0; i < m.point_count; ++i) {
     const SolverPoint& sp = m.points[i];
-    WidePoint& p = k.p[i];
+    WidePoint& p = points[i];
     set_lane(p.rn_a, j, sp.rn_a);
     set_lane(p.rn_b, j, sp.rn_b);
     set_lane(p.in_a, j, sp.in_a);
@@ -146,6 +145,7 @@ void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t mov
   }
 
   s.chunks.clear();
+  s.points.clear();
   s.overflow.clear();
   if (!wide) {  // the scalar reference: everything one at a time, in colour order
     s.overflow.assign(s.order.begin(), s.order.end());
@@ -170,13 +170,19 @@ void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t mov
       }
       chunk.lanes = static_cast<int>(std::min<uint32_t>(kSolverLanes, end - first));
       for (int j = 0; j < chunk.lanes; ++j) {
+        chunk.points = std::max(chunk.points, manifolds[s.order[first + static_cast<uint32_t>(j)]].point_count);
+      }
+      chunk.first_point = static_cast<uint32_t>(s.points.size());
+      s.points.resize(s.points.size() + static_cast<size_t>(chunk.points));  // zero: no lane active
+      WidePoint* points = s.points.data() + chunk.first_point;
+      for (int j = 0; j < chunk.lanes; ++j) {
         const uint32_t m = s.order[first + static_cast<uint32_t>(j)];
-        fill_lane(chunk, j, manifolds[m], m, soft, static_soft);
+        fill_lane(chunk, points, j, manifolds[m], m, soft, static_soft);
       }
       for (int i = 0; i < chunk.points; ++i) {
         bool full = true, friction = true;
         for (int j = 0; j < kSolverLanes; ++j) {
-          full = full && chunk.p[i].active[j] != 0;
+          full = full && points[i].active[j] != 0;
           friction = friction && chunk.has_friction[j] != 0;
         }
         chunk.full[i] = full;
@@ -272,15 +278,16 @@ void friction_row(WidePoint& p, const WideChunk& k, WideBody& a, WideBody& b) {
 
 }  // namespace
 
-void warm_start_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable) {
-  for (WideChunk& k : chunks) {
+void warm_start_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable) {
+  for (WideChunk& k : s.chunks) {
+    const WidePoint* points = s.points.data() + k.first_point;
     WideBody a = gather(bodies, k.body_a, false);
     WideBody b = gather(bodies, k.body_b, false);
     for (int i = 0; i < k.points; ++i) {
       if (k.full[i]) {
-        warm_start_point<false>(k, k.p[i], a, b);
+        warm_start_point<false>(k, points[i], a, b);
       } else {
-        warm_start_point<true>(k, k.p[i], a, b);
+        warm_start_point<true>(k, points[i], a, b);
       }
     }
     scatter(bodies, k.body_a, k.lanes, movable, a);
@@ -288,13 +295,14 @@ void warm_start_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, 
   }
 }
 
-void solve_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
+void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
                 float push_max_speed, bool use_bias) {
   const F zero = splat(0.0f);
   const F one = splat(1.0f);
   const F inv_h_w = splat(inv_h);
   const F min_bias = splat(-push_max_speed);
-  for (WideChunk& k : chunks) {
+  for (WideChunk& k : s.chunks) {
+    WidePoint* points = s.points.data() + k.first_point;
     WideBody a = gather(bodies, k.body_a, true);
     WideBody b = gather(bodies, k.body_b, true);
     const F dn = dot(b.dp - a.dp, k.normal);
@@ -304,16 +312,16 @@ void solve_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint3
     // Non-penetration first, then friction bounded by this substep's normal impulses.
     for (int i = 0; i < k.points; ++i) {
       if (k.full[i]) {
-        normal_row<false>(k.p[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
+        normal_row<false>(points[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
       } else {
-        normal_row<true>(k.p[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
+        normal_row<true>(points[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
       }
     }
     for (int i = 0; i < k.points; ++i) {
       if (k.full_friction[i]) {
-        friction_row<false>(k.p[i], k, a, b);
+        friction_row<false>(points[i], k, a, b);
       } else {
-        friction_row<true>(k.p[i], k, a, b);
+        friction_row<true>(points[i], k, a, b);
       }
     }
     scatter(bodies, k.body_a, k.lanes, movable, a);
@@ -321,12 +329,13 @@ void solve_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint3
   }
 }
 
-void store_wide_impulses(std::span<const WideChunk> chunks, std::span<SolverManifold> manifolds) {
-  for (const WideChunk& k : chunks) {
+void store_wide_impulses(const SolverScratch& s, std::span<SolverManifold> manifolds) {
+  for (const WideChunk& k : s.chunks) {
+    const WidePoint* points = s.points.data() + k.first_point;
     for (int j = 0; j < k.lanes; ++j) {
       SolverManifold& m = manifolds[k.manifold[j]];
       for (int i = 0; i < m.point_count; ++i) {
-        const WidePoint& p = k.p[i];
+        const WidePoint& p = points[i];
         SolverPoint& sp = m.points[i];
         sp.normal_impulse = p.normal_impulse[j];
         sp.tangent_impulse[0] = p.tangent_impulse[0][j];

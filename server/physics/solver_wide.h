@@ -65,12 +65,13 @@ struct WideChunk {
   WideFloat friction;
   WideMask has_friction;                 // friction > 0: the scalar sweep skips the friction rows otherwise
   WideFloat bias_rate, mass_scale, impulse_scale;  // the lane's Softness (static or not)
-  WidePoint p[kMaxManifoldPoints];
+  uint32_t first_point = 0;  // its `points` WidePoints start here in SolverScratch::points
 };
 
 /// Reused memory of the wide sweeps, so a step allocates nothing in steady state.
 struct SolverScratch {
   std::vector<WideChunk> chunks;       // colour by colour, contact order within a colour
+  std::vector<WidePoint> points;       // each chunk's points, as many as its largest manifold has
   std::vector<uint32_t> overflow;      // manifolds of no colour, contact order (scalar sweeps)
   std::vector<uint32_t> body_colors;   // per movable body: 1 + the colour of its last manifold (0: none)
   std::vector<uint8_t> color_of;       // per manifold; kSolverColors = none
@@ -86,15 +87,15 @@ void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t mov
                          const Softness& static_soft, bool wide, SolverScratch& scratch);
 
 /// Warm start of every chunk: the accumulated impulses applied to the bodies.
-void warm_start_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable);
+void warm_start_wide(SolverScratch& scratch, std::span<SolverBody> bodies, uint32_t movable);
 
 /// One sweep over every chunk: normal rows with the soft bias (use_bias) or without, then the
 /// friction rows, as solver.cpp's scalar sweep does per manifold.
-void solve_wide(std::span<WideChunk> chunks, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
+void solve_wide(SolverScratch& scratch, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
                 float push_max_speed, bool use_bias);
 
 /// Copies the chunks' accumulated impulses back into their manifolds (for restitution and the
 /// contact records).
-void store_wide_impulses(std::span<const WideChunk> chunks, std::span<SolverManifold> manifolds);
+void store_wide_impulses(const SolverScratch& scratch, std::span<SolverManifold> manifolds);
 
 }  // namespace impulse::physics
