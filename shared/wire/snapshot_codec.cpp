@@ -342,10 +342,8 @@ void SnapshotReceiver::reset() {
 }
 
 int32_t SnapshotReceiver::find_position(uint32_t index) const {
-  const auto it = std::lower_bound(objects_.begin(), objects_.end(), index,
-                                   [](const SnapshotObject& o, uint32_t i) { return o.id.index < i; });
-  if (it == objects_.end() || it->id.index != index) return -1;
-  return static_cast<int32_t>(it - objects_.begin());
+  size_t from = 0;
+  return find_position_from(index, &from);
 }
 
 const SnapshotObject* SnapshotReceiver::find(ObjectID id) const {
