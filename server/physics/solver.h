@@ -137,10 +137,10 @@ Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h);
 struct SolverScratch;  // solver_wide.h
 
 /// Runs the whole soft step: propagate_restitution, then substeps x (integrate velocities, warm
-/// start, solve with bias, integrate positions, relax), then the end-of-step
-/// restitution sweep, then writes the accumulated impulses back into `records`. `bodies` holds
-/// the movable bodies followed by the immovable one (last). The warm start and the sweeps visit the manifolds in
-/// the order of a graph colouring (solver_wide.h), each colour kSolverLanes manifolds at a time.
+/// start, solve with bias, integrate positions, relax), then the end-of-step restitution sweep,
+/// then writes the accumulated impulses back into `records`. `bodies` holds the movable bodies
+/// followed by the immovable one (last). The warm start and the sweeps run colour by colour,
+/// kSolverLanes manifolds at a time (solver_wide.h), which is Gauss-Seidel in manifold order.
 /// `scratch` is reused memory, owned by the caller.
 void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
                      std::span<const BodyForces> forces, std::span<ContactRecord> records,

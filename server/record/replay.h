@@ -1,7 +1,7 @@
 // Replay of a recording (impulse-replay): summarise it (info), re-simulate it from its initial
 // state through the same apply function as the server and compare every tick's awake_hash and
-// every keyframe's world_hash (verify, Box2D 3.2's recorded-call replay validated by a per-step hash), and
-// rebuild the world at a tick from the nearest keyframe (export).
+// every keyframe's world_hash (verify, Box2D 3.2's recorded-call replay validated by a per-step
+// hash), and rebuild the world at a tick from the nearest keyframe (export).
 #pragma once
 
 #include <cstdint>

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
 #include <barrier>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -735,7 +735,8 @@ void print_human(std::FILE* out, const LoadReport& r) {
                  "second; tick thread alone %.3f cores\n", *r.server_cpu_s / seconds, 1000.0 * *r.server_cpu_s / seconds / clients,
                  r.server_thread_cpu_s.value_or(0.0) / seconds);
   }
-  std::fprintf(out, "  bots CPU: %.3f cores; whole process: %.3f cores\n", r.bots_cpu_s / seconds, r.process_cpu_s / seconds);
+  std::fprintf(out, "  bots CPU: %.3f cores (nice %d); whole process: %.3f cores\n", r.bots_cpu_s / seconds, r.bot_nice,
+               r.process_cpu_s / seconds);
   std::fprintf(out, "  per client (UDP payload, no IP/UDP headers): in %.0f B/s (%.1f kbit/s), out %.0f B/s (%.1f kbit/s); "
                "%.1f snapshots/s\n",
                r.bytes_in_per_client_per_s, 8e-3 * r.bytes_in_per_client_per_s, r.bytes_out_per_client_per_s,
