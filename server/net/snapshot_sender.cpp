@@ -437,7 +437,16 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
   // held_ after this write: the visited indices the client may hold, merged with the held ones
   // not visited (unchanged). Both lists ascend, so the result does too.
   size_t h = 0;
-  for (const uint32_t index : visits_) {
+  // A track is 76 bytes of a per-client array far larger than the cache, and the visits are known
+  // up front: fetch a few visits ahead so the misses overlap instead of queueing one by one.
+  constexpr size_t kPrefetchAhead = 8;
+  for (size_t v = 0; v < visits_.size(); ++v) {
+    if (v + kPrefetchAhead < visits_.size()) {
+      const char* ahead = reinterpret_cast<const char*>(&tracks_[visits_[v + kPrefetchAhead]]);
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead + sizeof(Track) - 1);
+    }
+    const uint32_t index = visits_[v];
     while (h < held_.size() && held_[h] < index) next_held_.push_back(held_[h++]);
     if (h < held_.size() && held_[h] == index) ++h;
     if (visit(source, index, sequence)) next_pending_.push_back(index);
@@ -476,13 +485,22 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
       std::sort(first, last, before);
     }
     Candidate& c = candidates_[k];
-    if (c.kind == wire::RecordKind::Delta) {
-      // Send whichever is smaller; a far-off baseline can make the delta cost more than the entry.
-      Candidate as_entry = c;
-      as_entry.kind = wire::RecordKind::Entry;
-      const uint32_t delta_bits = wire::record_body_bits(make_record(source, c, sequence), limits_);
-      const uint32_t entry_bits = wire::record_body_bits(make_record(source, as_entry, sequence), limits_);
-      if (entry_bits <= delta_bits) c.kind = wire::RecordKind::Entry;
+    // The record's size; a delta goes as an entry when that is no larger (a far-off baseline can
+    // make the delta cost more).
+    uint32_t body_bits = wire::exit_body_bits();
+    if (c.kind != wire::RecordKind::Exit) {
+      const uint32_t generation = source.ids[c.row].generation;
+      const wire::QuantizedState& state = source.states[c.row];
+      body_bits = wire::entry_body_bits(generation, source.descs[c.row], state, limits_);
+      if (c.kind == wire::RecordKind::Delta) {
+        const Track& t = tracks_[c.index];
+        const uint32_t delta_bits = wire::delta_body_bits(sequence - t.baseline_sequence, t.baseline, state, limits_);
+        if (delta_bits < body_bits) {
+          body_bits = delta_bits;
+        } else {
+          c.kind = wire::RecordKind::Entry;
+        }
+      }
     }
     const auto at = std::lower_bound(chosen_.begin(), chosen_.end(), c.index,
                                      [&](uint32_t p, uint32_t index) { return candidates_[p].index < index; });
@@ -495,11 +513,11 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
     }
     const uint32_t m = static_cast<uint32_t>(chosen_.size());
     const uint64_t base = total_bits - wire::payload_header_bits(m) + wire::payload_header_bits(m + 1) + gaps;
-    uint64_t new_total = base + wire::record_body_bits(make_record(source, c, sequence), limits_);
+    uint64_t new_total = base + body_bits;
     if ((new_total + 7) / 8 > budget_bytes && c.urgent && c.kind == wire::RecordKind::Entry) {
       // A replacing entry that does not fit: at least take the old object off the client.
       c.kind = wire::RecordKind::Exit;
-      new_total = base + wire::record_body_bits(make_record(source, c, sequence), limits_);
+      new_total = base + wire::exit_body_bits();
     }
     if ((new_total + 7) / 8 > budget_bytes) {
       ++misses;
@@ -559,7 +577,15 @@ void SnapshotSender::on_acked(uint32_t sequence) {
   SentPacket& packet = sent_[sequence % kSentPacketHistory];
   if (!packet.pending || packet.sequence != sequence) return;
   packet.pending = false;
-  for (const SentItem& item : packet.items) {
+  constexpr size_t kPrefetchAhead = 8;  // as in write(): overlap the track misses
+  const size_t n = packet.items.size();
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kPrefetchAhead < n) {
+      const char* ahead = reinterpret_cast<const char*>(&tracks_[packet.items[k + kPrefetchAhead].index]);
+      __builtin_prefetch(ahead);
+      __builtin_prefetch(ahead + sizeof(Track) - 1);
+    }
+    const SentItem& item = packet.items[k];
     Track& t = tracks_[item.index];
     if (item.kind == wire::RecordKind::Exit) {
       // The client applied this exit; unless it was cancelled or superseded by a later one, it

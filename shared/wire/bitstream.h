@@ -18,9 +18,11 @@
 
 namespace impulse::wire {
 
-/// Appends bit fields to a byte vector (see the bit order above). The vector always holds
-/// ceil(bits / 8) bytes and every bit past the last field is zero, so it can be sent as is.
-/// Lifetime: keeps a pointer to `bytes`, which must outlive the writer.
+/// Appends bit fields to a byte vector (see the bit order above). Fields gather in a 64-bit
+/// accumulator that is stored 4 bytes at a time; finish() stores the rest, after which the vector
+/// holds ceil(bits / 8) bytes, every bit past the last field zero, and can be sent as is.
+/// Lifetime: keeps a pointer to `bytes`, which must outlive the writer; do not touch the vector
+/// between the first write and finish().
 class BitWriter {
  public:
   /// Starts writing at the end of `bytes` (byte-aligned); existing bytes are kept.
@@ -30,20 +32,35 @@ class BitWriter {
   void write_bits(uint32_t value, unsigned count) {
     if (count == 0) return;
     if (count < 32) value &= (uint32_t{1} << count) - 1u;
-    const size_t first = bit_count_ >> 3;
-    const unsigned offset = static_cast<unsigned>(bit_count_ & 7u);
+    pending_ |= static_cast<uint64_t>(value) << pending_bits_;  // pending_bits_ < 32 here
+    pending_bits_ += count;
     bit_count_ += count;
-    bytes_->resize((bit_count_ + 7) >> 3, 0);  // new bytes start at zero
-    uint64_t bits = static_cast<uint64_t>(value) << offset;  // at most 39 bits: 5 bytes
-    for (size_t i = first; bits != 0; ++i, bits >>= 8) (*bytes_)[i] = static_cast<uint8_t>((*bytes_)[i] | bits);
+    if (pending_bits_ >= 32) {
+      const uint8_t word[4] = {static_cast<uint8_t>(pending_), static_cast<uint8_t>(pending_ >> 8),
+                               static_cast<uint8_t>(pending_ >> 16), static_cast<uint8_t>(pending_ >> 24)};
+      bytes_->insert(bytes_->end(), word, word + 4);
+      pending_ >>= 32;
+      pending_bits_ -= 32;
+    }
   }
   void write_bit(bool bit) { write_bits(bit ? 1u : 0u, 1); }
-  /// Bits in the vector, counting from its first byte (not from where this writer started).
+  /// Stores the bits still in the accumulator (the last partial byte zero-padded). Writing may
+  /// go on after it only from a byte boundary (bit_count() % 8 == 0).
+  void finish() {
+    for (; pending_bits_ > 0; pending_bits_ = pending_bits_ > 8 ? pending_bits_ - 8 : 0) {
+      bytes_->push_back(static_cast<uint8_t>(pending_));
+      pending_ >>= 8;
+    }
+    pending_ = 0;
+  }
+  /// Bits written, counting from the vector's first byte (not from where this writer started).
   size_t bit_count() const { return bit_count_; }
 
  private:
   std::vector<uint8_t>* bytes_;
   size_t bit_count_;
+  uint64_t pending_ = 0;       // bits not yet stored, bit 0 first
+  unsigned pending_bits_ = 0;  // < 32 between calls
 };
 
 /// A sink with BitWriter's interface that only counts, so sizes are computed by the very code
@@ -70,21 +87,30 @@ class BitReader {
       overrun_ = true;
       return 0;
     }
-    uint32_t value = 0;
-    unsigned done = 0;
-    while (done < count) {
-      const unsigned offset = static_cast<unsigned>(position_ & 7u);
-      const unsigned take = count - done < 8u - offset ? count - done : 8u - offset;
-      const uint32_t bits = (static_cast<uint32_t>(bytes_[position_ >> 3]) >> offset) & ((1u << take) - 1u);
-      value |= bits << done;
-      done += take;
-      position_ += take;
-    }
+    const uint64_t mask = (uint64_t{1} << count) - 1u;
+    const uint32_t value = static_cast<uint32_t>(peek() & mask);
+    position_ += count;
     return value;
   }
   bool read_bit() { return read_bits(1) != 0; }
   /// True once any read went past the end (sticky).
   bool overrun() const { return overrun_; }
+  /// The next bits of the stream from the read position, bit 0 first: at least 57 of them (the
+  /// rest of a byte-aligned 8-byte load), zeros past the end of the span. Consumes nothing.
+  uint64_t peek() const {
+    const size_t first = position_ >> 3;
+    const size_t n = bytes_.size() - first < 8 ? bytes_.size() - first : 8;
+    uint64_t word = 0;
+    // Little-endian assembly; compilers turn the full 8-byte case into one load on x86.
+    if (n == 8) {
+      for (size_t i = 0; i < 8; ++i) word |= static_cast<uint64_t>(bytes_[first + i]) << (8 * i);
+    } else {
+      for (size_t i = 0; i < n; ++i) word |= static_cast<uint64_t>(bytes_[first + i]) << (8 * i);
+    }
+    return word >> (position_ & 7u);
+  }
+  /// Consumes `count` bits that peek() showed; count <= bits_remaining().
+  void skip(size_t count) { position_ += count; }
   /// Bits consumed so far.
   size_t position() const { return position_; }
   size_t bits_remaining() const { return bytes_.size() * 8 - position_; }
@@ -136,11 +162,23 @@ void write_exp_golomb(Sink& sink, uint32_t v, unsigned k) {
 ///         than 32 - k leading zeros, or a value above max_value); *out is then 0.
 inline bool read_exp_golomb(BitReader& reader, unsigned k, uint32_t max_value, uint32_t* out) {
   *out = 0;
-  unsigned zeros = 0;
-  while (!reader.read_bit()) {
-    if (reader.overrun() || ++zeros > 32 - k) return false;
-  }
   if (reader.overrun()) return false;
+  // The leading zeros in one look: a set bit in the window is a real one (the window is zero past
+  // the end), so the zeros before it are all in the stream.
+  const unsigned limit = 32 - k;  // more zeros than this is malformed
+  const size_t available = reader.bits_remaining();
+  const uint64_t window = reader.peek();
+  const unsigned zeros = window != 0 ? static_cast<unsigned>(std::countr_zero(window)) : 64u;
+  if (zeros > limit) {
+    if (available > limit) {  // the (limit + 1)-th zero is in the stream: malformed, not short
+      reader.skip(limit + 1);
+      return false;
+    }
+    reader.skip(available);
+    reader.read_bits(1);  // sets the overrun flag
+    return false;
+  }
+  reader.skip(zeros + 1);
   const unsigned n = zeros + k;
   const uint64_t w = (uint64_t{1} << n) + reader.read_bits(n);
   if (reader.overrun()) return false;

@@ -87,25 +87,33 @@ void put_delta_state(Sink& w, const QuantizedState& base, const QuantizedState& 
 }
 
 template <class Sink>
+void put_delta_body(Sink& w, uint32_t baseline_distance, const QuantizedState& baseline, const QuantizedState& s,
+                    const QuantizationLimits& l) {
+  w.write_bit(false);
+  write_exp_golomb(w, baseline_distance - 1, kDistanceOrder);
+  put_delta_state(w, baseline, s, l);
+}
+
+template <class Sink>
+void put_entry_body(Sink& w, uint32_t generation, const ObjectDescription& desc, const QuantizedState& s,
+                    const QuantizationLimits& l) {
+  w.write_bit(true);
+  w.write_bit(false);
+  write_exp_golomb(w, generation - 1, kGenerationOrder);
+  w.write_bits(static_cast<uint32_t>(desc.kind), 2);
+  w.write_bits(static_cast<uint32_t>(desc.shape), 2);
+  w.write_bit(desc.sensor);
+  w.write_bits(std::bit_cast<uint32_t>(desc.dims.x), 32);
+  w.write_bits(std::bit_cast<uint32_t>(desc.dims.y), 32);
+  w.write_bits(std::bit_cast<uint32_t>(desc.dims.z), 32);
+  put_full_state(w, s, l);
+}
+
+template <class Sink>
 void put_record_body(Sink& w, const SnapshotRecord& r, const QuantizationLimits& l) {
   switch (r.kind) {
-    case RecordKind::Delta:
-      w.write_bit(false);
-      write_exp_golomb(w, r.baseline_distance - 1, kDistanceOrder);
-      put_delta_state(w, r.baseline, r.state, l);
-      return;
-    case RecordKind::Entry:
-      w.write_bit(true);
-      w.write_bit(false);
-      write_exp_golomb(w, r.id.generation - 1, kGenerationOrder);
-      w.write_bits(static_cast<uint32_t>(r.desc.kind), 2);
-      w.write_bits(static_cast<uint32_t>(r.desc.shape), 2);
-      w.write_bit(r.desc.sensor);
-      w.write_bits(std::bit_cast<uint32_t>(r.desc.dims.x), 32);
-      w.write_bits(std::bit_cast<uint32_t>(r.desc.dims.y), 32);
-      w.write_bits(std::bit_cast<uint32_t>(r.desc.dims.z), 32);
-      put_full_state(w, r.state, l);
-      return;
+    case RecordKind::Delta: return put_delta_body(w, r.baseline_distance, r.baseline, r.state, l);
+    case RecordKind::Entry: return put_entry_body(w, r.id.generation, r.desc, r.state, l);
     case RecordKind::Exit:
       w.write_bit(true);
       w.write_bit(true);
@@ -268,6 +276,22 @@ uint32_t record_body_bits(const SnapshotRecord& record, const QuantizationLimits
   return static_cast<uint32_t>(counter.bit_count());
 }
 
+uint32_t delta_body_bits(uint32_t baseline_distance, const QuantizedState& baseline, const QuantizedState& state,
+                         const QuantizationLimits& limits) {
+  BitCounter counter;
+  put_delta_body(counter, baseline_distance, baseline, state, limits);
+  return static_cast<uint32_t>(counter.bit_count());
+}
+
+uint32_t entry_body_bits(uint32_t generation, const ObjectDescription& desc, const QuantizedState& state,
+                         const QuantizationLimits& limits) {
+  BitCounter counter;
+  put_entry_body(counter, generation, desc, state, limits);
+  return static_cast<uint32_t>(counter.bit_count());
+}
+
+uint32_t exit_body_bits() { return 2; }
+
 uint32_t index_gap_bits(uint32_t gap) { return exp_golomb_bits(gap, kGapOrder); }
 
 uint32_t payload_header_bits(uint32_t record_count) {
@@ -300,6 +324,7 @@ bool encode_snapshot_payload(std::span<const SnapshotRecord> records, const Quan
     append_checksum_input(r.kind, r.id, &r.desc, &r.state, checksum_scratch);
     previous = r.id.index;
   }
+  w.finish();
   const uint32_t sum = checksum(*checksum_scratch);
   for (size_t i = 0; i < kChecksumBytes; ++i) (*out)[i] = static_cast<uint8_t>(sum >> (8 * i));
   return true;

@@ -71,6 +71,13 @@ struct SnapshotRecord {
 /// Size of a record after its index gap [bits], computed by the encoder itself (exact). The
 /// states must be within `limits`.
 uint32_t record_body_bits(const SnapshotRecord& record, const QuantizationLimits& limits);
+/// record_body_bits of a delta, entry or exit record, from its fields (no SnapshotRecord to
+/// build): the same encoder code counts them.
+uint32_t delta_body_bits(uint32_t baseline_distance, const QuantizedState& baseline, const QuantizedState& state,
+                         const QuantizationLimits& limits);
+uint32_t entry_body_bits(uint32_t generation, const ObjectDescription& desc, const QuantizedState& state,
+                         const QuantizationLimits& limits);
+uint32_t exit_body_bits();
 /// Size of the index gap code of a record whose index is previous + 1 + gap [bits].
 uint32_t index_gap_bits(uint32_t gap);
 /// Size of the header (checksum and record count) [bits]. A payload of H header bits and record

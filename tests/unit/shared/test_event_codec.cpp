@@ -72,6 +72,7 @@ struct RawBlock {
   Bytes bytes = Bytes(4, 0);
   BitWriter w{&bytes};
   Bytes finish() {
+    w.finish();
     const uint32_t sum = XXH32(bytes.data() + 4, bytes.size() - 4, 0);
     for (int i = 0; i < 4; ++i) bytes[static_cast<size_t>(i)] = static_cast<uint8_t>(sum >> (8 * i));
     return bytes;

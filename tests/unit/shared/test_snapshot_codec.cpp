@@ -126,6 +126,7 @@ TEST(BitStream, FieldsArePackedLsbFirstInLittleEndianBytes) {
   w.write_bits(0, 5);
   w.write_bits(0x12345678, 32);
   w.write_bit(true);
+  w.finish();
   ASSERT_EQ(bytes.size(), 7u);
   EXPECT_EQ(bytes[0], 0xFD);  // 101 then five of the eight ones
   EXPECT_EQ(bytes[1], 0x07);  // three ones, five zeros
@@ -139,6 +140,7 @@ TEST(BitStream, FieldsArePackedLsbFirstInLittleEndianBytes) {
   Bytes masked;
   BitWriter m(&masked);
   m.write_bits(0xFFFFFFF0u, 4);
+  m.finish();
   EXPECT_EQ(masked, Bytes{0x00});
 }
 
@@ -154,6 +156,7 @@ TEST(BitStream, RandomFieldsRoundTrip) {
       w.write_bits(value, count);
       fields.emplace_back(value, count);
     }
+    w.finish();
     BitReader r(bytes);
     for (const auto& [value, count] : fields) ASSERT_EQ(r.read_bits(count), value);
     EXPECT_FALSE(r.overrun());
@@ -198,6 +201,7 @@ TEST(BitStream, ExpGolombRoundTripsAndHasTheDocumentedLength) {
       expected_bits += exp_golomb_bits(v, k);
     }
     ASSERT_EQ(w.bit_count(), expected_bits);
+    w.finish();
     BitReader r(bytes);
     for (uint32_t v : values) {
       uint32_t got = 1;
@@ -209,6 +213,7 @@ TEST(BitStream, ExpGolombRoundTripsAndHasTheDocumentedLength) {
   Bytes bytes;
   BitWriter w(&bytes);
   write_exp_golomb(w, 100, 2);
+  w.finish();
   BitReader r(bytes);
   uint32_t v = 0;
   EXPECT_FALSE(read_exp_golomb(r, 2, 99, &v));
@@ -221,6 +226,63 @@ TEST(BitStream, ExpGolombRoundTripsAndHasTheDocumentedLength) {
   BitReader t(short_code);
   EXPECT_FALSE(read_exp_golomb(t, 0, 0xFFFFFFFFu, &v));
   EXPECT_TRUE(t.overrun());
+}
+
+// The reader's word-at-a-time paths against a bit-at-a-time reference of the same contract, on
+// short random streams (most codes end near or past the end of the span).
+TEST(BitStream, WordReadsMatchABitAtATimeReference) {
+  struct Reference {
+    const Bytes& bytes;
+    size_t position = 0;
+    bool overrun = false;
+    uint32_t bits(unsigned count) {
+      if (overrun || count > 32 || count > bytes.size() * 8 - position) {
+        overrun = true;
+        return 0;
+      }
+      uint32_t v = 0;
+      for (unsigned i = 0; i < count; ++i, ++position) v |= ((bytes[position >> 3] >> (position & 7)) & 1u) << i;
+      return v;
+    }
+    bool exp_golomb(unsigned k, uint32_t max_value, uint32_t* out) {
+      *out = 0;
+      unsigned zeros = 0;
+      while (bits(1) == 0) {
+        if (overrun || ++zeros > 32 - k) return false;
+      }
+      const unsigned n = zeros + k;
+      const uint64_t v = (uint64_t{1} << n) + bits(n) - (uint64_t{1} << k);
+      if (overrun || v > max_value) return false;
+      *out = static_cast<uint32_t>(v);
+      return true;
+    }
+  };
+  Rng rng(4);
+  for (int trial = 0; trial < 20000; ++trial) {
+    Bytes bytes(rng.below(13));
+    // Sparse bits, so long runs of zeros (long codes, malformed codes) are common.
+    for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng.below(4) == 0 ? rng.next() : (rng.below(3) == 0 ? 1u << rng.below(8) : 0));
+    BitReader r(bytes);
+    Reference ref{bytes};
+    for (int op = 0; op < 6; ++op) {
+      if (rng.below(2) == 0) {
+        const unsigned count = rng.below(34);
+        ASSERT_EQ(r.read_bits(count), ref.bits(count));
+      } else {
+        const unsigned k = rng.below(9);
+        const uint32_t max_value = rng.below(4) == 0 ? static_cast<uint32_t>(rng.below(100)) : 0xFFFFFFFFu;
+        uint32_t got = 7, want = 7;
+        ASSERT_EQ(read_exp_golomb(r, k, max_value, &got), ref.exp_golomb(k, max_value, &want));
+        ASSERT_EQ(got, want);
+        if (ref.overrun || r.overrun()) break;  // the positions after a failure are unspecified
+      }
+      ASSERT_EQ(r.overrun(), ref.overrun);
+      if (!ref.overrun) {
+        ASSERT_EQ(r.position(), ref.position);
+      }
+    }
+    ASSERT_EQ(r.overrun(), ref.overrun);
+  }
 }
 
 TEST(BitStream, ZigZagMapsSmallMagnitudesToSmallCodes) {
@@ -238,6 +300,22 @@ TEST(BitStream, ZigZagMapsSmallMagnitudesToSmallCodes) {
 }
 
 // --- payload round trips ------------------------------------------------------------------------
+
+TEST(SnapshotCodec, FieldSizesEqualTheRecordSizes) {
+  const QuantizationConfig config;
+  const QuantizationLimits l = derive_limits(config);
+  Rng rng(5);
+  for (int i = 0; i < 2000; ++i) {
+    const QuantizedState base = random_state(rng, config);
+    const QuantizedState s = rng.below(8) == 0 ? base : random_state(rng, config);
+    const ObjectID id{rng.below(1000), 1 + rng.below(rng.below(2) == 0 ? 3u : 0xFFFFFFF0u)};
+    const ObjectDescription desc{BodyKind::Dynamic, ShapeKind::Sphere, {0.5f, 0.5f, 0.5f}, rng.below(2) == 0};
+    const uint32_t distance = 1 + rng.below(rng.below(2) == 0 ? 8u : kMaxBaselineDistance);
+    ASSERT_EQ(delta_body_bits(distance, base, s, l), record_body_bits(delta(id, base, distance, s), l));
+    ASSERT_EQ(entry_body_bits(id.generation, desc, s, l), record_body_bits(entry(id, s, desc), l));
+  }
+  EXPECT_EQ(exit_body_bits(), record_body_bits(exit_record(3), l));
+}
 
 TEST(SnapshotCodec, AnEmptyPayloadIsTheFiveByteHeader) {
   const Bytes payload = encode({});
@@ -615,6 +693,7 @@ TEST(SnapshotCodec, MalformedRecordsAreRejectedWithTheirReason) {
 
   auto expect_error = [&](RawPayload& p, SnapshotError expected, const char* what) {
     SnapshotReceiver rx = held;
+    p.w.finish();
     EXPECT_EQ(rx.apply(2, 2, p.bytes), expected) << what;
     EXPECT_TRUE(same_view(rx, held)) << what;
   };
