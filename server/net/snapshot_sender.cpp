@@ -89,17 +89,6 @@ void index_snapshot_source(SnapshotSource* src) {
   src->previous_states.resize(m);
   src->previous_representable.resize(m, 0);
   for (size_t r = 0; r < n; ++r) src->row_of_index[src->ids[r].index] = static_cast<uint32_t>(r);
-  src->cell_rows.clear();
-  for (size_t r = 0; r < n; ++r) {
-    if (src->representable[r] == 0) continue;
-    const Vec3 p = src->positions[r];
-    src->cell_rows.push_back(
-        SnapshotSource::CellRow{SnapshotSource::cell_key(SnapshotSource::cell_of(p.x), SnapshotSource::cell_of(p.z)),
-                                static_cast<uint32_t>(r)});
-  }
-  std::sort(src->cell_rows.begin(), src->cell_rows.end(), [](const SnapshotSource::CellRow& a, const SnapshotSource::CellRow& b) {
-    return a.cell != b.cell ? a.cell < b.cell : a.row < b.row;
-  });
   for (size_t i = 0; i < m; ++i) {
     const uint32_t r = src->row_of_index[i];
     const ObjectID id = r == SnapshotSource::kNoRow ? ObjectID{} : src->ids[r];
@@ -113,6 +102,18 @@ void index_snapshot_source(SnapshotSource* src) {
       src->previous_representable[i] = representable;
     }
   }
+  src->cell_rows.clear();
+  for (size_t r = 0; r < n; ++r) {
+    if (src->representable[r] == 0) continue;
+    const Vec3 p = src->positions[r];
+    src->cell_rows.push_back(
+        SnapshotSource::CellRow{SnapshotSource::cell_key(SnapshotSource::cell_of(p.x), SnapshotSource::cell_of(p.z)),
+                                static_cast<uint32_t>(r), src->ids[r].index,
+                                src->changed_build[src->ids[r].index]});
+  }
+  std::sort(src->cell_rows.begin(), src->cell_rows.end(), [](const SnapshotSource::CellRow& a, const SnapshotSource::CellRow& b) {
+    return a.cell != b.cell ? a.cell < b.cell : a.row < b.row;
+  });
 }
 
 namespace {
@@ -281,9 +282,9 @@ bool SnapshotSender::visit(const SnapshotSource& source, uint32_t index, uint32_
   const bool present = r != SnapshotSource::kNoRow;
   const ObjectID id = present ? source.ids[r] : ObjectID{};
 
-  if (t.id != id) {  // destroyed, created, or a new generation at this index
-    if (!t.held_id.is_null() && !t.exit_pending) begin_exit(t, sequence);
-    t.id = id;
+  if (t.generation != id.generation) {  // destroyed, created, or a new generation at this index
+    if (t.held_generation != 0 && !t.exit_pending) begin_exit(t, sequence);
+    t.generation = id.generation;
     t.relevant = 0;
     t.baseline_valid = 0;
     t.epoch_sequence = sequence;
@@ -294,8 +295,8 @@ bool SnapshotSender::visit(const SnapshotSource& source, uint32_t index, uint32_
     const float outside = distance_outside(area_, source.positions[r]);
     relevant = t.relevant != 0 ? outside <= config_.hysteresis_m : outside <= 0.0f;
   }
-  if (t.relevant != 0 && !relevant && !t.held_id.is_null() && !t.exit_pending) begin_exit(t, sequence);
-  if (relevant && t.exit_pending && t.held_id == id) t.exit_pending = 0;  // re-entry cancels the exit
+  if (t.relevant != 0 && !relevant && t.held_generation != 0 && !t.exit_pending) begin_exit(t, sequence);
+  if (relevant && t.exit_pending && t.held_generation == id.generation) t.exit_pending = 0;  // re-entry cancels the exit
   t.relevant = relevant ? 1 : 0;
 
   if (!relevant) {
@@ -310,7 +311,7 @@ bool SnapshotSender::visit(const SnapshotSource& source, uint32_t index, uint32_
   }
   t.priority += priority_gain(source, r);
   const uint32_t distance = sequence - t.baseline_sequence;
-  const bool delta_ok = t.baseline_valid && t.sends - t.baseline_sends < wire::kSnapshotBaselineWindow &&
+  const bool delta_ok = t.baseline_valid && t.sends_since_baseline < wire::kSnapshotBaselineWindow &&
                         distance >= 1 && distance <= wire::kMaxBaselineDistance;
   // With an exit pending here this entry replaces another object the client may show: urgent.
   candidates_.push_back(Candidate{index, r, t.priority, static_cast<uint8_t>(t.exit_pending),
@@ -355,8 +356,7 @@ bool SnapshotSender::collect_nearby_visits(const SnapshotSource& source) {
     auto it = std::lower_bound(cells.begin(), cells.end(), first,
                                [](const SnapshotSource::CellRow& c, uint64_t key) { return c.cell < key; });
     for (; it != cells.end() && it->cell <= last; ++it) {
-      const uint32_t index = source.ids[it->row].index;
-      if (source.changed_build[index] > seen_build_) mark(index);
+      if (it->changed_build > seen_build_) mark(it->index);
     }
   }
   for (const uint32_t index : pending_) mark(index);
@@ -437,7 +437,7 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
   // held_ after this write: the visited indices the client may hold, merged with the held ones
   // not visited (unchanged). Both lists ascend, so the result does too.
   size_t h = 0;
-  // A track is 76 bytes of a per-client array far larger than the cache, and the visits are known
+  // A track is a cache line of a per-client array far larger than the cache, and the visits are known
   // up front: fetch a few visits ahead so the misses overlap instead of queueing one by one.
   constexpr size_t kPrefetchAhead = 8;
   for (size_t v = 0; v < visits_.size(); ++v) {
@@ -451,7 +451,7 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
     if (h < held_.size() && held_[h] == index) ++h;
     if (visit(source, index, sequence)) next_pending_.push_back(index);
     const Track& t = tracks_[index];
-    if (t.relevant != 0 || t.exit_pending != 0 || !t.held_id.is_null()) next_held_.push_back(index);
+    if (t.relevant != 0 || t.exit_pending != 0 || t.held_generation != 0) next_held_.push_back(index);
   }
   while (h < held_.size()) next_held_.push_back(held_[h++]);
   pending_.swap(next_pending_);
@@ -555,12 +555,13 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
       ++stats.exits;
     } else {
       ++t.sends;
+      if (t.sends_since_baseline < 0xFFFF) ++t.sends_since_baseline;  // saturates: only "< window" is asked
       item.generation = r.id.generation;
       item.sends = t.sends;
       item.state = r.state;
       if (r.kind == wire::RecordKind::Entry) {
         ++stats.entries;
-        t.held_id = r.id;
+        t.held_generation = r.id.generation;
         t.exit_pending = 0;  // the entry replaces whatever the client held here
       } else {
         ++stats.deltas;
@@ -592,16 +593,16 @@ void SnapshotSender::on_acked(uint32_t sequence) {
       // now holds nothing here.
       if (t.exit_pending && sequence_at_or_after(sequence, t.exit_sequence)) {
         t.exit_pending = 0;
-        t.held_id = ObjectID{};
+        t.held_generation = 0;
       }
       continue;
     }
-    const bool same_object = t.id.index == item.index && t.id.generation == item.generation;
+    const bool same_object = t.generation == item.generation;  // the index is the track's own
     if (same_object && sequence_at_or_after(sequence, t.epoch_sequence) &&
         (!t.baseline_valid || sequence_after(sequence, t.baseline_sequence))) {
       t.baseline = item.state;
       t.baseline_sequence = sequence;
-      t.baseline_sends = item.sends;
+      t.sends_since_baseline = static_cast<uint16_t>(std::min<uint32_t>(t.sends - item.sends, 0xFFFF));
       t.baseline_valid = 1;
       acked_.push_back(item.index);  // the next write checks it against the current state
     }

@@ -53,6 +53,8 @@ struct SnapshotSource {
   struct CellRow {
     uint64_t cell = 0;  ///< cell_key() of the row's position
     uint32_t row = 0;
+    uint32_t index = 0;          ///< ids[row].index
+    uint64_t changed_build = 0;  ///< changed_build[index]: a sender's scan of the cells reads no other column
   };
   /// Every representable row, sorted by (cell, row).
   std::vector<CellRow> cell_rows;
@@ -160,7 +162,7 @@ struct SnapshotWriteStats {
 /// area + objects it holds), not O(world): the grid form of interest management.
 /// Baselines are promoted in on_acked from a ring of the last kSentPacketHistory packets, each
 /// holding the (object, state) pairs it carried. Deterministic: no unordered containers, ties
-/// broken by index. No heap allocation once the buffers have grown to the scene. Memory: ~80
+/// broken by index. No heap allocation once the buffers have grown to the scene. Memory: ~72
 /// bytes per object index plus 48 bytes per record in the last 64 packets. Single-threaded.
 class SnapshotSender {
  public:
@@ -197,22 +199,25 @@ class SnapshotSender {
   const SnapshotSenderConfig& config() const { return config_; }
 
  private:
-  // What this client has been told about one object index.
-  struct Track {
-    ObjectID id;                       // the live object at this index when last seen (null: none)
+  // What this client has been told about one object index: one cache line (a write visits a few
+  // hundred tracks of an array far larger than the cache). The index is the track's own, so ids
+  // are kept as generations (0: none; live objects have generations >= 1).
+  struct alignas(64) Track {
     wire::QuantizedState baseline;     // newest acked state, if baseline_valid
+    uint32_t generation = 0;           // of the live object at this index when last seen (0: none)
+    uint32_t held_generation = 0;      // of the last entry written here, while the client may hold
+                                       // it (0 once an exit is acked)
     uint32_t baseline_sequence = 0;
-    uint32_t baseline_sends = 0;       // sends value when the baseline's packet was written
     uint32_t epoch_sequence = 0;       // acks of packets before this cannot be baselines (exit / new id)
     uint32_t exit_sequence = 0;        // first packet the pending exit may travel in
     uint32_t sends = 0;                // entries and deltas written for this index
     float priority = 0;
-    ObjectID held_id;                  // the id of the last entry written here, while the client may
-                                       // hold something at this index (null once an exit is acked)
-    uint8_t relevant = 0;
-    uint8_t baseline_valid = 0;
-    uint8_t exit_pending = 0;          // the client must drop what it holds here; resent until acked
+    uint16_t sends_since_baseline = 0; // sends after the baseline's packet, saturating at 0xFFFF
+    uint8_t relevant : 1 = 0;
+    uint8_t baseline_valid : 1 = 0;
+    uint8_t exit_pending : 1 = 0;      // the client must drop what it holds here; resent until acked
   };
+  static_assert(sizeof(Track) == 64);
   struct SentItem {
     uint32_t index = 0;
     uint32_t generation = 0;
