@@ -603,6 +603,29 @@ struct Client::Impl {
 
   /// Applies one delta snapshot (all or nothing) and acks its packet only when applied, so the
   /// server uses as baselines exactly the states this client holds.
+  // Brings `objects` to the receiver's view. `objects` mirrors the view position for position
+  // (both ascend by id, one object per index), so without entries or exits only the updated
+  // objects change, at the positions the receiver reports; otherwise it is rebuilt.
+  void update_objects() {
+    const std::span<const wire::SnapshotObject> view = snapshots->objects();
+    if (snapshots->entered().empty() && snapshots->exited().empty() && objects.size() == view.size()) {
+      const std::span<const ObjectID> ids = snapshots->updated();
+      const std::span<const uint32_t> positions = snapshots->updated_positions();
+      bool in_step = true;
+      for (size_t k = 0; k < ids.size() && in_step; ++k) {
+        const uint32_t p = positions[k];
+        in_step = objects[p].id == ids[k];
+        if (in_step) objects[p] = to_object_state(view[p]);
+      }
+      if (in_step) return;
+    }
+    objects.clear();
+    for (const wire::SnapshotObject& o : view) objects.push_back(to_object_state(o));
+    // The receiver's view ascends by index (one object per index), so this is normally a check.
+    const auto by_id = [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; };
+    if (!std::is_sorted(objects.begin(), objects.end(), by_id)) std::sort(objects.begin(), objects.end(), by_id);
+  }
+
   void handle_snapshot(const wire::Snapshot& s, uint32_t sequence) {
     if (!snapshots || sequence == 0) return count_drop(wire::DropReason::None);
     const auto* data = s.data();
@@ -639,12 +662,12 @@ struct Client::Impl {
       clock.add_snapshot_arrival(s.tick(), tick_hz, arrival);
       feed_interpolator(s.tick(), shown);
     }
-    objects.clear();
-    for (const wire::SnapshotObject& o : snapshots->objects()) objects.push_back(to_object_state(o));
-    // The receiver's view ascends by index (one object per index), so this is normally a check.
-    const auto by_id = [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; };
-    if (!std::is_sorted(objects.begin(), objects.end(), by_id)) std::sort(objects.begin(), objects.end(), by_id);
+    update_objects();
     const auto first = static_cast<uint32_t>(result.snapshot_objects.size());
+    if (!config.snapshot_views) {
+      result.snapshots.push_back(SnapshotRange{s.tick(), first, 0});
+      return;
+    }
     result.snapshot_objects.insert(result.snapshot_objects.end(), objects.begin(), objects.end());
     result.snapshots.push_back(SnapshotRange{s.tick(), first, static_cast<uint32_t>(objects.size())});
   }

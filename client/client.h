@@ -227,6 +227,10 @@ struct ClientConfig {
   /// snapshot costs only its decode. For headless clients (bots, load generators, tools) that
   /// read objects() and never render; the clock sync still runs.
   bool interpolation = true;
+  /// false: PollResult::snapshots still lists each completed snapshot, with count 0, and
+  /// snapshot_objects stays empty: the whole view is not copied per snapshot. objects() holds
+  /// the latest view either way. For headless clients that read only objects().
+  bool snapshot_views = true;
 
   /// True when every field is in range; otherwise false and, if `error` is not null, a message
   /// naming the first bad field.

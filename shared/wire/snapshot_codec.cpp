@@ -364,6 +364,7 @@ void SnapshotReceiver::reset() {
   entered_.clear();
   exited_.clear();
   updated_.clear();
+  updated_positions_.clear();
 }
 
 int32_t SnapshotReceiver::find_position(uint32_t index) const {
@@ -528,6 +529,7 @@ void SnapshotReceiver::commit(uint32_t sequence) {
   entered_.clear();
   exited_.clear();
   updated_.clear();
+  updated_positions_.clear();
   // Membership changes (a new id at an index, or an exit of a held object) rebuild the sorted
   // view in one merge; otherwise every record updates its object in place.
   bool membership_changes = false;
@@ -544,6 +546,7 @@ void SnapshotReceiver::commit(uint32_t sequence) {
       push_state(ring_of_[p], sequence, d.state);
       set_object(objects_[p], d);
       updated_.push_back(d.id);
+      updated_positions_.push_back(static_cast<uint32_t>(p));
     }
     return;
   }
@@ -579,6 +582,7 @@ void SnapshotReceiver::commit(uint32_t sequence) {
       ring.count = 0;
     } else {
       updated_.push_back(d.id);
+      updated_positions_.push_back(static_cast<uint32_t>(next_objects_.size()));
     }
     push_state(ring, sequence, d.state);
     set_object(object, d);

@@ -169,6 +169,9 @@ class SnapshotReceiver {
   std::span<const ObjectID> entered() const { return entered_; }
   std::span<const ObjectID> exited() const { return exited_; }
   std::span<const ObjectID> updated() const { return updated_; }
+  /// Where each of updated() is in objects() (same order), so a caller mirroring the view
+  /// position for position can refresh just those.
+  std::span<const uint32_t> updated_positions() const { return updated_positions_; }
   const QuantizationConfig& config() const { return config_; }
   /// Forgets every object and the last sequence (a new connection).
   void reset();
@@ -224,6 +227,7 @@ class SnapshotReceiver {
   std::vector<ObjectID> entered_;
   std::vector<ObjectID> exited_;
   std::vector<ObjectID> updated_;
+  std::vector<uint32_t> updated_positions_;
 
   // Scratch of apply(), reused.
   std::vector<Decoded> decoded_;

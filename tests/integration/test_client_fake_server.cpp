@@ -654,6 +654,46 @@ TEST_F(FakeSession, AHeadlessClientKeepsTheViewWithoutAPoseBuffer) {
   EXPECT_TRUE(client.pose_at_tick(ObjectID{1, 1}, 1011.0).has_value());
 }
 
+// Without snapshot views a poll lists each snapshot with no objects; objects() still follows
+// every delta (updated in place at the receiver's positions) and every entry and exit.
+TEST_F(FakeSession, WithoutSnapshotViewsObjectsStillFollowsTheView) {
+  ClientConfig config;
+  config.interpolation = false;
+  config.snapshot_views = false;
+  std::string error;
+  ASSERT_TRUE(client.set_config(config, &error)) << error;
+  world.set(1010, three_objects());
+  world.ack(send_snapshot());
+  const PollResult* last = nullptr;
+  const Clock::time_point deadline = Clock::now() + kWaitTimeout;
+  for (int i = 0; i < kMaxIterations && Clock::now() < deadline && client.snapshot_tick() != 1010; ++i) {
+    last = &client.poll(milliseconds{1});
+    if (!last->snapshots.empty()) break;
+  }
+  ASSERT_NE(last, nullptr);
+  ASSERT_EQ(last->snapshots.size(), 1u);
+  EXPECT_EQ(last->snapshots[0].tick, 1010u);
+  EXPECT_EQ(last->snapshots[0].count, 0u);
+  EXPECT_TRUE(last->snapshot_objects.empty());
+  expect_view(client, world);
+
+  std::vector<FakeObject> objects = world.objects();
+  for (int step = 0; step < 5; ++step) {  // deltas only: the in-place path
+    objects[static_cast<size_t>(step % 3)].position.x += 0.25f;
+    objects[2].velocity.y -= 0.5f;
+    world.set(1011 + static_cast<uint64_t>(step), objects);
+    world.ack(send_snapshot());
+    EXPECT_EQ(deliver(1), std::vector<uint64_t>{1011 + static_cast<uint64_t>(step)});
+    expect_view(client, world);
+  }
+  objects.erase(objects.begin() + 1);  // an exit beside a delta: the rebuild path
+  objects[0].position.z += 1.0f;
+  world.set(1016, objects);
+  world.ack(send_snapshot());
+  EXPECT_EQ(deliver(1), std::vector<uint64_t>{1016});
+  expect_view(client, world);
+}
+
 TEST_F(FakeSession, CorruptedSnapshotsAreRejectedCountedAndNeverAcked) {
   world.set(1020, three_objects());
   const uint32_t good = send_snapshot();

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <limits>
 #include <span>
+#include <map>
 #include <vector>
 
 #include "shared/wire/bitstream.h"
@@ -315,6 +316,41 @@ TEST(SnapshotCodec, FieldSizesEqualTheRecordSizes) {
     ASSERT_EQ(entry_body_bits(id.generation, desc, s, l), record_body_bits(entry(id, s, desc), l));
   }
   EXPECT_EQ(exit_body_bits(), record_body_bits(exit_record(3), l));
+}
+
+// updated_positions() points at each updated object, whether the payload kept the view's
+// membership (in-place updates) or changed it (the merge).
+TEST(SnapshotCodec, UpdatedPositionsPointAtTheUpdatedObjects) {
+  const QuantizationConfig config;
+  Rng rng(6);
+  SnapshotReceiver rx(config);
+  std::vector<SnapshotRecord> records;
+  std::map<uint32_t, std::pair<uint32_t, QuantizedState>> held;  // index -> (sequence, state)
+  for (uint32_t sequence = 1; sequence <= 60; ++sequence) {
+    records.clear();
+    const bool membership = sequence % 3 == 1;
+    for (uint32_t index = 0; index < 24; ++index) {
+      const auto it = held.find(index);
+      if (it == held.end()) {
+        if (membership && rng.below(2) == 0) records.push_back(entry(ObjectID{index, 1}, random_state(rng, config)));
+      } else if (membership && rng.below(6) == 0) {
+        records.push_back(exit_record(index));
+      } else if (rng.below(2) == 0) {
+        records.push_back(delta(ObjectID{index, 1}, it->second.second, sequence - it->second.first, random_state(rng, config)));
+      }
+    }
+    ASSERT_EQ(rx.apply(sequence, sequence, encode(records)), SnapshotError::None);
+    for (const SnapshotRecord& r : records) {
+      if (r.kind == RecordKind::Exit) held.erase(r.id.index);
+      else held[r.id.index] = {sequence, r.state};
+    }
+    ASSERT_EQ(rx.updated_positions().size(), rx.updated().size());
+    for (size_t k = 0; k < rx.updated().size(); ++k) {
+      ASSERT_LT(rx.updated_positions()[k], rx.objects().size());
+      EXPECT_EQ(rx.objects()[rx.updated_positions()[k]].id, rx.updated()[k]) << "sequence " << sequence;
+    }
+  }
+  EXPECT_GT(held.size(), 0u);
 }
 
 TEST(SnapshotCodec, AnEmptyPayloadIsTheFiveByteHeader) {
