@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <csignal>
 #include <thread>
 #include <vector>
@@ -142,7 +143,10 @@ struct Server::Impl {
       const double ms = to_ms(t1 - t0);
       window.tick_ms_sum += ms;
       window.tick_ms_max = std::max(window.tick_ms_max, ms);
-      window.tick_ns.push_back(static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count()));
+      const auto tick_ns = static_cast<uint64_t>(std::chrono::nanoseconds(t1 - t0).count());
+      window.tick_ns.push_back(tick_ns);
+      const size_t bin = std::min<uint64_t>(tick_ns / ServerStats::kTickHistogramBinNs, ServerStats::kTickHistogramBins - 1);
+      stats.tick_histogram[bin].fetch_add(1, std::memory_order_relaxed);
       ++window.wakeups;
       window.steps += static_cast<uint64_t>(steps);
     }
@@ -254,6 +258,21 @@ struct Server::Impl {
     io.stop();
   }
 };
+
+std::optional<double> tick_time_quantile(std::span<const uint64_t> counts, double q) {
+  uint64_t total = 0;
+  for (const uint64_t c : counts) total += c;
+  if (total == 0) return std::nullopt;
+  // The smallest bin whose cumulative count reaches ceil(q * total) (nearest-rank definition).
+  const auto rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(std::clamp(q, 0.0, 1.0) * static_cast<double>(total))));
+  uint64_t seen = 0;
+  const double bin_ms = 1e-6 * static_cast<double>(ServerStats::kTickHistogramBinNs);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    seen += counts[i];
+    if (seen >= rank) return bin_ms * static_cast<double>(i + 1 < counts.size() ? i + 1 : i);
+  }
+  return bin_ms * static_cast<double>(counts.size() - 1);
+}
 
 Server::Server(ServerConfig config) : impl_(std::make_unique<Impl>(std::move(config))) {}
 

@@ -2,11 +2,13 @@
 // (read datagrams -> apply requests -> step x n, capped -> write snapshots -> send).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace impulse::physics {
@@ -99,6 +101,12 @@ struct ServerStats {
   std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
   std::atomic<uint64_t> tick_ns_p50{0};        ///< median tick time [ns] over the last stats interval
   std::atomic<uint64_t> tick_ns_p99{0};        ///< 99th percentile tick time [ns] over the last stats interval
+  /// Every wake-up that ran steps since start, by its tick time: bin i counts times in
+  /// [i, i + 1) * kTickHistogramBinNs, the last bin everything longer. Two copies taken some time
+  /// apart give the exact distribution between them (tick_time_quantile).
+  static constexpr size_t kTickHistogramBins = 512;
+  static constexpr uint64_t kTickHistogramBinNs = 250'000;  // 0.25 ms: the last bin starts at 127.75 ms
+  std::array<std::atomic<uint64_t>, kTickHistogramBins> tick_histogram{};
   std::atomic<uint64_t> snapshot_bytes{0};     ///< snapshot datagram bytes sent, all clients
   std::atomic<uint64_t> events_queued{0};      ///< collision events queued for delivery, all sessions
   // Where the live tick's time goes, summed over all updates [ns] (wall clock of the server thread).
@@ -107,6 +115,12 @@ struct ServerStats {
   std::atomic<uint64_t> events_ns{0};          ///< raycasts and collision-event datagrams
   std::atomic<uint64_t> snapshots_ns{0};       ///< snapshot source and per-client snapshot writes
 };
+
+/// The q-quantile (q in [0, 1]) of the tick times counted in `counts` (a difference of two
+/// ServerStats::tick_histogram copies) [ms]: the upper edge of the bin that holds it, so it is at
+/// most one bin (0.25 ms) above the exact value; the last bin reports its lower edge. nullopt when
+/// `counts` is all zero.
+std::optional<double> tick_time_quantile(std::span<const uint64_t> counts, double q);
 
 class Server {
  public:

@@ -6,6 +6,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/app/scene.h"
 #include "server/app/server.h"
@@ -14,6 +15,20 @@ namespace impulse::server {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Nearest rank over the bins, reported as the bin's upper edge (0.25 ms bins).
+TEST(TickHistogram, QuantilesAreTheNearestRankBinsUpperEdge) {
+  std::vector<uint64_t> counts(ServerStats::kTickHistogramBins, 0);
+  EXPECT_FALSE(tick_time_quantile(counts, 0.99).has_value());
+  counts[39] = 98;  // 98 wake-ups in [9.75, 10) ms
+  counts[80] = 1;   // one in [20, 20.25) ms
+  counts[ServerStats::kTickHistogramBins - 1] = 1;  // one past the last edge
+  EXPECT_DOUBLE_EQ(*tick_time_quantile(counts, 0.5), 10.0);
+  EXPECT_DOUBLE_EQ(*tick_time_quantile(counts, 0.98), 10.0);   // rank 98 of 100
+  EXPECT_DOUBLE_EQ(*tick_time_quantile(counts, 0.99), 20.25);  // rank 99
+  EXPECT_DOUBLE_EQ(*tick_time_quantile(counts, 1.0), 127.75);  // the last bin: its lower edge
+  EXPECT_DOUBLE_EQ(*tick_time_quantile(counts, 0.0), 10.0);    // rank 1
+}
 
 ServerConfig local_config() {
   ServerConfig c;
