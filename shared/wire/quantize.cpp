@@ -70,7 +70,9 @@ bool is_representable(impulse::Vec3 position, const QuantizationConfig& config) 
 }
 
 int32_t quantize_fixed(float v, unsigned fraction_bits, int32_t max) {
-  const float scaled = std::ldexp(v, static_cast<int>(fraction_bits));  // exact: a power-of-two scale
+  // Exact either way (a power-of-two scale); the multiply spares a libm call per field.
+  const float scaled = fraction_bits <= 24 ? v * static_cast<float>(uint32_t{1} << fraction_bits)
+                                           : std::ldexp(v, static_cast<int>(fraction_bits));
   if (std::isnan(scaled)) return 0;
   if (scaled >= static_cast<float>(max)) return max;
   if (scaled <= -static_cast<float>(max)) return -max;
@@ -79,6 +81,8 @@ int32_t quantize_fixed(float v, unsigned fraction_bits, int32_t max) {
 }
 
 float dequantize_fixed(int32_t q, unsigned fraction_bits) {
+  // As in quantize_fixed: |q| <= 2^24, so q * 2^-k stays a normal float and the product is exact.
+  if (fraction_bits <= 24) return static_cast<float>(q) * (1.0f / static_cast<float>(uint32_t{1} << fraction_bits));
   return std::ldexp(static_cast<float>(q), -static_cast<int>(fraction_bits));
 }
 

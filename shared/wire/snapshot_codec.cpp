@@ -385,19 +385,20 @@ const QuantizedState* SnapshotReceiver::find_state(ObjectID id) const {
 }
 
 int32_t SnapshotReceiver::find_position_from(uint32_t index, size_t* from) const {
-  const size_t n = objects_.size();
+  // Searches the 16-byte RingRefs, not the objects: a few cache lines per payload.
+  const size_t n = ring_of_.size();
   size_t lo = *from;  // every position before it holds a lower index
   size_t hi = lo;
-  for (size_t step = 1; hi < n && objects_[hi].id.index < index; step *= 2) {
+  for (size_t step = 1; hi < n && ring_of_[hi].index < index; step *= 2) {
     lo = hi + 1;
     hi += step;
   }
-  const auto first = objects_.begin() + static_cast<std::ptrdiff_t>(lo);
-  const auto last = objects_.begin() + static_cast<std::ptrdiff_t>(std::min(hi + 1, n));
-  const auto it = std::lower_bound(first, last, index, [](const SnapshotObject& o, uint32_t i) { return o.id.index < i; });
-  *from = static_cast<size_t>(it - objects_.begin());
-  if (it == objects_.end() || it->id.index != index) return -1;
-  return static_cast<int32_t>(it - objects_.begin());
+  const auto first = ring_of_.begin() + static_cast<std::ptrdiff_t>(lo);
+  const auto last = ring_of_.begin() + static_cast<std::ptrdiff_t>(std::min(hi + 1, n));
+  const auto it = std::lower_bound(first, last, index, [](const RingRef& r, uint32_t i) { return r.index < i; });
+  *from = static_cast<size_t>(it - ring_of_.begin());
+  if (it == ring_of_.end() || it->index != index) return -1;
+  return static_cast<int32_t>(it - ring_of_.begin());
 }
 
 SnapshotError SnapshotReceiver::apply(uint32_t sequence, uint64_t tick, std::span<const uint8_t> payload) {
@@ -449,7 +450,6 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
       if (!read_exp_golomb(r, kDistanceOrder, kMaxBaselineDistance - 1, &distance_minus_one))
         return r.overrun() ? SnapshotError::Truncated : SnapshotError::BadRecord;
       if (d.view < 0) return SnapshotError::UnknownBaseline;
-      const SnapshotObject& held = objects_[static_cast<size_t>(d.view)];
       const RingRef& ref = ring_of_[static_cast<size_t>(d.view)];
       const Ring& ring = rings_[ref.ring];
       const uint32_t baseline_sequence = sequence - (distance_minus_one + 1);
@@ -459,7 +459,7 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
         if (ring.slots[slot].sequence == baseline_sequence) baseline = &ring.slots[slot].state;
       }
       if (baseline == nullptr) return SnapshotError::UnknownBaseline;
-      d.id = held.id;
+      d.id = ObjectID{ref.index, ref.generation};
       st = read_delta_state(r, limits_, *baseline, &d.state);
     } else if (d.kind == RecordKind::Entry) {
       uint32_t generation_minus_one = 0;
@@ -536,11 +536,21 @@ void SnapshotReceiver::commit(uint32_t sequence) {
   for (const Decoded& d : decoded_) {
     const bool held = d.view >= 0;
     if (d.kind == RecordKind::Exit && held) membership_changes = true;
-    if (d.kind == RecordKind::Entry && (!held || objects_[static_cast<size_t>(d.view)].id != d.id))
+    if (d.kind == RecordKind::Entry && (!held || ring_of_[static_cast<size_t>(d.view)].generation != d.id.generation))
       membership_changes = true;
   }
   if (!membership_changes) {
-    for (const Decoded& d : decoded_) {
+    // The objects and ring slots written are scattered over memory the other clients' work
+    // (or the game's) has evicted: fetch a few records ahead so the misses overlap.
+    constexpr size_t kPrefetchAhead = 4;
+    for (size_t k = 0; k < decoded_.size(); ++k) {
+      const Decoded& d = decoded_[k];
+      if (k + kPrefetchAhead < decoded_.size() && decoded_[k + kPrefetchAhead].view >= 0) {
+        const auto ahead = static_cast<size_t>(decoded_[k + kPrefetchAhead].view);
+        const char* object = reinterpret_cast<const char*>(&objects_[ahead]);
+        __builtin_prefetch(object, 1);
+        __builtin_prefetch(object + sizeof(SnapshotObject) - 1, 1);
+      }
       if (d.kind == RecordKind::Exit) continue;  // of an index not held: nothing to drop
       const size_t p = static_cast<size_t>(d.view);
       push_state(ring_of_[p], sequence, d.state);
@@ -573,11 +583,12 @@ void SnapshotReceiver::commit(uint32_t sequence) {
     SnapshotObject object = held ? objects_[static_cast<size_t>(d.view)] : SnapshotObject{};
     RingRef ring = held ? ring_of_[static_cast<size_t>(d.view)] : RingRef{};
     if (!held) {
-      ring = RingRef{allocate_ring(), 0, 0};
+      ring = RingRef{d.id.index, d.id.generation, allocate_ring(), 0, 0};
       entered_.push_back(d.id);
     } else if (object.id != d.id) {  // an entry replacing another object at the same index
       exited_.push_back(object.id);
       entered_.push_back(d.id);
+      ring.generation = d.id.generation;
       ring.head = 0;
       ring.count = 0;
     } else {

@@ -136,8 +136,9 @@ struct SnapshotObject {
 /// sender promotes the states of acked packets to baselines, so acking a payload that was not
 /// applied (Stale included) would make it code deltas against states this view never had.
 ///
-/// Memory: 1.2 KB per held object (ring of 32 x 36 bytes); indices are below
-/// kMaxSnapshotObjectIndex, and a payload's records are bounded by its size. Single-threaded.
+/// Memory: 1.3 KB per held object (ring of 32 x 36 bytes, its 16-byte reference and the
+/// dequantised object); indices are below kMaxSnapshotObjectIndex, and a payload's records are
+/// bounded by its size. Single-threaded.
 class SnapshotReceiver {
  public:
   /// `config` must be the server's (ConnectAccepted) and valid: the client should check it with
@@ -188,6 +189,8 @@ class SnapshotReceiver {
   // A held object's ring and where it stands, kept beside the view so that a lookup's
   // bookkeeping shares cache lines with its neighbours' (the records of a payload ascend).
   struct RingRef {
+    uint32_t index = 0;       // the held object's id, as in objects_ (searched instead of it)
+    uint32_t generation = 0;
     uint32_t ring = 0;   // index in rings_
     uint16_t head = 0;   // slot of the newest state
     uint16_t count = 0;  // states held, <= kSnapshotBaselineWindow

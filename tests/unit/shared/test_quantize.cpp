@@ -3,6 +3,7 @@
 // max_orientation_error_rad over random and worst-case quaternions.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -116,6 +117,23 @@ TEST(Quantize, PositionRoundTripIsWithinHalfAStepInsideTheBound) {
     EXPECT_LE(std::fabs(dequantize_fixed(quantize_fixed(config.world_bound_m, bits, l.position_max), bits) -
                         config.world_bound_m),
               half_step);
+  }
+}
+
+// The fixed-point scale is a multiply by a power of two: bit for bit what ldexp gives.
+TEST(Quantize, FixedPointScalingMatchesLdexpBitForBit) {
+  Rng rng(11);
+  for (unsigned bits = 0; bits <= 24; ++bits) {
+    for (int i = 0; i < 2000; ++i) {
+      const auto q = static_cast<int32_t>(static_cast<uint32_t>(rng.next()) >> rng.below(32)) * (rng.below(2) == 0 ? 1 : -1);
+      const float want = std::ldexp(static_cast<float>(q), -static_cast<int>(bits));
+      ASSERT_EQ(std::bit_cast<uint32_t>(dequantize_fixed(q, bits)), std::bit_cast<uint32_t>(want)) << q << " " << bits;
+      const float v = std::bit_cast<float>(static_cast<uint32_t>(rng.next()));  // any float, NaN and inf too
+      const int32_t max = 1 << 23;
+      const float scaled = std::ldexp(v, static_cast<int>(bits));
+      const int32_t expected = std::isnan(scaled) ? 0 : (scaled >= static_cast<float>(max) ? max : (scaled <= -static_cast<float>(max) ? -max : static_cast<int32_t>(std::lround(scaled))));
+      ASSERT_EQ(quantize_fixed(v, bits, max), expected) << v << " " << bits;
+    }
   }
 }
 
