@@ -903,7 +903,7 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
     due_snapshots_.push_back(DueSnapshot{i, s.acks.last_sent() + 1, budget});
   }
   if (due_snapshots_.empty()) return;
-  build_snapshot_source(world_, sender_config_.quant, &snapshot_source_);
+  build_snapshot_source(world_, sender_config_.quant, &snapshot_source_, &pool_);
   snapshot_source_.tick = world_.tick();
 
   // 2. The payloads, on the pool's threads in runs of sessions: a write reads the shared source

@@ -49,30 +49,42 @@ void sort_rows_by_index(SnapshotSource* out);
 
 }  // namespace
 
-void build_snapshot_source(const physics::World& world, const wire::QuantizationConfig& config, SnapshotSource* out) {
+void build_snapshot_source(const physics::World& world, const wire::QuantizationConfig& config, SnapshotSource* out,
+                           const WorkerPool* pool) {
   const wire::QuantizationLimits limits = wire::derive_limits(config);
+  const uint32_t n = world.object_count();
   out->tick = world.tick();
-  out->ids.clear();
-  out->states.clear();
-  out->positions.clear();
-  out->speeds.clear();
-  out->descs.clear();
-  out->representable.clear();
-  bool sorted = true;
-  world.for_each_object([&](const physics::BodyState& b) {
-    if (!out->ids.empty() && out->ids.back().index > b.id.index) sorted = false;
+  out->ids.resize(n);
+  out->states.resize(n);
+  out->positions.resize(n);
+  out->speeds.resize(n);
+  out->descs.resize(n);
+  out->representable.resize(n);
+  // Row r is the world's r-th object, written only by the chunk that holds r: the same rows
+  // whatever the thread count.
+  auto fill = [&](uint32_t r, const physics::BodyState& b) {
     const bool at_rest = b.sleeping || b.kind == physics::BodyKind::Static;
-    out->ids.push_back(b.id);
-    out->states.push_back(wire::quantize_state(b.position, b.orientation, b.velocity, b.angular_velocity, at_rest,
-                                               config, limits));
-    out->positions.push_back(b.position);
-    out->speeds.push_back(at_rest ? 0.0f : length(b.velocity));
-    out->descs.push_back(wire::ObjectDescription{static_cast<wire::BodyKind>(b.kind),
-                                                 static_cast<wire::ShapeKind>(b.shape.kind), wire_dims(b.shape),
-                                                 b.sensor});
-    out->representable.push_back(wire::is_representable(b.position, config) &&
-                                 b.id.index < wire::kMaxSnapshotObjectIndex);
-  });
+    out->ids[r] = b.id;
+    out->states[r] = wire::quantize_state(b.position, b.orientation, b.velocity, b.angular_velocity, at_rest, config, limits);
+    out->positions[r] = b.position;
+    out->speeds[r] = at_rest ? 0.0f : length(b.velocity);
+    out->descs[r] = wire::ObjectDescription{static_cast<wire::BodyKind>(b.kind), static_cast<wire::ShapeKind>(b.shape.kind),
+                                            wire_dims(b.shape), b.sensor};
+    out->representable[r] = wire::is_representable(b.position, config) && b.id.index < wire::kMaxSnapshotObjectIndex;
+  };
+  constexpr uint32_t kRowsPerChunk = 1024;
+  const uint32_t chunks = (n + kRowsPerChunk - 1) / kRowsPerChunk;
+  auto fill_chunk = [&](size_t c) {
+    const auto first = static_cast<uint32_t>(c) * kRowsPerChunk;
+    world.for_each_object_in(first, std::min(n, first + kRowsPerChunk), fill);
+  };
+  if (pool != nullptr) {
+    pool->for_each(chunks, fill_chunk);
+  } else {
+    for (uint32_t c = 0; c < chunks; ++c) fill_chunk(c);
+  }
+  bool sorted = true;
+  for (uint32_t r = 1; r < n && sorted; ++r) sorted = out->ids[r - 1].index < out->ids[r].index;
   if (!sorted) sort_rows_by_index(out);
   index_snapshot_source(out);
 }

@@ -13,6 +13,7 @@
 #include "server/physics/world.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
+#include "shared/parallel.h"
 #include "shared/wire/quantize.h"
 #include "shared/wire/snapshot_codec.h"
 
@@ -66,13 +67,15 @@ struct SnapshotSource {
 };
 
 /// Fills *out with every live object of `world` (its buffers are reused: no allocation once they
-/// have grown to the world), then indexes it (index_snapshot_source). Sleeping and static bodies
+/// have grown to the world), then indexes it (index_snapshot_source). With `pool`, the rows are
+/// quantised on its threads, in chunks of rows each written by one thread (same result). Sleeping and static bodies
 /// are at rest (velocities not sent); dims follow the wire convention (sphere (r, r, r), box half
 /// extents, capsule (radius, half_height, radius), plane 0). Objects outside
 /// config.world_bound_m, or with an index >= wire::kMaxSnapshotObjectIndex, get representable = 0
 /// and are never relevant to any client. O(n + largest index), plus a sort when the world's
 /// storage order is not index order. `config` must be valid.
-void build_snapshot_source(const physics::World& world, const wire::QuantizationConfig& config, SnapshotSource* out);
+void build_snapshot_source(const physics::World& world, const wire::QuantizationConfig& config, SnapshotSource* out,
+                           const WorkerPool* pool = nullptr);
 
 /// Fills the index columns of a source whose row columns were just rewritten (build_snapshot_source
 /// calls it; call it yourself after filling the rows by hand). Rows must be in strictly ascending

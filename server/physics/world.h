@@ -123,6 +123,12 @@ class World {
   void for_each_object(Fn&& fn) const {
     for (uint32_t d = 0; d < object_count(); ++d) fn(state_at_dense(d));
   }
+  /// The same for the objects at positions [first, last) of that order (last <= object_count()),
+  /// so callers can split the walk across threads: calls fn(position, const BodyState&).
+  template <class Fn>
+  void for_each_object_in(uint32_t first, uint32_t last, Fn&& fn) const {
+    for (uint32_t d = first; d < last; ++d) fn(d, state_at_dense(d));
+  }
 
   // --- Commands (take effect at the next step; each wakes the body's island) --------------------
   /// Adds a force [N, world frame] for the next step only (forces accumulate until then). With

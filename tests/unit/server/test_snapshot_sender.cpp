@@ -774,6 +774,42 @@ TEST(SnapshotSender, BuildSnapshotSourceSortsByIndexAndMarksRestAndBounds) {
   EXPECT_EQ(again_src.states, src.states);
 }
 
+// Quantised on a pool's threads in chunks of rows, the source is the same row for row.
+TEST(SnapshotSender, BuildSnapshotSourceOnAPoolEqualsTheSerialBuild) {
+  physics::World world;
+  std::vector<ObjectID> ids;
+  for (int i = 0; i < 3000; ++i) {  // three chunks
+    physics::BodyDesc d;
+    d.shape = i % 3 ? physics::make_box({0.25f, 0.25f, 0.25f}) : physics::make_sphere(0.3f);
+    d.position = {static_cast<float>(i % 50) * 1.5f, 0.3f + static_cast<float>(i / 50) * 0.01f, static_cast<float>(i / 50)};
+    d.velocity = {0.1f * static_cast<float>(i % 7), 0, -0.05f * static_cast<float>(i % 5)};
+    ids.push_back(world.create_object(d).id);
+  }
+  for (int i = 0; i < 3000; i += 7) world.destroy_object(ids[static_cast<size_t>(i)]);  // storage order != index order
+  physics::BodyDesc again;
+  again.shape = physics::make_sphere(0.25f);
+  for (int i = 0; i < 100; ++i) world.create_object(again);
+  world.step(1.0f / 60.0f);
+  const wire::QuantizationConfig q;
+  SnapshotSource serial, pooled;
+  build_snapshot_source(world, q, &serial);
+  const WorkerPool pool(3);
+  build_snapshot_source(world, q, &pooled, &pool);
+  ASSERT_EQ(pooled.ids.size(), world.object_count());
+  EXPECT_EQ(pooled.ids, serial.ids);
+  EXPECT_EQ(pooled.states, serial.states);
+  EXPECT_EQ(pooled.positions, serial.positions);
+  EXPECT_EQ(pooled.speeds, serial.speeds);
+  EXPECT_EQ(pooled.descs, serial.descs);
+  EXPECT_EQ(pooled.representable, serial.representable);
+  EXPECT_EQ(pooled.changed_build, serial.changed_build);
+  ASSERT_EQ(pooled.cell_rows.size(), serial.cell_rows.size());
+  for (size_t i = 0; i < serial.cell_rows.size(); ++i) {
+    ASSERT_EQ(pooled.cell_rows[i].cell, serial.cell_rows[i].cell);
+    ASSERT_EQ(pooled.cell_rows[i].row, serial.cell_rows[i].row);
+  }
+}
+
 // --- N1-like figures ---------------------------------------------------------------------------------
 
 // Scene N1 of BENCH_SCENES.md with real physics (900 cubes, a 50 kg player cube driven around a
