@@ -122,6 +122,7 @@ struct Shared {
   Clock::time_point started{}, spawn_start{}, settle_start{}, destroy_done{};
   Clock::time_point push_start{}, push_end{}, push_stopped{};
   double process_cpu_start = 0, process_cpu_end = 0;
+  std::optional<MachineCpuTicks> machine_start, machine_end;
   std::optional<double> server_cpu_start, server_cpu_end;
   uint64_t steps_dropped_start = 0, steps_dropped_end = 0;
   std::array<uint64_t, 3> stage_ns_start{}, stage_ns_end{};  // ServerStats step_ns, events_ns, snapshots_ns
@@ -148,6 +149,7 @@ struct Shared {
         push_start = now;
         push_end = now + (alive_count > 0 ? to_duration(options.seconds) : Clock::duration{});  // nothing to measure
         process_cpu_start = process_cpu_seconds();
+        machine_start = machine_cpu_ticks();
         if (server) {
           server_cpu_start = server->thread_cpu_seconds();
           steps_dropped_start = server->stats().steps_dropped.load(std::memory_order_relaxed);
@@ -159,6 +161,7 @@ struct Shared {
       case Phase::Push:
         push_stopped = now;
         process_cpu_end = process_cpu_seconds();
+        machine_end = machine_cpu_ticks();
         if (server) {
           server_cpu_end = server->thread_cpu_seconds();
           steps_dropped_end = server->stats().steps_dropped.load(std::memory_order_relaxed);
@@ -611,6 +614,10 @@ LoadReport run_load(const LoadOptions& options, const InprocServer* server) {
   report.rtt_ms_p50 = percentile(rtt, 50);
   report.rtt_ms_p99 = percentile(rtt, 99);
   report.process_cpu_s = shared.process_cpu_end - shared.process_cpu_start;
+  if (shared.machine_start && shared.machine_end && shared.machine_end->total > shared.machine_start->total) {
+    report.steal_percent = 100.0 * static_cast<double>(shared.machine_end->steal - shared.machine_start->steal) /
+                           static_cast<double>(shared.machine_end->total - shared.machine_start->total);
+  }
   if (server) {
     if (shared.server_cpu_start && shared.server_cpu_end) {
       report.server_thread_cpu_s = *shared.server_cpu_end - *shared.server_cpu_start;
@@ -708,6 +715,7 @@ std::string to_json_line(const LoadReport& r) {
   j["rtt_samples"] = r.rtt_samples;
   j["bot_frame_ms"] = r.frame_ms;
   j["bot_nice"] = r.bot_nice;
+  j["steal_percent"] = or_null(r.steal_percent);
   j["requests_sent"] = r.requests_sent;
   j["pushes"] = r.pushes;
   j["create_retries"] = r.create_retries;
@@ -760,6 +768,10 @@ void print_human(std::FILE* out, const LoadReport& r) {
   }
   std::fprintf(out, "  bots CPU: %.3f cores (nice %d); whole process: %.3f cores\n", r.bots_cpu_s / seconds, r.bot_nice,
                r.process_cpu_s / seconds);
+  if (r.steal_percent) {
+    std::fprintf(out, "  machine: %.1f %% of its CPU time stolen by the hypervisor during the push phase (/proc/stat)\n",
+                 *r.steal_percent);
+  }
   std::fprintf(out, "  per client (UDP payload, no IP/UDP headers): in %.0f B/s (%.1f kbit/s), out %.0f B/s (%.1f kbit/s); "
                "%.1f snapshots/s\n",
                r.bytes_in_per_client_per_s, 8e-3 * r.bytes_in_per_client_per_s, r.bytes_out_per_client_per_s,

@@ -96,6 +96,9 @@ struct LoadReport {
   double rtt_ms_p50 = 0, rtt_ms_p99 = 0;
   int64_t frame_ms = 0;        ///< LoadOptions::frame
   int bot_nice = 0;            ///< LoadOptions::bot_nice
+  /// Share of the machine's CPU time (all CPUs) the hypervisor stole in the push phase [%], from
+  /// /proc/stat: a virtual CPU descheduled mid-tick stretches that tick. nullopt off Linux.
+  std::optional<double> steal_percent;
   uint64_t rtt_samples = 0;
   double bots_cpu_s = 0;       ///< CPU time of the bot threads in the push phase (per-thread clocks)
   double process_cpu_s = 0;    ///< CPU time of the whole process in the push phase (getrusage)

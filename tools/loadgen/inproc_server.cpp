@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include <cstdio>
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -68,6 +70,20 @@ double process_cpu_seconds() {
   rusage u{};
   if (getrusage(RUSAGE_SELF, &u) != 0) return 0.0;
   return to_seconds(u.ru_utime) + to_seconds(u.ru_stime);
+}
+
+std::optional<MachineCpuTicks> machine_cpu_ticks() {
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (f == nullptr) return std::nullopt;
+  unsigned long long v[8] = {};
+  const int read = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+                               &v[5], &v[6], &v[7]);
+  std::fclose(f);
+  if (read != 8) return std::nullopt;
+  MachineCpuTicks t;
+  for (const unsigned long long x : v) t.total += x;
+  t.steal = v[7];
+  return t;
 }
 
 }  // namespace impulse::tools

@@ -55,4 +55,13 @@ double this_thread_cpu_seconds();
 /// CPU time the whole process has used so far, user + system [s] (getrusage RUSAGE_SELF).
 double process_cpu_seconds();
 
+/// The machine's CPU time so far, all CPUs, from the "cpu" line of /proc/stat [clock ticks]:
+/// `steal` is time the hypervisor ran something else while a virtual CPU wanted to run. nullopt
+/// where /proc/stat is unreadable (not Linux).
+struct MachineCpuTicks {
+  uint64_t total = 0;  ///< user + nice + system + idle + iowait + irq + softirq + steal
+  uint64_t steal = 0;
+};
+std::optional<MachineCpuTicks> machine_cpu_ticks();
+
 }  // namespace impulse::tools
