@@ -207,53 +207,82 @@ ReadStatus read_full_state(BitReader& r, const QuantizationLimits& l, QuantizedS
   return ReadStatus::Ok;
 }
 
-// Reads three zig-zag deltas and adds them to value[] (which holds the baseline). Three zero
-// deltas are non-canonical (the encoder clears the group's changed bit then) and are rejected, so
-// a set of records has exactly one encoding. A sum outside T is rejected here; the limits are
-// checked on the whole state by the caller.
-template <class T>
-ReadStatus read_three_deltas(BitReader& r, unsigned order, T* value) {
+// Reads three zig-zag deltas. Three zero deltas are non-canonical (the encoder clears the
+// group's changed bit then) and are rejected, so a set of records has exactly one encoding.
+ReadStatus parse_three_deltas(BitReader& r, unsigned order, int32_t out[3]) {
   bool any = false;
   for (int i = 0; i < 3; ++i) {
     uint32_t z = 0;
     if (!read_exp_golomb(r, order, 0xFFFFFFFFu, &z)) return status_of(r);
-    const int64_t v = static_cast<int64_t>(value[i]) + zigzag_decode(z);
-    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) || v > static_cast<int64_t>(std::numeric_limits<T>::max()))
-      return ReadStatus::Bad;
-    value[i] = static_cast<T>(v);
+    out[i] = zigzag_decode(z);
     any = any || z != 0;
   }
   return any ? ReadStatus::Ok : ReadStatus::Bad;
 }
 
-// A changed bit, then (if set) three deltas.
-template <class T>
-ReadStatus read_delta_group(BitReader& r, unsigned order, T* value) {
+// A changed bit, then (if set) three deltas; sets `flag` in *groups when changed.
+ReadStatus parse_delta_group(BitReader& r, unsigned order, uint8_t flag, uint8_t* groups, int32_t out[3]) {
   const bool changed = r.read_bit();
   if (r.overrun()) return ReadStatus::Truncated;
-  return changed ? read_three_deltas(r, order, value) : ReadStatus::Ok;
+  if (!changed) return ReadStatus::Ok;
+  *groups |= flag;
+  return parse_three_deltas(r, order, out);
 }
 
-ReadStatus read_delta_state(BitReader& r, const QuantizationLimits& l, const QuantizedState& base,
-                            QuantizedState* s) {
-  *s = base;
-  s->at_rest = r.read_bit() ? 1 : 0;
+// Adds three parsed deltas to value[] (which holds the baseline); a sum outside T is rejected
+// here, the limits are checked on the whole state by the caller.
+template <class T>
+ReadStatus add_three_deltas(const int32_t delta[3], T* value) {
+  for (int i = 0; i < 3; ++i) {
+    const int64_t v = static_cast<int64_t>(value[i]) + delta[i];
+    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) || v > static_cast<int64_t>(std::numeric_limits<T>::max()))
+      return ReadStatus::Bad;
+    value[i] = static_cast<T>(v);
+  }
+  return ReadStatus::Ok;
+}
+
+using detail::RawDelta;
+
+ReadStatus parse_delta_state(BitReader& r, const QuantizationLimits& l, RawDelta* d) {
+  d->at_rest = r.read_bit() ? 1 : 0;
   if (r.overrun()) return ReadStatus::Truncated;
-  ReadStatus st = read_delta_group(r, kPositionDeltaOrder, s->position);
+  ReadStatus st = parse_delta_group(r, kPositionDeltaOrder, RawDelta::kPosition, &d->groups, d->position);
   if (st != ReadStatus::Ok) return st;
   const bool orientation_changed = r.read_bit();
   if (r.overrun()) return ReadStatus::Truncated;
   if (orientation_changed) {
+    d->groups |= RawDelta::kOrientation;
     const bool same_largest = r.read_bit();
     if (r.overrun()) return ReadStatus::Truncated;
     if (same_largest) {
-      st = read_three_deltas(r, kOrientationDeltaOrder, s->orientation);
+      d->groups |= RawDelta::kSameLargest;
+      st = parse_three_deltas(r, kOrientationDeltaOrder, d->orientation);
       if (st != ReadStatus::Ok) return st;
     } else {
-      s->orientation_largest = static_cast<uint8_t>(r.read_bits(2));
-      for (int i = 0; i < 3; ++i) s->orientation[i] = static_cast<uint16_t>(r.read_bits(l.orientation_bits));
+      d->largest = static_cast<uint8_t>(r.read_bits(2));
+      for (int i = 0; i < 3; ++i) d->orientation[i] = static_cast<int32_t>(r.read_bits(l.orientation_bits));
       if (r.overrun()) return ReadStatus::Truncated;
-      if (s->orientation_largest == base.orientation_largest) return ReadStatus::Bad;  // non-canonical
+    }
+  }
+  if (d->at_rest != 0) return ReadStatus::Ok;
+  st = parse_delta_group(r, kLinearVelocityDeltaOrder, RawDelta::kLinear, &d->groups, d->linear);
+  if (st != ReadStatus::Ok) return st;
+  return parse_delta_group(r, kAngularVelocityDeltaOrder, RawDelta::kAngular, &d->groups, d->angular);
+}
+
+ReadStatus apply_delta_state(const RawDelta& d, const QuantizedState& base, QuantizedState* s) {
+  *s = base;
+  s->at_rest = d.at_rest;
+  ReadStatus st = ReadStatus::Ok;
+  if ((d.groups & RawDelta::kPosition) != 0 && (st = add_three_deltas(d.position, s->position)) != ReadStatus::Ok) return st;
+  if ((d.groups & RawDelta::kOrientation) != 0) {
+    if ((d.groups & RawDelta::kSameLargest) != 0) {
+      if ((st = add_three_deltas(d.orientation, s->orientation)) != ReadStatus::Ok) return st;
+    } else {
+      if (d.largest == base.orientation_largest) return ReadStatus::Bad;  // non-canonical
+      s->orientation_largest = d.largest;
+      for (int i = 0; i < 3; ++i) s->orientation[i] = static_cast<uint16_t>(d.orientation[i]);
     }
   }
   if (s->at_rest != 0) {
@@ -263,9 +292,9 @@ ReadStatus read_delta_state(BitReader& r, const QuantizationLimits& l, const Qua
     }
     return ReadStatus::Ok;
   }
-  st = read_delta_group(r, kLinearVelocityDeltaOrder, s->linear_velocity);
-  if (st != ReadStatus::Ok) return st;
-  return read_delta_group(r, kAngularVelocityDeltaOrder, s->angular_velocity);
+  if ((d.groups & RawDelta::kLinear) != 0 && (st = add_three_deltas(d.linear, s->linear_velocity)) != ReadStatus::Ok) return st;
+  if ((d.groups & RawDelta::kAngular) != 0) return add_three_deltas(d.angular, s->angular_velocity);
+  return ReadStatus::Ok;
 }
 
 }  // namespace
@@ -451,16 +480,14 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
         return r.overrun() ? SnapshotError::Truncated : SnapshotError::BadRecord;
       if (d.view < 0) return SnapshotError::UnknownBaseline;
       const RingRef& ref = ring_of_[static_cast<size_t>(d.view)];
-      const Ring& ring = rings_[ref.ring];
-      const uint32_t baseline_sequence = sequence - (distance_minus_one + 1);
-      const QuantizedState* baseline = nullptr;
-      for (uint32_t k = 0; k < ref.count && baseline == nullptr; ++k) {
-        const uint32_t slot = (ref.head + kSnapshotBaselineWindow - k) % kSnapshotBaselineWindow;
-        if (ring.slots[slot].sequence == baseline_sequence) baseline = &ring.slots[slot].state;
-      }
-      if (baseline == nullptr) return SnapshotError::UnknownBaseline;
       d.id = ObjectID{ref.index, ref.generation};
-      st = read_delta_state(r, limits_, *baseline, &d.state);
+      d.baseline_sequence = sequence - (distance_minus_one + 1);
+      // The baseline is usually the newest state or one of the two before it: fetch them now and
+      // look them up after every record is read, so the misses overlap the reading.
+      const Ring& ring = rings_[ref.ring];
+      __builtin_prefetch(&ring.slots[ref.head]);
+      __builtin_prefetch(&ring.slots[(ref.head + kSnapshotBaselineWindow - 2) % kSnapshotBaselineWindow]);
+      st = parse_delta_state(r, limits_, &d.raw);
     } else if (d.kind == RecordKind::Entry) {
       uint32_t generation_minus_one = 0;
       if (!read_exp_golomb(r, kGenerationOrder, 0xFFFFFFFEu, &generation_minus_one))
@@ -482,13 +509,28 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
     }
     if (st == ReadStatus::Truncated) return SnapshotError::Truncated;
     if (st == ReadStatus::Bad) return SnapshotError::BadRecord;
-    if (d.kind != RecordKind::Exit && !is_within_limits(d.state, limits_)) return SnapshotError::BadRecord;
-    append_checksum_input(d.kind, d.id, &d.desc, &d.state, &checksum_input_);
+    if (d.kind == RecordKind::Entry && !is_within_limits(d.state, limits_)) return SnapshotError::BadRecord;
     decoded_.push_back(d);
   }
   // Only zero padding to the byte boundary may follow the last record.
   const size_t rest = r.bits_remaining();
   if (rest >= 8 || r.read_bits(static_cast<unsigned>(rest)) != 0) return SnapshotError::BadHeader;
+  // The deltas against their baselines (fetched above), then the checksum over every record.
+  for (Decoded& d : decoded_) {
+    if (d.kind == RecordKind::Delta) {
+      const RingRef& ref = ring_of_[static_cast<size_t>(d.view)];
+      const Ring& ring = rings_[ref.ring];
+      const QuantizedState* baseline = nullptr;
+      for (uint32_t k = 0; k < ref.count && baseline == nullptr; ++k) {
+        const uint32_t slot = (ref.head + kSnapshotBaselineWindow - k) % kSnapshotBaselineWindow;
+        if (ring.slots[slot].sequence == d.baseline_sequence) baseline = &ring.slots[slot].state;
+      }
+      if (baseline == nullptr) return SnapshotError::UnknownBaseline;
+      if (apply_delta_state(d.raw, *baseline, &d.state) != ReadStatus::Ok) return SnapshotError::BadRecord;
+      if (!is_within_limits(d.state, limits_)) return SnapshotError::BadRecord;
+    }
+    append_checksum_input(d.kind, d.id, &d.desc, &d.state, &checksum_input_);
+  }
   if (checksum(checksum_input_) != expected) return SnapshotError::ChecksumMismatch;
   return SnapshotError::None;
 }

@@ -128,6 +128,21 @@ struct SnapshotObject {
   bool at_rest = false;            ///< the body sleeps (or is static)
 };
 
+namespace detail {
+/// A delta record's fields as read, before its baseline is known: SnapshotReceiver reads every
+/// record of a payload first, then resolves the baselines it prefetched meanwhile.
+struct RawDelta {
+  static constexpr uint8_t kPosition = 1, kOrientation = 2, kSameLargest = 4, kLinear = 8, kAngular = 16;
+  uint8_t at_rest = 0;
+  uint8_t groups = 0;   ///< which groups changed (k* flags)
+  uint8_t largest = 0;  ///< kOrientation without kSameLargest: the new largest component
+  int32_t position[3] = {0, 0, 0};
+  int32_t orientation[3] = {0, 0, 0};  ///< deltas with kSameLargest, else the new components
+  int32_t linear[3] = {0, 0, 0};
+  int32_t angular[3] = {0, 0, 0};
+};
+}  // namespace detail
+
 /// The client side: decodes payloads into a view of the objects in the client's area of interest.
 /// Keeps, per object, a ring of its last kSnapshotBaselineWindow received quantised states with
 /// their sequences, the baselines deltas refer to.
@@ -149,8 +164,10 @@ class SnapshotReceiver {
   /// Decodes the payload of the snapshot that came in packet `sequence`, all or nothing: it is
   /// fully decoded and checked into scratch buffers first, and only a payload that passes every
   /// check changes the view. Payloads with sequence <= the last applied one return Stale (the
-  /// caller must then NOT ack that packet). Never throws or asserts on any bytes. O(payload +
-  /// view size when objects enter or exit, else payload * log(view size)).
+  /// caller must then NOT ack that packet). Never throws or asserts on any bytes. A payload with
+  /// several faults reports one of them, which one unspecified (every record is read before the
+  /// deltas' baselines are looked up). O(payload + view size when objects enter or exit, else
+  /// payload * log(view size)).
   SnapshotError apply(uint32_t sequence, uint64_t tick, std::span<const uint8_t> payload);
 
   /// The current view, sorted by id.index. Valid until the next apply() or reset().
@@ -200,8 +217,10 @@ class SnapshotReceiver {
     RecordKind kind = RecordKind::Exit;
     ObjectID id;                 // entry: from the record; delta: the held object's; exit: index only
     ObjectDescription desc;      // entry only
-    QuantizedState state;        // entry, delta
+    QuantizedState state;        // entry; delta once its baseline is resolved
     int32_t view = -1;           // position of the index in objects_, or -1 when not held
+    uint32_t baseline_sequence = 0;  // delta only
+    detail::RawDelta raw;            // delta only: its fields as read
   };
 
   SnapshotError decode(uint32_t sequence, std::span<const uint8_t> payload);

@@ -788,6 +788,7 @@ TEST(SnapshotCodec, MalformedRecordsAreRejectedWithTheirReason) {
   { RawPayload p; delta_head(p); p.w.write_bit(false); p.w.write_bit(true); p.w.write_bit(false);
     p.w.write_bits(s.orientation_largest, 2);  // "new largest" that is the baseline's
     for (int i = 0; i < 3; ++i) p.w.write_bits(0, l.orientation_bits);
+    if (s.at_rest == 0) { p.w.write_bit(false); p.w.write_bit(false); }  // velocities unchanged: one fault only
     expect_error(p, SnapshotError::BadRecord, "non-canonical orientation"); }
   { RawPayload p; delta_head(p); p.w.write_bit(true);
     write_exp_golomb(p.w, zigzag_encode(3 * l.position_max), 4);  // lands beyond the bound
@@ -800,6 +801,7 @@ TEST(SnapshotCodec, MalformedRecordsAreRejectedWithTheirReason) {
     expect_error(p, SnapshotError::BadRecord, "distance beyond the maximum"); }
   { RawPayload p; write_exp_golomb(p.w, 1, 3); write_exp_golomb(p.w, 0, 2); p.w.write_bit(false);
     write_exp_golomb(p.w, 5, 2);
+    p.w.write_bit(true); p.w.write_bit(false); p.w.write_bit(false);  // a complete body: at rest, unchanged
     expect_error(p, SnapshotError::UnknownBaseline, "baseline not in the ring"); }
 
   // An unusable config makes every payload a BadHeader.
