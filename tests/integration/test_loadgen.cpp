@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 
@@ -18,12 +17,17 @@
 namespace impulse::test {
 namespace {
 
-// The number after "key": in a flat JSON object; nullopt when the key is absent or null.
+// The number after "key": in the loadgen's flat, compact JSON object; nullopt when the key is
+// absent or not a number (null).
 std::optional<double> json_number(const std::string& json, const std::string& key) {
-  const std::regex re("\"" + key + "\":(-?[0-9.eE+-]+)");
-  std::smatch m;
-  if (!std::regex_search(json, m, re)) return std::nullopt;
-  return std::stod(m[1].str());
+  const std::string needle = "\"" + key + "\":";
+  const size_t at = json.find(needle);
+  if (at == std::string::npos) return std::nullopt;
+  const char* begin = json.c_str() + at + needle.size();
+  char* end = nullptr;
+  const double value = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  return value;
 }
 
 TEST(Loadgen, AShortInprocRunReportsEveryBotAndAConsistentTickDistribution) {
