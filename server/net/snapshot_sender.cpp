@@ -456,7 +456,6 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
     if (v + kPrefetchAhead < visits_.size()) {
       const char* ahead = reinterpret_cast<const char*>(&tracks_[visits_[v + kPrefetchAhead]]);
       __builtin_prefetch(ahead);
-      __builtin_prefetch(ahead + sizeof(Track) - 1);
     }
     const uint32_t index = visits_[v];
     while (h < held_.size() && held_[h] < index) next_held_.push_back(held_[h++]);
@@ -596,7 +595,6 @@ void SnapshotSender::on_acked(uint32_t sequence) {
     if (k + kPrefetchAhead < n) {
       const char* ahead = reinterpret_cast<const char*>(&tracks_[packet.items[k + kPrefetchAhead].index]);
       __builtin_prefetch(ahead);
-      __builtin_prefetch(ahead + sizeof(Track) - 1);
     }
     const SentItem& item = packet.items[k];
     Track& t = tracks_[item.index];

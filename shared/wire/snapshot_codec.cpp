@@ -456,7 +456,7 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
   if (count > r.bits_remaining() / kMinRecordBits) return SnapshotError::BadHeader;
 
   int64_t previous = -1;
-  size_t cursor = 0;  // where the previous record's index is or would be in objects_
+  size_t cursor = 0;  // where the previous record's index is or would be in ring_of_ (and objects_)
   for (uint32_t n = 0; n < count; ++n) {
     uint32_t gap = 0;
     if (!read_exp_golomb(r, kGapOrder, kMaxSnapshotObjectIndex, &gap))
