@@ -45,6 +45,23 @@ net::LinkConditions link_conditions_of(const ServerConfig& c) {
   return l;
 }
 
+// The part of the configuration a recording carries and the recorder needs.
+record::RecordingConfig recording_config_of(const ServerConfig& c) {
+  record::RecordingConfig r;
+  r.tick_hz = c.tick_hz;
+  r.snapshot_hz = c.snapshot_hz;
+  r.max_clients = c.max_clients;
+  r.max_steps_per_frame = c.max_steps_per_frame;
+  r.client_timeout_s = c.client_timeout_s;
+  r.scene = c.scene;
+  r.record_file = c.record_file;
+  r.record_dir = c.record_dir;
+  r.record_rotate_mb = c.record_rotate_mb;
+  r.record_rotate_minutes = c.record_rotate_minutes;
+  r.keyframe_seconds = c.keyframe_seconds;
+  return r;
+}
+
 // The q-quantile of `samples` (reordered in place); 0 when empty.
 uint64_t quantile(std::vector<uint64_t>& samples, double q) {
   if (samples.empty()) return 0;
@@ -311,7 +328,7 @@ bool Server::start(std::string* error) {
   }
   const bool recording = !m.config.record_file.empty() || !m.config.record_dir.empty();
   if (recording) {
-    m.recorder = std::make_unique<record::Recorder>(m.config, scene.name.empty() ? m.config.scene : scene.name);
+    m.recorder = std::make_unique<record::Recorder>(recording_config_of(m.config), scene.name.empty() ? m.config.scene : scene.name);
     m.core->set_recorder(m.recorder.get());
   }
   if (!m.core->add_bodies(scene.bodies, &scene_error)) {

@@ -16,7 +16,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
-#include "server/app/apply_request.h"
+#include "server/request/apply_request.h"
 #include "server/app/server.h"
 #include "server/app/step_clock.h"
 #include "server/net/outbox.h"

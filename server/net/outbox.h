@@ -6,11 +6,9 @@
 #include <span>
 #include <vector>
 
-#include <asio/ip/udp.hpp>
+#include "server/request/endpoint.h"
 
 namespace impulse::server {
-
-using Endpoint = asio::ip::udp::endpoint;
 
 /// A slice of an Outbox's byte arena. Valid until Outbox::clear().
 struct Payload {

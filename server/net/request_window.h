@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "impulse/schemas/impulse_generated.h"
-#include "server/app/apply_request.h"
+#include "server/request/apply_request.h"
 #include "shared/object_id.h"
 
 namespace impulse::server {

@@ -102,7 +102,7 @@ std::span<const uint8_t> encode_header(flatbuffers::FlatBufferBuilder& fbb, cons
                                        const physics::WorldSettings& settings, std::span<const uint8_t> state,
                                        std::span<const BodyDamping> dampings) {
   fbb.Clear();
-  const server::ServerConfig& c = *info.config;
+  const RecordingConfig& c = *info.config;
   const auto config = CreateServerConfig(fbb, static_cast<uint32_t>(c.tick_hz), static_cast<uint32_t>(c.snapshot_hz),
                                          static_cast<uint32_t>(c.max_clients),
                                          static_cast<uint32_t>(c.max_steps_per_frame), c.client_timeout_s,

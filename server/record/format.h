@@ -13,10 +13,9 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "impulse/schemas/recording_generated.h"
-#include "server/app/apply_request.h"
-#include "server/app/server.h"
 #include "server/physics/settings.h"
 #include "server/physics/types.h"
+#include "server/request/apply_request.h"
 
 namespace impulse::record {
 
@@ -39,9 +38,26 @@ struct RequestRecord {
   ObjectID id;  ///< CreateObject: the created id (null on error); else the addressed id
 };
 
+/// The server settings a recording carries in its header, and where the recorder writes. The app
+/// layer fills it from its ServerConfig (the flags of the same names); the record layer knows
+/// nothing else of the server's configuration.
+struct RecordingConfig {
+  int tick_hz = 60;               ///< physics steps per second
+  int snapshot_hz = 30;           ///< snapshots per second
+  int max_clients = 64;           ///< sessions at most
+  int max_steps_per_frame = 4;    ///< steps at most per wake-up
+  double client_timeout_s = 10;   ///< silence [s] before a session is dropped
+  std::string scene = "demo";     ///< the scene the server was started with ("demo" or a path)
+  std::string record_file;        ///< record into this file; exclusive with record_dir
+  std::string record_dir;         ///< record into this directory, one file per run (and rotation)
+  double record_rotate_mb = 0;       ///< with record_dir: new file after this many MB; 0 = never
+  double record_rotate_minutes = 0;  ///< with record_dir: new file after this long [min]; 0 = never
+  double keyframe_seconds = 10;      ///< keyframe interval [s] of simulated time
+};
+
 /// Header fields besides the world state.
 struct HeaderInfo {
-  const server::ServerConfig* config = nullptr;  ///< required
+  const RecordingConfig* config = nullptr;  ///< required
   std::string_view scene_name;
   uint32_t part = 0;                 ///< file index within one server run (rotation)
   int64_t started_unix_ms = 0;       ///< [ms since 1970-01-01 UTC]

@@ -35,7 +35,7 @@ std::string rotated_file_path(const std::string& dir, int64_t started_unix_ms, u
   return path + fmt::format("impulse-{}-{:03}.irec", stamp, part);
 }
 
-Recorder::Recorder(const server::ServerConfig& config, std::string scene_name)
+Recorder::Recorder(const RecordingConfig& config, std::string scene_name)
     : config_(config), scene_name_(std::move(scene_name)) {
   const double tick_hz = static_cast<double>(config.tick_hz);
   keyframe_interval_ = static_cast<uint32_t>(std::max(1.0, std::round(config.keyframe_seconds * tick_hz)));

@@ -17,10 +17,9 @@
 
 #include <flatbuffers/flatbuffers.h>
 
-#include "server/app/apply_request.h"
-#include "server/app/server.h"
 #include "server/physics/world.h"
 #include "server/record/format.h"
+#include "server/request/apply_request.h"
 
 namespace impulse::record {
 
@@ -50,9 +49,9 @@ std::string rotated_file_path(const std::string& dir, int64_t started_unix_ms, u
 
 class Recorder {
  public:
-  /// @param config      the server's configuration (record_file or record_dir set); copied
+  /// @param config      record_file or record_dir set; copied
   /// @param scene_name  written into every header
-  Recorder(const server::ServerConfig& config, std::string scene_name);
+  Recorder(const RecordingConfig& config, std::string scene_name);
   ~Recorder();  ///< finish()
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
@@ -102,7 +101,7 @@ class Recorder {
   bool open_file(const std::string& path);
   void close_file();
 
-  server::ServerConfig config_;
+  RecordingConfig config_;
   std::string scene_name_;
   int64_t started_unix_ms_ = 0;
   uint32_t keyframe_interval_ = 600;

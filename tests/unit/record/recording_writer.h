@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "server/app/apply_request.h"
+#include "server/request/apply_request.h"
 #include "server/app/server.h"
 #include "server/physics/world.h"
 #include "server/record/format.h"
@@ -63,7 +63,7 @@ inline WrittenRecording write_test_recording(uint64_t ticks, uint32_t keyframe_i
   ground.position = {0.0f, -0.5f, 0.0f};
   world.create_object(ground);
 
-  server::ServerConfig config;
+  RecordingConfig config;
   config.tick_hz = tick_hz;
   config.snapshot_hz = snapshot_hz;
   HeaderInfo info;

@@ -41,8 +41,8 @@ class MemoryFile {
 
 void append(std::vector<uint8_t>& out, std::span<const uint8_t> frame) { out.insert(out.end(), frame.begin(), frame.end()); }
 
-server::ServerConfig test_config() {
-  server::ServerConfig c;
+RecordingConfig test_config() {
+  RecordingConfig c;
   c.tick_hz = 60;
   c.snapshot_hz = 20;
   c.scene = "some/scene.json";
@@ -106,7 +106,7 @@ std::vector<uint8_t> small_recording(std::vector<size_t>* frame_ends) {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<flatbuffers::Offset<Request>> scratch;
   std::vector<uint8_t> file;
-  const server::ServerConfig config = test_config();
+  const RecordingConfig config = test_config();
   HeaderInfo info;
   info.config = &config;
   info.scene_name = "tiny";

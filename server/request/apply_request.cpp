@@ -1,5 +1,5 @@
 // One switch from request type to World command, used by the live server and by the replay.
-#include "server/app/apply_request.h"
+#include "server/request/apply_request.h"
 
 namespace impulse::server {
 

@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "impulse/schemas/impulse_generated.h"
-#include "server/net/outbox.h"
 #include "server/physics/types.h"
 #include "server/physics/world.h"
+#include "server/request/endpoint.h"
 #include "shared/wire/codec.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
