@@ -1,23 +1,15 @@
-// Thin UDP client after netcode.io's client update model (caller-driven polling): the cookie
-// handshake, packet acks on every datagram, requests resent until answered (the server
-// deduplicates), delta snapshots decoded against acked baselines (wire::SnapshotReceiver), and
-// reliable collision events delivered once each; clock sync (NTP on-wire estimate, ClockSync) and
-// snapshot interpolation (Fiedler, "Snapshot Interpolation", SnapshotInterpolator) for pose_at.
+// Client: ClientCore (the protocol, sans-IO) plus the transport: one non-blocking Asio UDP socket,
+// the steady clock, and an optional link simulator on the send path. Every protocol decision is
+// the core's; this file moves bytes and reads the clock.
 #include "client/client.h"
 
 #include <poll.h>
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <system_error>
 
 #include <asio.hpp>
-
-#include "shared/net/link_simulator.h"
-#include "shared/net/packet_acks.h"
-#include "shared/wire/event_codec.h"
-#include "shared/wire/snapshot_codec.h"
 
 namespace impulse {
 
@@ -26,156 +18,44 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using asio::ip::udp;
 
-/// Connect is resent this often until answered: a lost datagram costs at most this much.
-constexpr std::chrono::milliseconds kConnectResendInterval{250};
-/// An idle client sends a Ping this often so the server does not time the session out.
-constexpr std::chrono::milliseconds kKeepaliveInterval{1000};
-/// Disconnect is sent this many times; the server ignores the duplicates.
-constexpr int kDisconnectRepeats = 3;
-/// Requests in flight at most; later ones wait in the client until earlier ones are answered.
-/// Below the server's exactly-once window (256), so nothing sent is ever beyond it.
-constexpr size_t kMaxRequestsInFlight = 192;
-/// An unanswered request is resent after max(this, 1.5 x RTT).
-constexpr std::chrono::milliseconds kMinRequestResend{50};
-/// Collision event sequences remembered for deduplication beyond the contiguous prefix.
-constexpr uint32_t kEventDedupWindow = 8192;
-/// Outstanding pings remembered for RTT measurement; older ones are forgotten.
-constexpr size_t kPingSlots = 16;
-
-/// Largest fixed interpolation delay ClientConfig accepts [s].
-constexpr double kMaxInterpolationDelayS = 5.0;
-
-InterpolationSample to_interpolation_sample(const wire::SnapshotObject& s) {
-  return InterpolationSample{s.id, s.position, s.orientation, s.velocity, s.angular_velocity, s.at_rest};
-}
-
-ObjectState to_object_state(const wire::SnapshotObject& s) {
-  return ObjectState{s.id,       s.position, s.velocity, s.dims,  s.orientation, s.angular_velocity,
-                     s.kind,     s.shape,    s.at_rest,  s.sensor};
-}
-
-wire::QuantizationConfig to_quantization(const wire::Quantization* q) {
-  wire::QuantizationConfig c;
-  if (q == nullptr) return c;
-  c.world_bound_m = q->world_bound();
-  c.position_fraction_bits = q->position_fraction_bits();
-  c.orientation_bits = q->orientation_bits();
-  c.max_linear_speed = q->max_linear_speed();
-  c.linear_velocity_fraction_bits = q->linear_velocity_fraction_bits();
-  c.max_angular_speed = q->max_angular_speed();
-  c.angular_velocity_fraction_bits = q->angular_velocity_fraction_bits();
-  return c;
-}
-
-/// Copies at most kMaxStringBytes of a wire string (the verifier bounds it by the datagram).
-std::string copy_wire_string(const flatbuffers::String* s) {
-  if (s == nullptr) return {};
-  return std::string(s->c_str(), std::min<size_t>(s->size(), wire::kMaxStringBytes));
-}
-
-/// Truncates to at most `max_bytes` without splitting a UTF-8 sequence.
-std::string_view truncate_utf8(std::string_view s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  size_t n = max_bytes;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0u) == 0x80u) --n;
-  return s.substr(0, n);
+PeerAddress to_peer(const udp::endpoint& e) {
+  PeerAddress a;
+  a.port = e.port();
+  const asio::ip::address address = e.address();
+  if (address.is_unspecified()) {
+    a.family = 0;
+  } else if (address.is_v4()) {
+    a.family = 4;
+    const auto bytes = address.to_v4().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), a.bytes.begin());
+  } else {
+    a.family = 6;
+    const auto bytes = address.to_v6().to_bytes();
+    std::copy(bytes.begin(), bytes.end(), a.bytes.begin());
+  }
+  return a;
 }
 
 }  // namespace
 
 struct Client::Impl {
-  enum class State : uint8_t { Idle, Connecting, Connected };
-
-  /// A request sent and not yet answered: its datagram is kept for resending.
-  struct OutstandingRequest {
-    uint32_t request_id = 0;
-    std::vector<uint8_t> bytes;    ///< the datagram as built (the header is restamped per send)
-    Clock::time_point last_sent{};
-    bool sent = false;             ///< false: waiting for room in the in-flight window
-  };
-
-  struct PendingPing {
-    uint64_t nonce = 0;  ///< 0 = free slot
-    Clock::time_point sent_at;
-    bool from_user = false;
-  };
-
+  ClientCore core;
   asio::io_context io;
   udp::socket socket{io};
   udp::endpoint server;
-  State state = State::Idle;
-
-  flatbuffers::FlatBufferBuilder fbb{512};
   /// Simulated network conditions on the send path (tests); null = a plain socket.
   std::unique_ptr<net::LinkSimulator<udp::endpoint>> link;
-  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> send_buffer{};
-  // +1 byte detects an oversized datagram; aligned because u64 fields are read in place.
-  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes + 1> receive_buffer{};
-
-  PollResult result;
-  bool result_handed_out = false;  ///< poll() returned `result`; the next poll() clears it
-
-  // Session state, reset by connect() and disconnect().
-  uint32_t client_id = 0;
-  uint16_t tick_hz = 0;
-  uint16_t snapshot_hz = 0;
-  uint64_t server_tick = 0;
-  std::optional<uint64_t> latest_snapshot_tick;
-  std::vector<ObjectState> objects;  ///< the view after the latest applied snapshot, sorted by id
-  std::optional<wire::SnapshotReceiver> snapshots;  ///< created with the server's quantisation
-  net::PacketAcks acks;
-  std::vector<uint32_t> newly_acked;
-  std::vector<OutstandingRequest> outstanding;  ///< ascending request id
-  uint32_t max_objects = 0;
-  uint32_t acked_through = 0;       ///< the newest server sequence our last header acked
-  uint32_t events_contiguous = 0;   ///< every event sequence <= this was delivered
-  std::vector<uint32_t> events_seen;  ///< delivered sequences above events_contiguous, sorted
-  std::vector<wire::CollisionEvent> decoded_events;  ///< scratch of handle_collision_events, reused
-  std::vector<uint8_t> cookie;      ///< from the server's Challenge
-  std::vector<uint8_t> token;       ///< connect token given to connect(); empty = anonymous
-  std::string client_name;
-  std::optional<wire::ResultCode> rejected_reason;
-  std::string rejected_message;
-  bool saw_version_mismatch = false;
-
-  uint32_t next_request_id = 1;
-  uint64_t next_nonce = 1;
-  std::array<PendingPing, kPingSlots> pings{};
-  Clock::time_point last_send_time{};
-  std::optional<std::chrono::microseconds> last_rtt;
-  ClientStats stats;
-
-  // Clock sync and interpolation (ClientConfig), reset by every connect.
-  ClientConfig config;
-  ClockSync clock;
-  SnapshotInterpolator interpolator;
-  Clock::time_point next_time_ping{};           ///< when the next clock-sync Ping is due
-  std::vector<InterpolationSample> samples;     ///< scratch of feed_interpolator, reused
-
-  // ------------------------------------------------------------------ sending
-
-  /// Sends one datagram built by the codec; in a session its header gets the next sequence and
-  /// the current acks.
-  void send_bytes(std::span<const uint8_t> built) {
-    std::span<const uint8_t> bytes = built;
-    if (state == State::Connected && built.size() <= send_buffer.size()) {
-      std::copy(built.begin(), built.end(), send_buffer.begin());
-      const auto stamped = std::span<uint8_t>(send_buffer.data(), built.size());
-      const uint32_t sequence = acks.on_send(Clock::now(), built.size());
-      const net::AckFields f = acks.ack_fields();
-      wire::stamp_header(stamped, wire::PacketHeader(sequence, f.ack, f.ack_bits));
-      acked_through = f.ack;
-      bytes = stamped;
-    }
-    if (link) {
-      link->submit(server, bytes, Clock::now());
-      last_send_time = Clock::now();
-      return;
-    }
-    send_now(bytes, server);
-  }
+  /// A connect_async that failed before reaching the core (resolve, socket): reported by state().
+  std::optional<ConnectionError> local_failure;
+  // +1 byte detects an oversized datagram.
+  std::array<uint8_t, wire::kMaxDatagramBytes + 1> receive_buffer{};
 
   void send_now(std::span<const uint8_t> bytes, const udp::endpoint& to) {
+    ClientStats& stats = core.mutable_stats();
+    if (!socket.is_open()) {
+      ++stats.send_errors;
+      return;
+    }
     std::error_code ec;
     socket.send_to(asio::buffer(bytes.data(), bytes.size()), to, 0, ec);
     if (ec) {
@@ -184,215 +64,37 @@ struct Client::Impl {
     }
     ++stats.datagrams_out;
     stats.bytes_out += bytes.size();
-    last_send_time = Clock::now();
   }
 
-  uint32_t take_request_id() {
-    const uint32_t id = next_request_id++;
-    if (next_request_id == 0) next_request_id = 1;  // 0 means "not sent"
-    return id;
-  }
-
-  void send_connect() { send_bytes(wire::build_connect(fbb, client_name, cookie, token)); }
-
-  /// Queues a request built in `fbb` (its id is the next sequence) and sends it when the
-  /// in-flight window has room; poll() resends it until its result arrives.
-  uint32_t send_request(uint32_t request_id, std::span<const uint8_t> built) {
-    OutstandingRequest r;
-    r.request_id = request_id;
-    r.bytes.assign(built.begin(), built.end());
-    outstanding.push_back(std::move(r));
-    pump_requests(Clock::now());
-    return request_id;
-  }
-
-  std::chrono::nanoseconds request_resend_interval() const {
-    // Before the first acked datagram there is no RTT sample: assume a modest one (100 ms) rather
-    // than resending at the floor rate into a slow link.
-    const net::LinkEstimates link = acks.estimates();
-    const double rtt_ms = link.acked > 0 ? link.rtt_ms : 100.0;
-    const auto rtt = std::chrono::duration<double, std::milli>(rtt_ms * 1.5);
-    return std::max<std::chrono::nanoseconds>(kMinRequestResend,
-                                              std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
-  }
-
-  /// Sends what the window allows and resends what waited too long for its answer.
-  void pump_requests(Clock::time_point now) {
-    if (state != State::Connected) return;
-    const auto resend = request_resend_interval();
-    size_t in_flight = 0;
-    for (OutstandingRequest& r : outstanding) {
-      if (in_flight >= kMaxRequestsInFlight) break;
-      ++in_flight;
-      if (r.sent && now - r.last_sent < resend) continue;
-      if (r.sent) ++stats.requests_resent;
-      r.sent = true;
-      r.last_sent = now;
-      send_bytes(r.bytes);
-    }
-  }
-
-  /// A header acks only the last 33 sequences, so a client that sends nothing while snapshots
-  /// stream in must ack on its own: an ack-only Ping (nonce 0, not answered) once per snapshot
-  /// interval in which datagrams arrived and nothing was sent.
-  void send_ack_if_due(Clock::time_point now) {
-    if (state != State::Connected || acks.newest_received() == acked_through) return;
-    const auto interval = std::chrono::milliseconds(1000 / std::max<int>(1, snapshot_hz));
-    if (now - last_send_time < interval) return;
-    send_bytes(wire::build_ping(fbb, 0));
-  }
-
-  /// True the first time a result for `request_id` arrives (it was outstanding): later copies of
-  /// the same answer (the server answers every resend) are dropped.
-  bool take_outstanding(uint32_t request_id) {
-    const auto it = std::lower_bound(outstanding.begin(), outstanding.end(), request_id,
-                                     [](const OutstandingRequest& r, uint32_t id) { return r.request_id < id; });
-    if (it == outstanding.end() || it->request_id != request_id) return false;
-    outstanding.erase(it);
-    return true;
-  }
-
-  /// True the first time event `sequence` arrives.
-  bool first_delivery(uint32_t sequence) {
-    if (sequence == 0 || sequence <= events_contiguous) return false;
-    if (sequence - events_contiguous > kEventDedupWindow) {
-      // Far ahead (the server dropped events, or hostile): forget the gap rather than grow.
-      events_contiguous = sequence - 1;
-      events_seen.clear();
-    }
-    const auto it = std::lower_bound(events_seen.begin(), events_seen.end(), sequence);
-    if (it != events_seen.end() && *it == sequence) return false;
-    events_seen.insert(it, sequence);
-    while (!events_seen.empty() && events_seen.front() == events_contiguous + 1) {
-      ++events_contiguous;
-      events_seen.erase(events_seen.begin());
-    }
-    return true;
-  }
-
-  uint64_t send_ping(bool from_user) {
-    const uint64_t nonce = next_nonce++;
-    pings[nonce % kPingSlots] = PendingPing{nonce, Clock::now(), from_user};
-    send_bytes(wire::build_ping(fbb, nonce));
-    return nonce;
-  }
-
-  /// The clock-sync Pings (time_req): a burst until the clock is ready, then a steady cadence
-  /// (ClockSync::next_ping_interval). Each carries acks like any datagram.
-  void send_time_ping_if_due(Clock::time_point now) {
-    if (state != State::Connected || now < next_time_ping) return;
-    send_ping(false);
-    ++stats.time_pings_sent;
-    next_time_ping = now + clock.next_ping_interval();
-  }
-
-  // ------------------------------------------------------------------ clock and interpolation
-
-  InterpolationConfig interpolation_config() const {
-    InterpolationConfig c;
-    if (tick_hz > 0) c.tick_hz = tick_hz;  // 0 (a broken server): the buffer keeps its default
-    c.max_extrapolation_s = config.max_extrapolation_s;
-    c.correction_time_constant_s = config.correction_time_constant_s;
-    c.history = config.interpolation_history;
-    return c;
-  }
-
-  /// The render delay behind a typical arrival that is not inside the playout lag [ticks]: the
-  /// fixed delay, or the default's two snapshot intervals (its jitter part is in the lag).
-  double buffer_ticks() const {
-    if (config.interpolation_delay_s) return *config.interpolation_delay_s * tick_hz;
-    return default_delay_ticks(tick_hz, snapshot_hz, 0.0);
-  }
-
-  std::optional<double> render_tick_at(Clock::time_point now) const {
-    if (state != State::Connected) return std::nullopt;
-    return clock.render_tick(now, tick_hz, buffer_ticks());
-  }
-
-  double interpolation_delay_s() const {
-    if (state != State::Connected) return 0.0;
-    if (config.interpolation_delay_s) return *config.interpolation_delay_s;
-    if (snapshot_hz == 0) return 0.0;
-    return kDefaultDelaySnapshotIntervals / snapshot_hz + clock.jitter_s();
-  }
-
-  /// Pushes what the applied snapshot of `tick` carried into the buffer: exits leave it, entries
-  /// and updates add a state. Objects the snapshot did not carry keep their last state (the
-  /// server sends nothing for an unchanged object, and defers some when over budget).
-  void feed_interpolator(uint64_t tick, std::optional<double> shown_tick) {
-    if (!config.interpolation) return;
-    for (const ObjectID id : snapshots->exited()) interpolator.remove(id);
-    samples.clear();
-    for (const auto ids : {snapshots->entered(), snapshots->updated()}) {
-      for (const ObjectID id : ids) {
-        if (const wire::SnapshotObject* o = snapshots->find(id)) samples.push_back(to_interpolation_sample(*o));
+  /// Sends what the core left in its outbox (through the link simulator when one is set), and
+  /// what the simulator holds that is due.
+  void flush(Clock::time_point now) {
+    DatagramQueue& out = core.outbox();
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (link) {
+        link->submit(server, out[i], now);
+      } else {
+        send_now(out[i], server);
       }
     }
-    interpolator.add(tick, shown_tick, samples);
+    out.clear();
+    if (link) link->deliver_due(now, [this](const udp::endpoint& to, std::span<const uint8_t> b) { send_now(b, to); });
   }
 
-  /// A fresh buffer holding the current view at the newest snapshot's tick (set_config).
-  void rebuild_interpolator() {
-    interpolator.reset(interpolation_config());
-    if (!config.interpolation || !snapshots || !latest_snapshot_tick) return;
-    samples.clear();
-    for (const wire::SnapshotObject& o : snapshots->objects()) samples.push_back(to_interpolation_sample(o));
-    interpolator.add(*latest_snapshot_tick, std::nullopt, samples);
+  /// Sends everything the simulated link holds, due or not (the session ends, or the link changes).
+  void flush_link_all() {
+    if (!link) return;
+    link->deliver_due(Clock::time_point::max(),
+                      [this](const udp::endpoint& to, std::span<const uint8_t> b) { send_now(b, to); });
   }
 
-  // ------------------------------------------------------------------ receiving
-
-  void reset_session() {
-    state = State::Idle;
-    client_id = 0;
-    next_request_id = 1;  // the server's window starts at 1 for every session
-    tick_hz = 0;
-    snapshot_hz = 0;
-    server_tick = 0;
-    latest_snapshot_tick.reset();
-    objects.clear();
-    snapshots.reset();
-    acks = net::PacketAcks{};
-    outstanding.clear();
-    max_objects = 0;
-    acked_through = 0;
-    events_contiguous = 0;
-    events_seen.clear();
-    cookie.clear();
-    rejected_reason.reset();
-    rejected_message.clear();
-    saw_version_mismatch = false;
-    pings.fill(PendingPing{});
-    clock.reset();
-    interpolator.clear();
-    next_time_ping = Clock::time_point{};
-  }
-
-  void clear_result_if_handed_out() {
-    if (!result_handed_out) return;
-    result.snapshots.clear();
-    result.snapshot_objects.clear();
-    result.results.clear();
-    result.raycasts.clear();
-    result.ray_hits.clear();
-    result.collisions.clear();
-    result.pongs.clear();
-    result.server_disconnected = false;
-    result.disconnect_reason.clear();
-    result_handed_out = false;
-  }
-
-  void count_drop(wire::DropReason reason) {
-    ++stats.datagrams_dropped;
-    ++stats.drops_by_reason[static_cast<size_t>(reason)];
-  }
-
-  void note_tick(uint64_t tick) { server_tick = std::max(server_tick, tick); }
-
-  bool from_server(const udp::endpoint& from) const {
-    if (from.port() != server.port()) return false;
-    // A server addressed as 0.0.0.0 / :: answers from a concrete local address.
-    return server.address().is_unspecified() || from.address() == server.address();
+  /// The core's queued requests go out now rather than at the next poll().
+  template <typename T>
+  T sent(T request_id) {
+    const Clock::time_point now = Clock::now();
+    core.update(now);
+    flush(now);
+    return request_id;
   }
 
   /// Waits until the socket is readable or `timeout` passes. Returns true when readable.
@@ -405,275 +107,33 @@ struct Client::Impl {
     return ::poll(&fd, 1, ms) > 0;
   }
 
-  /// Sends what the simulated link holds that is due.
-  void flush_link() {
-    if (!link || !socket.is_open()) return;
-    link->deliver_due(Clock::now(), [this](const udp::endpoint& to, std::span<const uint8_t> bytes) { send_now(bytes, to); });
-  }
-
-  /// Receives every queued datagram without blocking.
-  void drain() {
-    if (!socket.is_open()) return;
-    flush_link();
-    for (;;) {
+  /// Hands every queued datagram to the core without blocking. Returns how many were read.
+  size_t drain() {
+    size_t n_read = 0;
+    while (socket.is_open()) {
       udp::endpoint from;
       std::error_code ec;
       const size_t n = socket.receive_from(asio::buffer(receive_buffer), from, 0, ec);
-      if (ec == asio::error::would_block || ec == asio::error::try_again) return;
+      if (ec == asio::error::would_block || ec == asio::error::try_again) break;
       if (ec) {
         // ICMP errors (e.g. connection_refused) surface here on some platforms: not data.
         if (ec == asio::error::connection_refused || ec == asio::error::connection_reset) continue;
-        return;
+        break;
       }
-      handle_datagram(std::span<const uint8_t>(receive_buffer.data(), n), from);
+      ++n_read;
+      core.receive(std::span<const uint8_t>(receive_buffer.data(), n), to_peer(from), Clock::now());
     }
+    return n_read;
   }
 
-  void handle_datagram(std::span<const uint8_t> bytes, const udp::endpoint& from) {
-    ++stats.datagrams_in;
-    stats.bytes_in += bytes.size();
-    if (state == State::Idle || !from_server(from)) {
-      count_drop(wire::DropReason::None);
-      return;
-    }
-    const wire::Verified verified = wire::verify_datagram(bytes, wire::Direction::ServerToClient);
-    if (verified.reason != wire::DropReason::None) {
-      if (verified.reason == wire::DropReason::VersionMismatch) saw_version_mismatch = true;
-      count_drop(verified.reason);
-      return;
-    }
-    const wire::Envelope& envelope = *verified.envelope;
-
-    if (state == State::Connecting) {
-      handle_connect_answer(envelope);
-      return;
-    }
-    const wire::PacketHeader header = wire::header_of(envelope);
-    newly_acked.clear();
-    acks.on_acks(net::AckFields{header.ack(), header.ack_bits()}, Clock::now(), &newly_acked);
-    // A snapshot is acked only once applied (its payload then becomes a baseline), collision
-    // events only once their block decoded (an ack tells the server to stop resending them);
-    // everything else as soon as it verified.
-    const bool acked_when_applied = envelope.message_type() == wire::Message::Snapshot ||
-                                    envelope.message_type() == wire::Message::CollisionEvents;
-    if (!acked_when_applied && header.sequence() != 0) acks.on_receive(header.sequence());
-    switch (envelope.message_type()) {
-      case wire::Message::ConnectAccepted: {
-        // A duplicate answer to one of our resent Connects: harmless.
-        const auto* m = envelope.message_as_ConnectAccepted();
-        if (m->client_id() != client_id) count_drop(wire::DropReason::None);
-        return;
-      }
-      case wire::Message::RequestResult: {
-        const auto* m = envelope.message_as_RequestResult();
-        if (!take_outstanding(m->request_id())) {
-          ++stats.results_duplicate;  // the answer to a resend of a request already answered
-          return;
-        }
-        result.results.push_back(RequestResult{m->request_id(), m->code(), from_wire(m->id()),
-                                               copy_wire_string(m->message())});
-        return;
-      }
-      case wire::Message::RaycastResult:
-        if (!take_outstanding(envelope.message_as_RaycastResult()->request_id())) {
-          ++stats.results_duplicate;
-          return;
-        }
-        handle_raycast_result(*envelope.message_as_RaycastResult());
-        return;
-      case wire::Message::Snapshot:
-        handle_snapshot(*envelope.message_as_Snapshot(), header.sequence());
-        return;
-      case wire::Message::CollisionEvents:
-        handle_collision_events(*envelope.message_as_CollisionEvents(), header.sequence());
-        return;
-      case wire::Message::Pong:
-        handle_pong(*envelope.message_as_Pong());
-        return;
-      case wire::Message::Disconnect:
-        result.server_disconnected = true;
-        result.disconnect_reason = copy_wire_string(envelope.message_as_Disconnect()->reason());
-        reset_session();
-        return;
-      default:
-        count_drop(wire::DropReason::None);  // e.g. ConnectRejected outside a connect
-        return;
-    }
-  }
-
-  void handle_connect_answer(const wire::Envelope& envelope) {
-    if (const auto* challenge = envelope.message_as_Challenge()) {
-      // Echo the cookie at once: it proves we receive at our address.
-      if (challenge->cookie() == nullptr) return count_drop(wire::DropReason::None);
-      cookie.assign(challenge->cookie()->begin(), challenge->cookie()->end());
-      send_connect();
-      return;
-    }
-    if (const auto* accepted = envelope.message_as_ConnectAccepted()) {
-      const wire::QuantizationConfig q = to_quantization(accepted->quantization());
-      std::string problem;
-      if (!q.validate(&problem)) {
-        rejected_reason = wire::ResultCode::InvalidArgument;
-        rejected_message = "the server announced an unusable snapshot quantisation: " + problem;
-        return;
-      }
-      state = State::Connected;
-      client_id = accepted->client_id();
-      tick_hz = accepted->tick_hz();
-      snapshot_hz = accepted->snapshot_hz();
-      max_objects = accepted->max_objects();
-      snapshots.emplace(q);
-      clock.reset();
-      interpolator.reset(interpolation_config());
-      next_time_ping = Clock::now();  // the burst starts at once
-      const wire::PacketHeader header = wire::header_of(envelope);
-      if (header.sequence() != 0) acks.on_receive(header.sequence());
-      note_tick(accepted->tick());
-      return;
-    }
-    if (const auto* rejected = envelope.message_as_ConnectRejected()) {
-      rejected_reason = rejected->reason();
-      rejected_message = copy_wire_string(rejected->message());
-      return;
-    }
-    // Snapshots can only follow an accept; anything before it is a leftover of an old session.
-    count_drop(wire::DropReason::None);
-  }
-
-  void handle_raycast_result(const wire::RaycastResult& m) {
-    RaycastResult r;
-    r.request_id = m.request_id();
-    r.code = m.code();
-    r.tick = m.tick();
-    r.message = copy_wire_string(m.message());
-    r.truncated = m.truncated();
-    r.first = static_cast<uint32_t>(result.ray_hits.size());
-    if (const auto* hits = m.hits()) {  // bounded by the verified datagram (<= 1200 bytes)
-      for (const wire::RayHitEntry* h : *hits) {
-        result.ray_hits.push_back(
-            RayHit{from_wire(h->id()), wire::to_vec3(h->point()), wire::to_vec3(h->normal()), h->fraction()});
-      }
-    }
-    r.count = static_cast<uint32_t>(result.ray_hits.size()) - r.first;
-    result.raycasts.push_back(std::move(r));
-  }
-
-  void handle_pong(const wire::Pong& pong) {
-    PendingPing& slot = pings[pong.nonce() % kPingSlots];
-    if (slot.nonce == 0 || slot.nonce != pong.nonce()) {
-      count_drop(wire::DropReason::None);  // never sent, already answered, or forgotten
-      return;
-    }
-    const Clock::time_point received = Clock::now();
-    const auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(received - slot.sent_at);
-    last_rtt = rtt;
-    // Every answered Ping (clock-sync, keepalive or the user's) is a time_req/time_res sample.
-    if (clock.add_ping_sample(slot.sent_at, pong.server_time_us(), received)) ++stats.clock_samples;
-    note_tick(pong.tick());
-    if (slot.from_user) result.pongs.push_back(PongInfo{pong.nonce(), pong.tick(), rtt});
-    slot = PendingPing{};
-  }
-
-  /// Decodes one bit-packed event block (all or nothing) and delivers each event sequence once.
-  /// The packet is acked only when the block decoded: a rejected block is resent by the server
-  /// (its events are not delivered until a good copy arrives). `events`, the pre-v4 vector, is
-  /// ignored.
-  void handle_collision_events(const wire::CollisionEvents& m, uint32_t sequence) {
-    if (!snapshots) return count_drop(wire::DropReason::None);
-    const auto* packed = m.packed();
-    const std::span<const uint8_t> block =
-        packed ? std::span<const uint8_t>(packed->data(), packed->size()) : std::span<const uint8_t>{};
-    const wire::EventBlockError error = wire::decode_collision_events(block, snapshots->config(), &decoded_events);
-    if (error != wire::EventBlockError::None) {
-      ++stats.event_blocks_rejected;
-      ++stats.event_block_errors[static_cast<size_t>(error)];
-      return count_drop(wire::DropReason::None);
-    }
-    if (sequence != 0) acks.on_receive(sequence);
-    for (const wire::CollisionEvent& e : decoded_events) {
-      if (!first_delivery(e.sequence())) {
-        ++stats.events_duplicate;
-        continue;
-      }
-      result.collisions.push_back(CollisionEvent{e.tick(), e.type(), from_wire(e.a()), from_wire(e.b()),
-                                                 wire::to_vec3(e.point()), wire::to_vec3(e.normal()), e.sequence()});
-      note_tick(e.tick());
-    }
-  }
-
-  /// Applies one delta snapshot (all or nothing) and acks its packet only when applied, so the
-  /// server uses as baselines exactly the states this client holds.
-  // Brings `objects` to the receiver's view. `objects` mirrors the view position for position
-  // (both ascend by id, one object per index), so without entries or exits only the updated
-  // objects change, at the positions the receiver reports; otherwise it is rebuilt.
-  void update_objects() {
-    const std::span<const wire::SnapshotObject> view = snapshots->objects();
-    if (snapshots->entered().empty() && snapshots->exited().empty() && objects.size() == view.size()) {
-      const std::span<const ObjectID> ids = snapshots->updated();
-      const std::span<const uint32_t> positions = snapshots->updated_positions();
-      bool in_step = true;
-      for (size_t k = 0; k < ids.size() && in_step; ++k) {
-        const uint32_t p = positions[k];
-        in_step = objects[p].id == ids[k];
-        if (in_step) objects[p] = to_object_state(view[p]);
-      }
-      if (in_step) return;
-    }
-    objects.clear();
-    for (const wire::SnapshotObject& o : view) objects.push_back(to_object_state(o));
-    // The receiver's view ascends by index (one object per index), so this is normally a check.
-    const auto by_id = [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; };
-    if (!std::is_sorted(objects.begin(), objects.end(), by_id)) std::sort(objects.begin(), objects.end(), by_id);
-  }
-
-  void handle_snapshot(const wire::Snapshot& s, uint32_t sequence) {
-    if (!snapshots || sequence == 0) return count_drop(wire::DropReason::None);
-    const auto* data = s.data();
-    const std::span<const uint8_t> payload =
-        data ? std::span<const uint8_t>(data->data(), data->size()) : std::span<const uint8_t>{};
-    const wire::SnapshotError error = snapshots->apply(sequence, s.tick(), payload);
-    if (error == wire::SnapshotError::Stale) {
-      ++stats.snapshot_parts_stale;
-      return;
-    }
-    if (error != wire::SnapshotError::None) {
-      ++stats.snapshots_rejected;
-      ++stats.snapshot_errors[static_cast<size_t>(error)];
-      return count_drop(wire::DropReason::None);
-    }
-    acks.on_receive(sequence);
-    note_tick(s.tick());
-    // A tick older than the last applied one (in sequence order) only comes from a replay server
-    // that seeked back: its timeline restarted, so the clock and the buffer start over.
-    const bool rewound = latest_snapshot_tick && s.tick() < *latest_snapshot_tick;
-    latest_snapshot_tick = s.tick();
-    ++stats.snapshots_completed;
-    const Clock::time_point arrival = Clock::now();
-    if (rewound) {
-      ++stats.timeline_restarts;
-      clock.reset();
-      next_time_ping = arrival;
-      clock.add_snapshot_arrival(s.tick(), tick_hz, arrival);
-      rebuild_interpolator();  // the view as of this snapshot
-    } else {
-      // The render tick on screen as it arrived (before this arrival moves the playout clock):
-      // the buffer keeps the pose shown there continuous when the new state disagrees with it.
-      const std::optional<double> shown = render_tick_at(arrival);
-      clock.add_snapshot_arrival(s.tick(), tick_hz, arrival);
-      feed_interpolator(s.tick(), shown);
-    }
-    update_objects();
-    const auto first = static_cast<uint32_t>(result.snapshot_objects.size());
-    if (!config.snapshot_views) {
-      result.snapshots.push_back(SnapshotRange{s.tick(), first, 0});
-      return;
-    }
-    result.snapshot_objects.insert(result.snapshot_objects.end(), objects.begin(), objects.end());
-    result.snapshots.push_back(SnapshotRange{s.tick(), first, static_cast<uint32_t>(objects.size())});
+  /// One turn of the transport: read, advance the core's timers, send.
+  void turn() {
+    drain();
+    const Clock::time_point now = Clock::now();
+    core.update(now);
+    flush(now);
   }
 };
-
-// ---------------------------------------------------------------------- Client
 
 Client::Client() : impl_(std::make_unique<Impl>()) {}
 
@@ -681,21 +141,20 @@ Client::~Client() {
   if (connected()) disconnect();
 }
 
-bool Client::connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout,
-                     std::string* error, std::string_view name, std::span<const uint8_t> token) {
+bool Client::connect_async(std::string_view host, uint16_t port, ConnectParams params) {
   Impl& m = *impl_;
-  auto fail = [&](std::string message) {
-    m.reset_session();
-    if (error != nullptr) *error = std::move(message);
+  if (connected()) disconnect("reconnecting");
+  const std::string host_text(host);
+  if (params.server_label.empty()) params.server_label = host_text + ":" + std::to_string(port);
+  // A failure before the first datagram still goes through the core, so state() reports it.
+  auto fail = [&](ConnectFailure kind, std::string message) {
+    m.core.disconnect("", Clock::now());
+    m.core.outbox().clear();
+    m.local_failure = ConnectionError{kind, wire::ResultCode::Ok, std::move(message)};
     return false;
   };
-  if (connected()) disconnect("reconnecting");
-  m.reset_session();
-  m.result_handed_out = true;
-  m.clear_result_if_handed_out();
+  m.local_failure.reset();
 
-  const std::string host_text(host);
-  const std::string where = host_text + ":" + std::to_string(port);
   std::error_code ec;
   udp::endpoint endpoint;
   const asio::ip::address address = asio::ip::make_address(host_text, ec);
@@ -705,8 +164,9 @@ bool Client::connect(std::string_view host, uint16_t port, std::chrono::millisec
     udp::resolver resolver(m.io);
     const auto results = resolver.resolve(host_text, std::to_string(port), ec);
     if (ec || results.empty()) {
-      return fail("cannot resolve host '" + host_text + "': " +
-                  (ec ? ec.message() : std::string("no addresses")) + ": check the --server value");
+      return fail(ConnectFailure::ResolveFailed, "cannot resolve host '" + host_text + "': " +
+                                                     (ec ? ec.message() : std::string("no addresses")) +
+                                                     ": check the --server value");
     }
     endpoint = results.begin()->endpoint();
     for (const auto& r : results) {  // prefer IPv4: the server binds 0.0.0.0 by default
@@ -727,159 +187,77 @@ bool Client::connect(std::string_view host, uint16_t port, std::chrono::millisec
     if (ec) {
       std::error_code ignored;
       m.socket.close(ignored);
-      return fail("cannot open a UDP socket: " + ec.message());
+      return fail(ConnectFailure::SocketError, "cannot open a UDP socket: " + ec.message());
     }
   }
   m.server = endpoint;
-  m.state = Impl::State::Connecting;
-  m.client_name = std::string(truncate_utf8(name, wire::kMaxClientNameBytes));
-  m.token.assign(token.begin(), token.end());
-  const Clock::time_point deadline = Clock::now() + timeout;
-  Clock::time_point next_send = Clock::now();
-  for (;;) {
-    const Clock::time_point now = Clock::now();
-    if (now >= deadline) break;
-    if (now >= next_send) {
-      m.send_connect();
-      next_send = now + kConnectResendInterval;
-    }
-    m.flush_link();
-    Clock::time_point wake = std::min(next_send, deadline);
-    if (m.link) {
-      if (const auto due = m.link->next_due()) wake = std::min(wake, *due);
-    }
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(wake - now);
-    if (m.wait_readable(wait)) m.drain();
-    if (m.state == Impl::State::Connected) {
-      m.send_time_ping_if_due(Clock::now());
-      return true;
-    }
-    if (m.rejected_reason) {
-      const char* reason = wire::EnumNameResultCode(*m.rejected_reason);
-      std::string message = "server at " + where + " rejected the connection: " +
-                            (*reason != '\0' ? reason : "unknown reason");
-      if (!m.rejected_message.empty()) message += " (" + m.rejected_message + ")";
-      if (*m.rejected_reason == wire::ResultCode::VersionMismatch) {
-        message += ": this client speaks protocol version " + std::to_string(wire::kProtocolVersion) +
-                   "; use a client built for the server's version";
-      } else if (*m.rejected_reason == wire::ResultCode::ServerFull) {
-        message += ": try again later or raise the server's --max-clients";
-      } else if (*m.rejected_reason == wire::ResultCode::TokenRequired ||
-                 *m.rejected_reason == wire::ResultCode::TokenInvalid ||
-                 *m.rejected_reason == wire::ResultCode::TokenExpired) {
-        message += ": get a fresh connect token from the game's backend (or impulse-server token)";
-      }
-      return fail(std::move(message));
+  const Clock::time_point now = Clock::now();
+  m.core.connect(to_peer(endpoint), now, std::move(params));
+  m.flush(now);
+  return true;
+}
+
+ConnectionState Client::state() const {
+  return impl_->local_failure ? ConnectionState::Failed : impl_->core.state();
+}
+
+const ConnectionError& Client::connection_error() const {
+  return impl_->local_failure ? *impl_->local_failure : impl_->core.connection_error();
+}
+
+bool Client::connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout, std::string* error,
+                     std::string_view name, std::span<const uint8_t> token) {
+  Impl& m = *impl_;
+  ConnectParams params;
+  params.name = std::string(name);
+  params.token.assign(token.begin(), token.end());
+  params.timeout = timeout;
+  if (connect_async(host, port, std::move(params))) {
+    // The core fails the connect at its timeout, so this loop ends; each wait is short.
+    for (;;) {
+      const ConnectionState s = m.core.state();
+      if (s != ConnectionState::SendingConnect && s != ConnectionState::SendingCookie) break;
+      m.wait_readable(std::chrono::milliseconds{10});
+      m.turn();
     }
   }
-  if (m.saw_version_mismatch) {
-    return fail("server at " + where + " answered with another protocol version (this client speaks " +
-                std::to_string(wire::kProtocolVersion) + "): use matching client and server builds");
-  }
-  return fail("no answer from " + where + " within " + std::to_string(timeout.count()) +
-              " ms: is impulse-server running there, and is UDP port " + std::to_string(port) +
-              " reachable?");
+  (void)m.core.take_result();  // nothing of the handshake is news for the first poll()
+  if (state() == ConnectionState::Connected) return true;
+  if (error != nullptr) *error = connection_error().message;
+  return false;
 }
 
 void Client::disconnect(std::string_view reason) {
   Impl& m = *impl_;
-  if (m.state != Impl::State::Idle && m.socket.is_open()) {
-    const std::string_view text = truncate_utf8(reason, wire::kMaxStringBytes);
-    for (int i = 0; i < kDisconnectRepeats; ++i) m.send_bytes(wire::build_disconnect(m.fbb, text));
-    if (m.link) {  // the session ends now: a simulated link must not hold the goodbyes
-      m.link->deliver_due(Clock::time_point::max(),
-                          [&m](const udp::endpoint& to, std::span<const uint8_t> bytes) { m.send_now(bytes, to); });
-    }
-  }
-  m.reset_session();
+  m.local_failure.reset();
+  const Clock::time_point now = Clock::now();
+  m.core.disconnect(reason, now);
+  m.flush(now);
+  m.flush_link_all();  // the session ends now: a simulated link must not hold the goodbyes
 }
 
-bool Client::connected() const { return impl_->state == Impl::State::Connected; }
+bool Client::connected() const { return impl_->core.connected(); }
 
-uint32_t Client::create_object(const ObjectDesc& desc) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  wire::CreateObjectArgs args;
-  args.kind = desc.kind;
-  args.shape = desc.shape;
-  args.dims = desc.dims;
-  args.position = desc.position;
-  args.velocity = desc.velocity;
-  args.mass = desc.mass;
-  args.restitution = desc.restitution;
-  args.friction = desc.friction;
-  args.orientation = desc.orientation;
-  args.angular_velocity = desc.angular_velocity;
-  args.angular_damping = desc.angular_damping;
-  args.material = desc.material;
-  args.sensor = desc.sensor;
-  args.shared = desc.shared;
-  return m.send_request(request_id, wire::build_create_object(m.fbb, request_id, args));
-}
-
-uint32_t Client::destroy(ObjectID id) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_destroy_object(m.fbb, request_id, id));
-}
-
+uint32_t Client::create_object(const ObjectDesc& desc) { return impl_->sent(impl_->core.create_object(desc)); }
+uint32_t Client::destroy(ObjectID id) { return impl_->sent(impl_->core.destroy(id)); }
 uint32_t Client::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_apply_force(m.fbb, request_id, id, force, point));
+  return impl_->sent(impl_->core.apply_force(id, force, point));
 }
-
 bool Client::apply_force_unreliable(ObjectID id, Vec3 force, std::optional<Vec3> point) {
-  Impl& m = *impl_;
-  if (!connected()) return false;
-  m.send_bytes(wire::build_apply_force(m.fbb, 0, id, force, point));
-  return true;
+  return impl_->sent(impl_->core.apply_force_unreliable(id, force, point));
 }
-
 uint32_t Client::apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_apply_impulse(m.fbb, request_id, id, impulse, point));
+  return impl_->sent(impl_->core.apply_impulse(id, impulse, point));
 }
-
-uint32_t Client::set_velocity(ObjectID id, Vec3 velocity) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_set_velocity(m.fbb, request_id, id, velocity));
-}
-
-uint32_t Client::apply_torque(ObjectID id, Vec3 torque) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_apply_torque(m.fbb, request_id, id, torque));
-}
-
+uint32_t Client::apply_torque(ObjectID id, Vec3 torque) { return impl_->sent(impl_->core.apply_torque(id, torque)); }
+uint32_t Client::set_velocity(ObjectID id, Vec3 velocity) { return impl_->sent(impl_->core.set_velocity(id, velocity)); }
 uint32_t Client::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_set_angular_velocity(m.fbb, request_id, id, angular_velocity));
+  return impl_->sent(impl_->core.set_angular_velocity(id, angular_velocity));
 }
-
 uint32_t Client::raycast(Vec3 origin, Vec3 translation, bool all) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_raycast(m.fbb, request_id, origin, translation, all));
+  return impl_->sent(impl_->core.raycast(origin, translation, all));
 }
-
-uint32_t Client::set_interest(const wire::InterestArgs& area) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_set_interest(m.fbb, request_id, area));
-}
+uint32_t Client::set_interest(const wire::InterestArgs& area) { return impl_->sent(impl_->core.set_interest(area)); }
 
 uint32_t Client::set_interest_sphere(Vec3 center, float radius) {
   wire::InterestArgs a;
@@ -898,137 +276,54 @@ uint32_t Client::set_interest_box(Vec3 min, Vec3 max) {
 }
 
 uint32_t Client::replay_control(wire::ReplayAction action, uint64_t tick, float speed) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.send_request(request_id, wire::build_replay_control(m.fbb, request_id, action, tick, speed));
+  return impl_->sent(impl_->core.replay_control(action, tick, speed));
 }
-
-uint64_t Client::ping() {
-  if (!connected()) return 0;
-  return impl_->send_ping(true);
-}
+uint64_t Client::ping() { return impl_->sent(impl_->core.ping()); }
 
 const PollResult& Client::poll(std::chrono::milliseconds max_wait) {
   Impl& m = *impl_;
-  m.clear_result_if_handed_out();
-  m.result_handed_out = true;
-  if (m.socket.is_open()) {
-    m.drain();
-    if (m.result.empty() && max_wait.count() > 0 && m.wait_readable(max_wait)) m.drain();
-  }
-  m.pump_requests(Clock::now());
-  m.send_time_ping_if_due(Clock::now());
-  m.send_ack_if_due(Clock::now());
-  if (m.state == Impl::State::Connected && Clock::now() - m.last_send_time >= kKeepaliveInterval) {
-    m.send_ping(false);
-  }
-  return m.result;
+  const size_t read = m.drain();
+  if (read == 0 && max_wait.count() > 0 && m.wait_readable(max_wait)) m.drain();
+  const Clock::time_point now = Clock::now();
+  m.core.update(now);
+  m.flush(now);
+  return m.core.take_result();
 }
 
-std::span<const ObjectState> Client::objects() const { return impl_->objects; }
-
-const ObjectState* Client::find(ObjectID id) const {
-  const std::vector<ObjectState>& objects = impl_->objects;
-  const auto it = std::lower_bound(objects.begin(), objects.end(), id,
-                                   [](const ObjectState& s, ObjectID key) { return s.id < key; });
-  return it != objects.end() && it->id == id ? &*it : nullptr;
-}
+std::span<const ObjectState> Client::objects() const { return impl_->core.objects(); }
+const ObjectState* Client::find(ObjectID id) const { return impl_->core.find(id); }
 
 void Client::process_datagram(std::span<const uint8_t> bytes) {
   Impl& m = *impl_;
+  const Clock::time_point now = Clock::now();
   // Idle: act as if connecting to an unknown server, so a ConnectAccepted can start a session.
-  if (m.state == Impl::State::Idle) m.state = Impl::State::Connecting;
-  if (bytes.size() > m.receive_buffer.size()) return m.count_drop(wire::DropReason::Oversized);
-  std::copy(bytes.begin(), bytes.end(), m.receive_buffer.begin());
-  m.handle_datagram(std::span<const uint8_t>(m.receive_buffer.data(), bytes.size()), m.server);
+  const ConnectionState s = m.core.state();
+  if (s == ConnectionState::Disconnected || s == ConnectionState::Failed) {
+    m.core.connect(to_peer(m.server), now, ConnectParams{});
+  }
+  m.core.receive(bytes, to_peer(m.server), now);
+  m.flush(now);  // without a socket: counted in send_errors
 }
 
-size_t Client::requests_in_flight() const { return impl_->outstanding.size(); }
-
-bool ClientConfig::validate(std::string* error) const {
-  auto fail = [error](const char* message) {
-    if (error != nullptr) *error = message;
-    return false;
-  };
-  if (interpolation_delay_s &&
-      !(std::isfinite(*interpolation_delay_s) && *interpolation_delay_s >= 0.0 &&
-        *interpolation_delay_s <= kMaxInterpolationDelayS)) {
-    return fail("interpolation_delay_s must be in [0, 5] s (or unset for the default)");
-  }
-  if (!(std::isfinite(max_extrapolation_s) && max_extrapolation_s >= 0.0 && max_extrapolation_s <= 10.0)) {
-    return fail("max_extrapolation_s must be in [0, 10] s");
-  }
-  if (!(std::isfinite(correction_time_constant_s) && correction_time_constant_s > 0.0 &&
-        correction_time_constant_s <= 10.0)) {
-    return fail("correction_time_constant_s must be in (0, 10] s");
-  }
-  if (interpolation_history < 2 || interpolation_history > 256) {
-    return fail("interpolation_history must be in [2, 256] states");
-  }
-  return true;
-}
-
-bool Client::set_config(const ClientConfig& config, std::string* error) {
-  Impl& m = *impl_;
-  if (!config.validate(error)) return false;
-  const bool buffer_changed = config.max_extrapolation_s != m.config.max_extrapolation_s ||
-                              config.correction_time_constant_s != m.config.correction_time_constant_s ||
-                              config.interpolation_history != m.config.interpolation_history ||
-                              config.interpolation != m.config.interpolation;
-  m.config = config;
-  m.clock.set_playout_jitter(!config.interpolation_delay_s.has_value());
-  if (buffer_changed) m.rebuild_interpolator();
-  return true;
-}
-
-const ClientConfig& Client::config() const { return impl_->config; }
-
-std::optional<double> Client::render_tick(TimePoint now) const { return impl_->render_tick_at(now); }
-
+bool Client::set_config(const ClientConfig& config, std::string* error) { return impl_->core.set_config(config, error); }
+const ClientConfig& Client::config() const { return impl_->core.config(); }
+std::optional<double> Client::render_tick(TimePoint now) const { return impl_->core.render_tick(now); }
 std::optional<Pose> Client::pose_at(ObjectID id, TimePoint render_time, PoseSource* source) const {
-  const std::optional<double> tick = impl_->render_tick_at(render_time);
-  if (!tick) return std::nullopt;
-  return impl_->interpolator.pose_at(id, *tick, source);
+  return impl_->core.pose_at(id, render_time, source);
 }
-
 std::optional<Pose> Client::pose_at_tick(ObjectID id, double tick, PoseSource* source) const {
-  return impl_->interpolator.pose_at(id, tick, source);
+  return impl_->core.pose_at_tick(id, tick, source);
 }
-
-std::optional<double> Client::estimated_server_tick(TimePoint now) const {
-  const Impl& m = *impl_;
-  if (m.state != Impl::State::Connected || !m.clock.ready() || m.tick_hz == 0) return std::nullopt;
-  return m.clock.server_tick(now, m.tick_hz);
-}
-
-double Client::interpolation_delay_s() const { return impl_->interpolation_delay_s(); }
-
-ClockEstimate Client::clock_estimate(TimePoint now) const {
-  const Impl& m = *impl_;
-  ClockEstimate e;
-  e.ready = m.clock.ready();
-  e.ping_samples = m.clock.ping_sample_count();
-  e.offset_s = m.clock.offset_s();
-  e.rtt_s = m.clock.rtt_s();
-  e.jitter_s = m.clock.jitter_s();
-  e.interpolation_delay_s = m.interpolation_delay_s();
-  e.server_tick = estimated_server_tick(now);
-  e.render_tick = m.render_tick_at(now);
-  return e;
-}
-
-const ClockSync& Client::clock_sync() const { return impl_->clock; }
-const SnapshotInterpolator& Client::interpolator() const { return impl_->interpolator; }
+std::optional<double> Client::estimated_server_tick(TimePoint now) const { return impl_->core.estimated_server_tick(now); }
+double Client::interpolation_delay_s() const { return impl_->core.interpolation_delay_s(); }
+ClockEstimate Client::clock_estimate(TimePoint now) const { return impl_->core.clock_estimate(now); }
+const ClockSync& Client::clock_sync() const { return impl_->core.clock_sync(); }
+const SnapshotInterpolator& Client::interpolator() const { return impl_->core.interpolator(); }
 
 bool Client::set_link_conditions(const net::LinkConditions& conditions, std::string* error) {
   Impl& m = *impl_;
   if (!conditions.validate(error)) return false;
-  if (m.link && m.socket.is_open()) {
-    // What the old link still holds goes out now, late.
-    m.link->deliver_due(Clock::time_point::max(),
-                        [&m](const udp::endpoint& to, std::span<const uint8_t> bytes) { m.send_now(bytes, to); });
-  }
+  if (m.socket.is_open()) m.flush_link_all();  // what the old link still holds goes out now, late
   if (conditions.active()) {
     m.link = std::make_unique<net::LinkSimulator<udp::endpoint>>(conditions);
   } else {
@@ -1036,15 +331,17 @@ bool Client::set_link_conditions(const net::LinkConditions& conditions, std::str
   }
   return true;
 }
-uint32_t Client::max_objects() const { return impl_->max_objects; }
-net::LinkEstimates Client::link() const { return impl_->acks.estimates(); }
-uint32_t Client::client_id() const { return impl_->client_id; }
-uint64_t Client::server_tick() const { return impl_->server_tick; }
-uint64_t Client::snapshot_tick() const { return impl_->latest_snapshot_tick.value_or(0); }
-uint16_t Client::tick_hz() const { return impl_->tick_hz; }
-uint16_t Client::snapshot_hz() const { return impl_->snapshot_hz; }
-std::optional<std::chrono::microseconds> Client::last_rtt() const { return impl_->last_rtt; }
-const ClientStats& Client::stats() const { return impl_->stats; }
+
+size_t Client::requests_in_flight() const { return impl_->core.requests_in_flight(); }
+uint32_t Client::max_objects() const { return impl_->core.max_objects(); }
+net::LinkEstimates Client::link() const { return impl_->core.link(); }
+uint32_t Client::client_id() const { return impl_->core.client_id(); }
+uint64_t Client::server_tick() const { return impl_->core.server_tick(); }
+uint64_t Client::snapshot_tick() const { return impl_->core.snapshot_tick(); }
+uint16_t Client::tick_hz() const { return impl_->core.tick_hz(); }
+uint16_t Client::snapshot_hz() const { return impl_->core.snapshot_hz(); }
+std::optional<std::chrono::microseconds> Client::last_rtt() const { return impl_->core.last_rtt(); }
+const ClientStats& Client::stats() const { return impl_->core.stats(); }
 
 uint16_t Client::local_port() const {
   std::error_code ec;

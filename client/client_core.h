@@ -1,0 +1,207 @@
+// impulse::ClientCore: the client side of the Impulse protocol without a socket or a clock
+// (sans-IO). The caller hands it each datagram from the server with receive(bytes, from, now),
+// calls update(now) every frame, and sends what it leaves in its outbox; every time is an argument,
+// so it runs as well on a virtual clock (tests, simulations) as on the steady clock (Client).
+// netcode.io's client has the same shape: a connection state machine advanced by
+// netcode_client_update(client, time), with the time passed in
+// (https://github.com/networkprotocol/netcode, netcode.c).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/client_types.h"
+#include "client/clock_sync.h"
+#include "client/interpolation.h"
+#include "shared/net/packet_acks.h"
+
+namespace impulse {
+
+/// Where the client is in its connection (ClientCore::state). A session goes Disconnected ->
+/// SendingConnect -> SendingCookie -> Connected, and leaves Connected for Disconnected (the game
+/// or the server closed it) or Failed (the server went silent). A connect that does not finish
+/// ends in Failed; connection_error() says why. netcode.io's NETCODE_CLIENT_STATE_* are the model.
+enum class ConnectionState : uint8_t {
+  Disconnected,    ///< no session, and no failure to report: before connect, after a disconnect
+  SendingConnect,  ///< Connect sent (resent every 250 ms), waiting for the server's Challenge
+  SendingCookie,   ///< the Challenge's cookie echoed in a Connect, waiting for ConnectAccepted
+  Connected,       ///< in a session: requests, snapshots and events flow
+  Failed,          ///< the last connect failed, or the session was lost: see connection_error()
+};
+
+/// Why a connect failed or a session was lost (ConnectionError::kind).
+enum class ConnectFailure : uint8_t {
+  None,
+  TimedOut,          ///< no ConnectAccepted within the connect timeout
+  Rejected,          ///< the server refused: ConnectionError::code says why (ServerFull, TokenExpired, ...)
+  VersionMismatch,   ///< the server speaks another protocol version
+  BadServerConfig,   ///< the server announced a snapshot quantisation this client cannot use
+  ResolveFailed,     ///< the host name did not resolve (Client only)
+  SocketError,       ///< no UDP socket could be opened (Client only)
+  ConnectionLost,    ///< connected, then nothing arrived from the server for kServerSilenceTimeout
+};
+
+/// The reason behind ConnectionState::Failed, with a message that says what to do.
+struct ConnectionError {
+  ConnectFailure kind = ConnectFailure::None;
+  /// The server's reason for Rejected (wire::ResultCode::ServerFull, TokenInvalid, ...); Ok otherwise.
+  wire::ResultCode code = wire::ResultCode::Ok;
+  std::string message;  ///< for a log or the player; empty when kind is None
+};
+
+/// The name of a state or failure kind, for logs ("Connected", "TimedOut", ...).
+const char* to_string(ConnectionState state);
+const char* to_string(ConnectFailure failure);
+
+/// A UDP address as the core compares it: the transport converts its own endpoint type to it.
+/// `family` 0 = unspecified (a server addressed as 0.0.0.0 or ::, which answers from a concrete
+/// local address: any address with the right port is then taken for the server).
+struct PeerAddress {
+  uint8_t family = 4;              ///< 4, 6, or 0 = unspecified
+  std::array<uint8_t, 16> bytes{};  ///< IPv4 in the first 4 bytes (network order), IPv6 all 16
+  uint16_t port = 0;
+
+  friend bool operator==(const PeerAddress&, const PeerAddress&) = default;
+};
+
+/// What connect() needs besides the server's address and the time.
+struct ConnectParams {
+  std::string name = "impulse-client";   ///< for the server's logs; truncated to 64 bytes
+  std::vector<uint8_t> token;             ///< a connect token from the game's backend; empty = anonymous
+  std::chrono::milliseconds timeout{5000};  ///< give up (Failed, TimedOut) after this long
+  std::string server_label;               ///< "host:port" for messages; empty = "the server"
+};
+
+/// Datagrams for the server, in the order they were produced. Views are valid until clear().
+class DatagramQueue {
+ public:
+  size_t size() const { return ends_.size(); }
+  bool empty() const { return ends_.empty(); }
+  std::span<const uint8_t> operator[](size_t i) const {
+    const uint32_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::span<const uint8_t>(bytes_).subspan(begin, ends_[i] - begin);
+  }
+  void push(std::span<const uint8_t> datagram) {
+    bytes_.insert(bytes_.end(), datagram.begin(), datagram.end());
+    ends_.push_back(static_cast<uint32_t>(bytes_.size()));
+  }
+  void clear() {
+    bytes_.clear();
+    ends_.clear();
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::vector<uint32_t> ends_;
+};
+
+/// The protocol engine of one client: handshake, acks, requests resent until answered, delta
+/// snapshots, reliable events, clock sync and interpolation. No socket, no clock, no thread; not
+/// thread-safe. Every `now` is the caller's monotonic clock and must not go backwards.
+///
+/// Request calls (create_object, destroy, ...) queue the request and return its id (>= 1), or 0
+/// when not connected; the datagram is built by the next update(now). Answers arrive in the
+/// PollResult that take_result() hands out.
+class ClientCore {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using TimePoint = Clock::time_point;
+
+  /// Connected, a client that has heard nothing from the server for this long gives up
+  /// (ConnectFailure::ConnectionLost). A live server answers the keepalive Ping every second.
+  static constexpr std::chrono::seconds kServerSilenceTimeout{10};
+
+  ClientCore();
+  ~ClientCore();
+  ClientCore(const ClientCore&) = delete;
+  ClientCore& operator=(const ClientCore&) = delete;
+
+  /// Starts a connect to `server`: queues a Connect (resent every 250 ms by update) and moves to
+  /// SendingConnect. Replaces any previous session (without telling its server: call disconnect
+  /// first for that). Never blocks; watch state().
+  void connect(const PeerAddress& server, TimePoint now, ConnectParams params);
+  /// Ends the session: queues Disconnect three times (UDP may lose any one) and forgets the
+  /// server's state. State becomes Disconnected. Safe in any state.
+  void disconnect(std::string_view reason, TimePoint now);
+
+  ConnectionState state() const;
+  bool connected() const { return state() == ConnectionState::Connected; }
+  /// Why the state is Failed (kind None otherwise).
+  const ConnectionError& connection_error() const;
+
+  /// Processes one datagram. `from` must be the sender's address: anything not from the server
+  /// is dropped and counted. Bad datagrams are counted in stats(), never thrown.
+  void receive(std::span<const uint8_t> bytes, const PeerAddress& from, TimePoint now);
+  /// Advances timers to `now`: resends Connect and unanswered requests, sends queued requests,
+  /// clock-sync Pings, keepalives and ack-only Pings, and fails a connect past its timeout or a
+  /// session whose server went silent.
+  void update(TimePoint now);
+
+  /// Datagrams to send to the server, oldest first; the transport sends each and calls
+  /// outbox().clear(). (A transport that loses one is like a lossy link: the core recovers.)
+  DatagramQueue& outbox();
+  /// The server's address given to connect().
+  const PeerAddress& server() const;
+
+  /// What arrived since the last call: the PollResult is the core's own and reused; the
+  /// reference stays valid until the next take_result(), connect() or the core's destruction.
+  const PollResult& take_result();
+
+  // -------------------------------------------------------------- requests (see Client)
+  uint32_t create_object(const ObjectDesc& desc);
+  uint32_t destroy(ObjectID id);
+  uint32_t apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
+  bool apply_force_unreliable(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
+  uint32_t apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point = std::nullopt);
+  uint32_t apply_torque(ObjectID id, Vec3 torque);
+  uint32_t set_velocity(ObjectID id, Vec3 velocity);
+  uint32_t set_angular_velocity(ObjectID id, Vec3 angular_velocity);
+  uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false);
+  uint32_t set_interest(const wire::InterestArgs& area);
+  uint32_t replay_control(wire::ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
+  /// Queues a Ping; the PongInfo with the returned nonce (>= 1) arrives in a PollResult. 0 = not connected.
+  uint64_t ping();
+
+  // -------------------------------------------------------------- the world as received
+  std::span<const ObjectState> objects() const;
+  const ObjectState* find(ObjectID id) const;
+
+  // -------------------------------------------------------------- clock sync and interpolation
+  bool set_config(const ClientConfig& config, std::string* error = nullptr);
+  const ClientConfig& config() const;
+  std::optional<double> render_tick(TimePoint now) const;
+  std::optional<Pose> pose_at(ObjectID id, TimePoint render_time, PoseSource* source = nullptr) const;
+  std::optional<Pose> pose_at_tick(ObjectID id, double tick, PoseSource* source = nullptr) const;
+  std::optional<double> estimated_server_tick(TimePoint now) const;
+  double interpolation_delay_s() const;
+  ClockEstimate clock_estimate(TimePoint now) const;
+  const ClockSync& clock_sync() const;
+  const SnapshotInterpolator& interpolator() const;
+
+  // -------------------------------------------------------------- session facts and diagnostics
+  size_t requests_in_flight() const;
+  uint32_t max_objects() const;
+  net::LinkEstimates link() const;
+  uint32_t client_id() const;
+  uint64_t server_tick() const;
+  uint64_t snapshot_tick() const;
+  uint16_t tick_hz() const;
+  uint16_t snapshot_hz() const;
+  std::optional<std::chrono::microseconds> last_rtt() const;
+  const ClientStats& stats() const;
+  /// The transport counts its own sends (datagrams_out, bytes_out, send_errors) here.
+  ClientStats& mutable_stats();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace impulse
