@@ -1,5 +1,5 @@
 // Bullet 3.24 reference world for the benchmark scenes: sequential impulses (Catto 2005) with split
-// impulse, as configured in BENCH_SCENES.md ("Bullet setup").
+// impulse, as configured in docs/BENCHMARKS.md ("Engine settings").
 #include "bench/bullet_runner.h"
 
 #include <btBulletDynamicsCommon.h>

@@ -1,5 +1,6 @@
-// impulse-bench: runs a reference scene (BENCH_SCENES.md) through Impulse and Bullet in one process,
-// alternating the engines, and reports ms/step, the paired ratio, RSS, sleep and drift.
+// impulse-bench: runs a reference scene (docs/BENCHMARKS.md, "Scenes") through Impulse and Bullet
+// in one process, alternating the engines, and reports ms/step, the paired ratio, RSS, sleep and
+// drift.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

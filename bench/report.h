@@ -13,9 +13,10 @@ namespace impulse::bench {
 /// and Impulse's per-stage profile.
 void print_human(std::FILE* out, const SceneResult& result);
 
-/// One line of JSON (no newline) with the fields in its order — scene, n, sleep,
-/// impulse_ms_median, impulse_ms_p95, bullet_ms_median, bullet_ms_p95, ratio_median,
-/// impulse_rss_kib, awake_end, top_drift_m (S1 only) — followed by the extra fields listed in
+/// One line of JSON (no newline) with the fields the targets need first (docs/BENCHMARKS.md,
+/// "Targets"), in this order — scene, n, sleep, impulse_ms_median, impulse_ms_p95,
+/// bullet_ms_median, bullet_ms_p95, ratio_median, impulse_rss_kib, awake_end, top_drift_m (S1
+/// only) — followed by the extra fields listed in
 /// docs/BENCHMARKS.md. Times in ms, RSS in KiB, distances in m, times of sleep in simulated s;
 /// a figure that was not measured is null.
 std::string to_json_line(const SceneResult& result);

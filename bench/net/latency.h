@@ -1,6 +1,6 @@
 // Benchmark "latency": the time from a client sending a request to the first snapshot that
 // reflects it, on loopback UDP, with the real server and client in this process. The target
-// (issue 4) is p99 <= 2 ticks + 1 snapshot interval.
+// (docs/BENCHMARKS.md, "Targets") is p99 <= 2 ticks + 1 snapshot interval.
 #pragma once
 
 #include <cstdint>

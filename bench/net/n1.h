@@ -1,8 +1,8 @@
-// Benchmark N1 (BENCH_SCENES.md): the bandwidth of delta-compressed snapshots and the pose error
-// they leave, after Glenn Fiedler's "Snapshot Compression" (gafferongames.com, 2015: 901 cubes at
-// 60 Hz, 17.37 Mbit/s uncompressed down to < 0.25 Mbit/s). The real server and a real client run
-// in this process and talk over loopback UDP; the server's world at each snapshot tick is the
-// ground truth the client's view is compared with.
+// Benchmark N1 (docs/BENCHMARKS.md, "Scenes"): the bandwidth of delta-compressed snapshots and the
+// pose error they leave, after Glenn Fiedler's "Snapshot Compression" (gafferongames.com, 2015: 901
+// cubes at 60 Hz, 17.37 Mbit/s uncompressed down to < 0.25 Mbit/s). The real server and a real
+// client run in this process and talk over loopback UDP; the server's world at each snapshot tick
+// is the ground truth the client's view is compared with.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "shared/wire/codec.h"
 #include "shared/wire/quantize.h"
 
 namespace impulse::server {
@@ -86,8 +87,8 @@ std::string validate_config(const ServerConfig& c) {
   if (c.max_kbps_per_client < 16 || c.max_kbps_per_client > 1000000) {
     return fmt::format("--max-kbps-per-client must be in 16..1000000 kbit/s (got {})", c.max_kbps_per_client);
   }
-  if (!(c.world_bound >= 1.0 && c.world_bound <= 100000.0)) {
-    return fmt::format("--world-bound must be in [1, 100000] m (got {})", c.world_bound);
+  if (!(c.world_bound >= 1.0 && c.world_bound <= wire::kMaxWorldBoundM)) {
+    return fmt::format("--world-bound must be in [1, {:g}] m (got {})", wire::kMaxWorldBoundM, c.world_bound);
   }
   if (c.position_fraction_bits < 4 || c.position_fraction_bits > 14) {
     return fmt::format("--position-bits must be in 4..14 (step 2^-bits m; got {})", c.position_fraction_bits);
@@ -120,10 +121,12 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
     if (message) *message = std::move(text);
   };
 
-  CLI::App app{"impulse-server: authoritative 3D rigid-body physics over UDP (FlatBuffers, protocol v3).\n"
-               "Every flag --foo-bar can also be set as the environment variable IMPULSE_FOO_BAR; the flag wins.\n"
-               "Connect tokens: impulse-server keygen --out FILE, then impulse-server token --key FILE "
-               "--client-id N --ttl SECONDS (each with --help).",
+  CLI::App app{fmt::format("impulse-server: authoritative 3D rigid-body physics over UDP (FlatBuffers, protocol v{}).\n"
+                           "Every flag --foo-bar can also be set as the environment variable IMPULSE_FOO_BAR; the "
+                           "flag wins.\n"
+                           "Connect tokens: impulse-server keygen --out FILE, then impulse-server token --key FILE "
+                           "--client-id N --ttl SECONDS (each with --help).",
+                           wire::kProtocolVersion),
                "impulse-server"};
   app.set_version_flag("--version", "impulse-server 0.1.0");
   app.get_formatter()->column_width(34);
@@ -192,7 +195,9 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
                  "Send budget per client [kbit/s], 16..1000000; snapshots are cut to fit it")
       ->envname("IMPULSE_MAX_KBPS_PER_CLIENT")->capture_default_str();
   app.add_option("--world-bound", config.world_bound,
-                 "Snapshots carry objects with every |coordinate| <= this [m], [1, 100000]")
+                 fmt::format("Snapshots carry objects with every |coordinate| <= this [m], [1, {:g}]; "
+                             "this times 2^position-bits must be <= 2^24",
+                             wire::kMaxWorldBoundM))
       ->envname("IMPULSE_WORLD_BOUND")->capture_default_str();
   app.add_option("--position-bits", config.position_fraction_bits,
                  "Snapshot position precision: 2^-bits m, 4..14 (9 = 1/512 m)")

@@ -1,4 +1,4 @@
-// Generational slot map with dense packing and swap-remove (seed 000; retire-on-wrap as in Jolt).
+// Generational slot map with dense packing and swap-remove (slotmap.h; retire-on-wrap as in Jolt).
 #include "server/physics/slotmap.h"
 
 #include <utility>

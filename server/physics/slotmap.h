@@ -1,5 +1,5 @@
-// Generational slot map with a dense index ("sparse set"): seed 000's slotmap, with the dense
-// packing and swap-remove of Box2D v3's id pool / EnTT's sparse set and Jolt's retire-on-wrap ids.
+// Generational slot map with a dense index ("sparse set"), with the dense packing and swap-remove
+// of Box2D v3's id pool / EnTT's sparse set and Jolt's retire-on-wrap ids.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The fixed step of a 3D rigid-body world: sort-based spatial hashing, SAT contact manifolds with
 // feature-matched warm starting, a soft-step sequential-impulse solver (Catto, "Solver2D", 2024;
-// "Iterative Dynamics with Temporal Coherence", GDC 2005), islands and island sleep (as in Box2D
-// and seed 000), over slot-map columns.
+// "Iterative Dynamics with Temporal Coherence", GDC 2005), islands and island sleep (as in Box2D,
+// github.com/erincatto/box2d), over slot-map columns.
 //
 // step(dt) runs these stages in order. "Awake" bodies are the dynamic and kinematic bodies in the
 // awake list; static and sleeping bodies are "parked": no stage reads or writes them except as

@@ -1,4 +1,4 @@
-// The physics world: slotmap storage (seed 000) with columns of body data, and the fixed step.
+// The physics world: slot-map storage (slotmap.h) with columns of body data, and the fixed step.
 // Knows nothing about networking. SI units; world frame right-handed, +Y up.
 #pragma once
 
@@ -215,7 +215,7 @@ class World {
   ///         wrong-layout input, with the world left unchanged (never asserts or throws)
   bool restore_state(std::span<const uint8_t> bytes, std::string* error);
 
-  // --- Queries (seed 000), answered from the last step's contact data ---------------------------
+  // --- Contact queries, answered from the last step's contact data ------------------------------
   /// Every touching pair after the last step, sorted by (a, b). Includes resting contacts of
   /// sleeping bodies and sensor contacts. Merged lazily from the active and resting lists:
   /// O(contacts) on the first call after a change, then O(1).

@@ -29,7 +29,8 @@ double scaled_bound(float bound, unsigned bits) { return std::floor(static_cast<
 }  // namespace
 
 bool QuantizationConfig::validate(std::string* error) const {
-  if (!(world_bound_m > 0.0f && world_bound_m <= 32768.0f))
+  static_assert(kMaxWorldBoundM == 32768.0f, "update the message below");
+  if (!(world_bound_m > 0.0f && world_bound_m <= kMaxWorldBoundM))
     return fail(error, "quantization: world_bound_m must be in (0, 32768] m");
   if (position_fraction_bits > 20) return fail(error, "quantization: position_fraction_bits must be in [0, 20]");
   const double position_max = scaled_bound(world_bound_m, position_fraction_bits);

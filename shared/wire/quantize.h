@@ -14,13 +14,17 @@
 
 namespace impulse::wire {
 
+/// Largest accepted QuantizationConfig::world_bound_m [m]: 2^15, so that the default position
+/// step (2^-9 m) still fits world_bound_m * 2^position_fraction_bits <= 2^24.
+inline constexpr float kMaxWorldBoundM = 32768.0f;
+
 /// Quantisation settings shared by server and client: the server sends these fields in
 /// ConnectAccepted and both ends must use the same values. Every resolution is a power of two, so
 /// dequantisation is exact in float (q * 2^-bits) and the position error is at most half a step.
 struct QuantizationConfig {
   /// Objects with |position component| > world_bound_m cannot be represented: they are never
   /// relevant to any client (a client that held one gets an exit). Need not be a power of two.
-  /// (0, 32768] m, and world_bound_m * 2^position_fraction_bits <= 2^24.
+  /// (0, kMaxWorldBoundM] m, and world_bound_m * 2^position_fraction_bits <= 2^24.
   float world_bound_m = 1024.0f;
   /// Position step 2^-bits m: 9 -> 1/512 m, error <= 1/1024 m (0.98 mm) per axis. [0, 20].
   uint8_t position_fraction_bits = 9;

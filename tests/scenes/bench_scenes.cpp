@@ -1,5 +1,5 @@
-// Reference scenes S1-S3, laid out exactly as /work/shared/BENCH_SCENES.md specifies (random layout
-// from its 64-bit LCG, drawn in the specified order).
+// Reference scenes S1-S3 (docs/BENCHMARKS.md, "Scenes"): the layouts of bench_scenes.h, their
+// random parts from its 64-bit LCG, drawn in the order the comments below give.
 #include "tests/scenes/bench_scenes.h"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
-// The reference benchmark scenes S1 (pyramid), S2 (pile) and S3 (spheres) of BENCH_SCENES.md, as an
-// engine-neutral list of bodies shared by the unit tests and impulse-bench (Bullet gets the same list).
+// The reference benchmark scenes S1 (pyramid), S2 (pile) and S3 (spheres), as an engine-neutral
+// list of bodies shared by the unit tests and impulse-bench (Bullet gets the same list). This file
+// and bench_scenes.cpp define them; docs/BENCHMARKS.md, "Scenes", describes them.
 #pragma once
 
 #include <cstdint>

@@ -108,7 +108,7 @@ TEST(Determinism, PinnedReferenceSceneHash) {
   EXPECT_EQ(world.world_hash(), 0x04349802ce352716ull) << std::hex << world.world_hash();
 }
 
-// The S1 pyramid of ../shared/BENCH_SCENES.md (static ground box (50, 1, 50) at y = -1, 20-wide
+// The S1 pyramid (docs/BENCHMARKS.md, "Scenes": static ground box (50, 1, 50) at y = -1, 20-wide
 // 2D pyramid of 210 unit boxes, mass 1, friction 0.6, sleep off), 120 steps at 60 Hz, pinned. Any
 // change to the step's arithmetic, order or contact generation changes this value: update it
 // deliberately, with the reason in the commit message.

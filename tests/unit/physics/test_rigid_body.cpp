@@ -84,8 +84,8 @@ Slope make_box_slope(World& world, float theta, float mu) {
 // side of atan(mu) for three mu (both bodies get mu, so the geometric-mean mix gives mu). Below:
 // the displacement along the slope over 2 s is < 1 cm (what a soft contact may creep while it
 // settles; a true slide 1 degree above moves ~36-44 cm). Above: the box slides the closed-form
-// 1/2 a t^2 with a = g (sin - mu cos) (0.18-0.22 m/s^2 here) within 5 %, the acceleration
-// tolerance of the issue (semi-implicit Euler itself travels a dt^2 N (N + 1) / 2, 0.8 % further).
+// 1/2 a t^2 with a = g (sin - mu cos) (0.18-0.22 m/s^2 here) within 5 %, the required
+// acceleration tolerance (semi-implicit Euler itself travels a dt^2 N (N + 1) / 2, 0.8 % further).
 TEST(RigidBody, SlopeHoldsIffTanThetaAtMostMu) {
   for (const float mu : {0.3f, 0.5f, 0.8f}) {
     for (const float offset : {-1.0f * kDegree, 1.0f * kDegree}) {
@@ -139,7 +139,7 @@ TEST(RigidBody, SlopeSlidingAccelerationIsGSinMinusMuCos) {
 // kinetic energy 1/2 w^T I w. A box with three distinct moments (half extents 0.2, 0.5, 1.0, so
 // I = m (b^2 + c^2) / 3 = 0.4167, 0.3467, 0.0967 kg m^2), spinning at 3.7 rad/s about a
 // non-principal axis so it precesses and nutates, keeps |L - L0| / |L0| < 1 % over 10 s at 60 Hz
-// (the issue's tolerance: the implicit gyroscopic step is first order, so L drifts slowly but must
+// (the required tolerance: the implicit gyroscopic step is first order, so L drifts slowly but must
 // not wander), and its kinetic energy does not grow by more than 1 % (the implicit step may lose a
 // little, never gain).
 TEST(RigidBody, TorqueFreeBoxKeepsAngularMomentum) {

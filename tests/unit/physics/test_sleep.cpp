@@ -123,8 +123,9 @@ TEST(Sleep, BodySetOnSleeperJoinsItsIslandAndBothSleep) {
 // Warm starting carries each contact's impulse across steps, so a tall stack converges and
 // sleeps instead of sinking into itself. Each soft contact settles at a small penetration (its
 // static deflection under the load above it, well below the 5 mm linear slop), so the top box
-// ends at most 10 slops below its ideal height, and no box wanders sideways by 1 cm (the issue's
-// stack-drift bound; sequential impulses over 4 points per manifold lean the stack by a few mm).
+// ends at most 10 slops below its ideal height, and no box wanders sideways by 1 cm (the required
+// stack-drift bound, as for the S1 top box; sequential impulses over 4 points per manifold lean
+// the stack by a few mm).
 TEST(Sleep, StackOfTenSettlesAndFallsAsleep) {
   World world;
   add_ground(world);

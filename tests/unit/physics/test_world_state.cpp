@@ -124,7 +124,7 @@ Quat random_orientation(Rng& rng) {
   return normalize(Quat{rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(0.2f, 1)});
 }
 
-/// The busy scene of issue 5's test, stepped to the save point: a stack asleep (resting
+/// The busy scene of the save/restore tests, stepped to the save point: a stack asleep (resting
 /// contacts frozen), a second stack just woken by a force (resting list dirty), a tumbling pile
 /// of boxes, spheres and capsules with two materials and a material pair, a moving kinematic
 /// pusher, a static sensor the pile falls through, pending forces and torques, and destroyed
@@ -345,8 +345,9 @@ TEST(WorldState, OnePointContactsAtTheEndOfTheBlobRestore) {
   expect_same_trace(reference, run(fresh, 60));
 }
 
-// A pile of 1000 boxes (BENCH_SCENES S2) mid-fall, its lower layers landed: the blob's size per
-// body and the save and restore times are reported; the restored world continues bit-exactly.
+// A pile of 1000 boxes (scene S2, docs/BENCHMARKS.md "Scenes") mid-fall, its lower layers
+// landed: the blob's size per body and the save and restore times are reported; the restored
+// world continues bit-exactly.
 TEST(WorldState, PileOf1000Boxes) {
   const scenes::BenchScene pile = scenes::make_s2_pile(1000);
   World world;

@@ -1,5 +1,6 @@
-// The reference scenes S1-S3 follow BENCH_SCENES.md: the LCG's values, counts, layouts and the
-// random draws, against values computed independently (Python, exact 64-bit integer arithmetic).
+// The reference scenes S1-S3 follow their description (docs/BENCHMARKS.md, "Scenes"): the LCG's
+// values, counts, layouts and the random draws, against values computed independently (Python,
+// exact 64-bit integer arithmetic).
 #include <gtest/gtest.h>
 
 #include <cmath>

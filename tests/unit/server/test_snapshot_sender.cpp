@@ -812,10 +812,10 @@ TEST(SnapshotSender, BuildSnapshotSourceOnAPoolEqualsTheSerialBuild) {
 
 // --- N1-like figures ---------------------------------------------------------------------------------
 
-// Scene N1 of BENCH_SCENES.md with real physics (900 cubes, a 50 kg player cube driven around a
-// 10 m circle at 6 m/s by a PD controller), one snapshot per tick and acks one tick later (a
-// loopback round trip), interest All. Measures the payload after the entries are through, and the
-// bytes of each kind of record.
+// Scene N1 (docs/BENCHMARKS.md, "Scenes") with real physics (900 cubes, a 50 kg player cube driven
+// around a 10 m circle at 6 m/s by a PD controller), one snapshot per tick and acks one tick later
+// (a loopback round trip), interest All. Measures the payload after the entries are through, and
+// the bytes of each kind of record.
 TEST(SnapshotSender, N1PayloadFigures) {
   physics::World world;
   physics::BodyDesc ground;
