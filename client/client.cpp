@@ -1,7 +1,7 @@
 // Client: ClientCore (the protocol, sans-IO) plus the transport: one non-blocking Asio UDP socket,
 // the steady clock, and an optional link simulator on the send path. Every protocol decision is
 // the core's; this file moves bytes and reads the clock.
-#include "client/client.h"
+#include "impulse/client.h"
 
 #include <poll.h>
 
@@ -10,6 +10,9 @@
 #include <system_error>
 
 #include <asio.hpp>
+
+#include "shared/net/link_simulator.h"
+#include "shared/wire/codec.h"
 
 namespace impulse {
 
@@ -146,11 +149,11 @@ bool Client::connect_async(std::string_view host, uint16_t port, ConnectParams p
   if (connected()) disconnect("reconnecting");
   const std::string host_text(host);
   if (params.server_label.empty()) params.server_label = host_text + ":" + std::to_string(port);
-  // A failure before the first datagram still goes through the core, so state() reports it.
+  // A failure before the first datagram: the core is reset, and state() reports local_failure.
   auto fail = [&](ConnectFailure kind, std::string message) {
     m.core.disconnect("", Clock::now());
     m.core.outbox().clear();
-    m.local_failure = ConnectionError{kind, wire::ResultCode::Ok, std::move(message)};
+    m.local_failure = ConnectionError{kind, ResultCode::Ok, std::move(message)};
     return false;
   };
   m.local_failure.reset();
@@ -257,25 +260,25 @@ uint32_t Client::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
 uint32_t Client::raycast(Vec3 origin, Vec3 translation, bool all) {
   return impl_->sent(impl_->core.raycast(origin, translation, all));
 }
-uint32_t Client::set_interest(const wire::InterestArgs& area) { return impl_->sent(impl_->core.set_interest(area)); }
+uint32_t Client::set_interest(const InterestArea& area) { return impl_->sent(impl_->core.set_interest(area)); }
 
 uint32_t Client::set_interest_sphere(Vec3 center, float radius) {
-  wire::InterestArgs a;
-  a.kind = wire::InterestKind::Sphere;
+  InterestArea a;
+  a.kind = InterestKind::Sphere;
   a.center = center;
   a.radius = radius;
   return set_interest(a);
 }
 
 uint32_t Client::set_interest_box(Vec3 min, Vec3 max) {
-  wire::InterestArgs a;
-  a.kind = wire::InterestKind::Box;
+  InterestArea a;
+  a.kind = InterestKind::Box;
   a.min = min;
   a.max = max;
   return set_interest(a);
 }
 
-uint32_t Client::replay_control(wire::ReplayAction action, uint64_t tick, float speed) {
+uint32_t Client::replay_control(ReplayAction action, uint64_t tick, float speed) {
   return impl_->sent(impl_->core.replay_control(action, tick, speed));
 }
 uint64_t Client::ping() { return impl_->sent(impl_->core.ping()); }
@@ -334,7 +337,7 @@ bool Client::set_link_conditions(const net::LinkConditions& conditions, std::str
 
 size_t Client::requests_in_flight() const { return impl_->core.requests_in_flight(); }
 uint32_t Client::max_objects() const { return impl_->core.max_objects(); }
-net::LinkEstimates Client::link() const { return impl_->core.link(); }
+LinkEstimates Client::link() const { return impl_->core.link(); }
 uint32_t Client::client_id() const { return impl_->core.client_id(); }
 uint64_t Client::server_tick() const { return impl_->core.server_tick(); }
 uint64_t Client::snapshot_tick() const { return impl_->core.snapshot_tick(); }

@@ -4,14 +4,16 @@
 // clock sync (NTP's on-wire estimate, ClockSync) and snapshot interpolation (Fiedler, "Snapshot
 // Interpolation", https://gafferongames.com/post/snapshot_interpolation/) for pose_at. Time only
 // ever comes from the caller.
-#include "client/client_core.h"
+#include "impulse/client_core.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
 
+#include "impulse/schemas/impulse_generated.h"
 #include "shared/net/packet_acks.h"
+#include "shared/wire/codec.h"
 #include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
 
@@ -40,13 +42,36 @@ constexpr size_t kPingSlots = 16;
 /// Largest fixed interpolation delay ClientConfig accepts [s].
 constexpr double kMaxInterpolationDelayS = 5.0;
 
+// The public enums mirror the schema's values one for one; these conversions are casts, and the
+// asserts keep them so.
+static_assert(static_cast<int>(BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic) &&
+              static_cast<int>(wire::BodyKind::MAX) == 2);
+static_assert(static_cast<int>(ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane) &&
+              static_cast<int>(wire::ShapeKind::MAX) == 3);
+static_assert(static_cast<int>(ResultCode::NotAReplay) == static_cast<int>(wire::ResultCode::NotAReplay) &&
+              static_cast<int>(wire::ResultCode::MAX) == 17);
+static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&
+              static_cast<int>(wire::ContactEventType::MAX) == 1);
+static_assert(static_cast<int>(ReplayAction::SetSpeed) == static_cast<int>(wire::ReplayAction::SetSpeed) &&
+              static_cast<int>(wire::ReplayAction::MAX) == 3);
+static_assert(static_cast<int>(InterestKind::Box) == static_cast<int>(wire::InterestKind::Box) &&
+              static_cast<int>(wire::InterestKind::MAX) == 2);
+static_assert(kDropReasonCount == static_cast<size_t>(wire::DropReason::Count));
+static_assert(kSnapshotErrorCount == static_cast<size_t>(wire::SnapshotError::Count));
+static_assert(kEventBlockErrorCount == static_cast<size_t>(wire::EventBlockError::Count));
+
+ResultCode from_wire(wire::ResultCode c) { return static_cast<ResultCode>(c); }
+BodyKind from_wire(wire::BodyKind k) { return static_cast<BodyKind>(k); }
+ShapeKind from_wire(wire::ShapeKind k) { return static_cast<ShapeKind>(k); }
+ContactEventType from_wire(wire::ContactEventType t) { return static_cast<ContactEventType>(t); }
+
 InterpolationSample to_interpolation_sample(const wire::SnapshotObject& s) {
   return InterpolationSample{s.id, s.position, s.orientation, s.velocity, s.angular_velocity, s.at_rest};
 }
 
 ObjectState to_object_state(const wire::SnapshotObject& s) {
   return ObjectState{s.id,       s.position, s.velocity, s.dims,  s.orientation, s.angular_velocity,
-                     s.kind,     s.shape,    s.at_rest,  s.sensor};
+                     from_wire(s.kind), from_wire(s.shape), s.at_rest, s.sensor};
 }
 
 wire::QuantizationConfig to_quantization(const wire::Quantization* q) {
@@ -77,6 +102,11 @@ std::string_view truncate_utf8(std::string_view s, size_t max_bytes) {
 }
 
 }  // namespace
+
+const char* to_string(ResultCode code) {
+  const char* name = wire::EnumNameResultCode(static_cast<wire::ResultCode>(code));
+  return *name != '\0' ? name : "unknown";
+}
 
 const char* to_string(ConnectionState state) {
   switch (state) {
@@ -391,7 +421,7 @@ struct ClientCore::Impl {
   }
 
   /// Ends the connect or the session with a reason (state Failed).
-  void fail(ConnectFailure kind, wire::ResultCode code, std::string message) {
+  void fail(ConnectFailure kind, ResultCode code, std::string message) {
     reset_session();
     state = ConnectionState::Failed;
     error = ConnectionError{kind, code, std::move(message)};
@@ -464,7 +494,7 @@ struct ClientCore::Impl {
           ++stats.results_duplicate;  // the answer to a resend of a request already answered
           return;
         }
-        pending.results.push_back(RequestResult{m->request_id(), m->code(), from_wire(m->id()),
+        pending.results.push_back(RequestResult{m->request_id(), from_wire(m->code()), from_wire(m->id()),
                                                 copy_wire_string(m->message())});
         return;
       }
@@ -509,7 +539,7 @@ struct ClientCore::Impl {
       const wire::QuantizationConfig q = to_quantization(accepted->quantization());
       std::string problem;
       if (!q.validate(&problem)) {
-        fail(ConnectFailure::BadServerConfig, wire::ResultCode::InvalidArgument,
+        fail(ConnectFailure::BadServerConfig, ResultCode::InvalidArgument,
              server_label() + " announced an unusable snapshot quantisation: " + problem +
                  ": use matching client and server builds");
         return;
@@ -530,20 +560,20 @@ struct ClientCore::Impl {
       return;
     }
     if (const auto* rejected = envelope.message_as_ConnectRejected()) {
-      const wire::ResultCode code = rejected->reason();
-      const char* reason = wire::EnumNameResultCode(code);
-      std::string message = server_label() + " rejected the connection: " + (*reason != '\0' ? reason : "unknown reason");
+      const ResultCode code = from_wire(rejected->reason());
+      const char* reason = to_string(code);
+      std::string message = server_label() + " rejected the connection: " + reason;
       const std::string detail = copy_wire_string(rejected->message());
       if (!detail.empty()) message += " (" + detail + ")";
       ConnectFailure kind = ConnectFailure::Rejected;
-      if (code == wire::ResultCode::VersionMismatch) {
+      if (code == ResultCode::VersionMismatch) {
         kind = ConnectFailure::VersionMismatch;
         message += ": this client speaks protocol version " + std::to_string(wire::kProtocolVersion) +
                    "; use a client built for the server's version";
-      } else if (code == wire::ResultCode::ServerFull) {
+      } else if (code == ResultCode::ServerFull) {
         message += ": try again later or raise the server's --max-clients";
-      } else if (code == wire::ResultCode::TokenRequired || code == wire::ResultCode::TokenInvalid ||
-                 code == wire::ResultCode::TokenExpired) {
+      } else if (code == ResultCode::TokenRequired || code == ResultCode::TokenInvalid ||
+                 code == ResultCode::TokenExpired) {
         message += ": get a fresh connect token from the game's backend (or impulse-server token)";
       }
       fail(kind, code, std::move(message));
@@ -556,13 +586,13 @@ struct ClientCore::Impl {
   void update_connect() {
     if (now_ >= connect_deadline) {
       if (saw_version_mismatch) {
-        fail(ConnectFailure::VersionMismatch, wire::ResultCode::VersionMismatch,
+        fail(ConnectFailure::VersionMismatch, ResultCode::VersionMismatch,
              server_label() + " answered with another protocol version (this client speaks " +
                  std::to_string(wire::kProtocolVersion) + "): use matching client and server builds");
         return;
       }
       const std::string where = params.server_label.empty() ? std::string("the server") : params.server_label;
-      fail(ConnectFailure::TimedOut, wire::ResultCode::Ok,
+      fail(ConnectFailure::TimedOut, ResultCode::Ok,
            "no answer from " + where + " within " + std::to_string(params.timeout.count()) +
                " ms: is impulse-server running there, and is UDP port " + std::to_string(server.port) +
                " reachable?");
@@ -577,7 +607,7 @@ struct ClientCore::Impl {
   void handle_raycast_result(const wire::RaycastResult& m) {
     RaycastResult r;
     r.request_id = m.request_id();
-    r.code = m.code();
+    r.code = from_wire(m.code());
     r.tick = m.tick();
     r.message = copy_wire_string(m.message());
     r.truncated = m.truncated();
@@ -629,7 +659,7 @@ struct ClientCore::Impl {
         ++stats.events_duplicate;
         continue;
       }
-      pending.collisions.push_back(CollisionEvent{e.tick(), e.type(), from_wire(e.a()), from_wire(e.b()),
+      pending.collisions.push_back(CollisionEvent{e.tick(), from_wire(e.type()), from_wire(e.a()), from_wire(e.b()),
                                                  wire::to_vec3(e.point()), wire::to_vec3(e.normal()), e.sequence()});
       note_tick(e.tick());
     }
@@ -765,7 +795,7 @@ void ClientCore::update(TimePoint now) {
     const std::string message = "no datagram from " + m.server_label() + " for " +
                                 std::to_string(kServerSilenceTimeout.count()) +
                                 " s: the server stopped or the network path failed; connect again";
-    m.fail(ConnectFailure::ConnectionLost, wire::ResultCode::Ok, message);
+    m.fail(ConnectFailure::ConnectionLost, ResultCode::Ok, message);
     m.pending.server_disconnected = true;
     m.pending.disconnect_reason = message;
     return;
@@ -789,8 +819,8 @@ uint32_t ClientCore::create_object(const ObjectDesc& desc) {
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
   wire::CreateObjectArgs args;
-  args.kind = desc.kind;
-  args.shape = desc.shape;
+  args.kind = static_cast<wire::BodyKind>(desc.kind);
+  args.shape = static_cast<wire::ShapeKind>(desc.shape);
   args.dims = desc.dims;
   args.position = desc.position;
   args.velocity = desc.velocity;
@@ -861,18 +891,24 @@ uint32_t ClientCore::raycast(Vec3 origin, Vec3 translation, bool all) {
   return m.queue_request(request_id, wire::build_raycast(m.fbb, request_id, origin, translation, all));
 }
 
-uint32_t ClientCore::set_interest(const wire::InterestArgs& area) {
+uint32_t ClientCore::set_interest(const InterestArea& area) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  return m.queue_request(request_id, wire::build_set_interest(m.fbb, request_id, area));
+  wire::InterestArgs args;
+  args.kind = static_cast<wire::InterestKind>(area.kind);
+  args.center = area.center;
+  args.radius = area.radius;
+  args.min = area.min;
+  args.max = area.max;
+  return m.queue_request(request_id, wire::build_set_interest(m.fbb, request_id, args));
 }
 
-uint32_t ClientCore::replay_control(wire::ReplayAction action, uint64_t tick, float speed) {
+uint32_t ClientCore::replay_control(ReplayAction action, uint64_t tick, float speed) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  return m.queue_request(request_id, wire::build_replay_control(m.fbb, request_id, action, tick, speed));
+  return m.queue_request(request_id, wire::build_replay_control(m.fbb, request_id, static_cast<wire::ReplayAction>(action), tick, speed));
 }
 
 uint64_t ClientCore::ping() {
@@ -968,7 +1004,7 @@ const ClockSync& ClientCore::clock_sync() const { return impl_->clock; }
 const SnapshotInterpolator& ClientCore::interpolator() const { return impl_->interpolator; }
 size_t ClientCore::requests_in_flight() const { return impl_->outstanding.size(); }
 uint32_t ClientCore::max_objects() const { return impl_->max_objects; }
-net::LinkEstimates ClientCore::link() const { return impl_->acks.estimates(); }
+LinkEstimates ClientCore::link() const { return impl_->acks.estimates(); }
 uint32_t ClientCore::client_id() const { return impl_->client_id; }
 uint64_t ClientCore::server_tick() const { return impl_->server_tick; }
 uint64_t ClientCore::snapshot_tick() const { return impl_->latest_snapshot_tick.value_or(0); }

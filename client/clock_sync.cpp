@@ -1,6 +1,6 @@
 // Clock offset from ping round trips (NTP on-wire estimate, RFC 5905 sections 8 and 10) and a
 // playout clock from snapshot arrivals; see clock_sync.h.
-#include "client/clock_sync.h"
+#include "impulse/clock_sync.h"
 
 #include <algorithm>
 #include <cmath>

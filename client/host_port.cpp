@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "client/client.h"
+#include "impulse/client.h"
 
 namespace impulse {
 

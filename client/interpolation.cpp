@@ -1,7 +1,7 @@
 // Snapshot interpolation (Fiedler, "Snapshot Interpolation", 2014) with slerp (Shoemake,
 // SIGGRAPH 1985), capped extrapolation and Edyn's decaying discontinuity offset; see
 // interpolation.h.
-#include "client/interpolation.h"
+#include "impulse/interpolation.h"
 
 #include <algorithm>
 #include <cmath>

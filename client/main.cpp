@@ -19,7 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
-#include "client/client.h"
+#include "impulse/client.h"
 #include "shared/hex.h"
 #include "shared/wire/codec.h"
 
@@ -168,7 +168,7 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
   std::map<uint32_t, int> pending_create;  // request id -> box index
   for (int k = 0; k < kTowerHeight; ++k) {
     impulse::ObjectDesc box;
-    box.shape = impulse::wire::ShapeKind::Box;
+    box.shape = impulse::ShapeKind::Box;
     box.dims = {kHalf, kHalf, kHalf};
     box.position = kTowerBase + impulse::Vec3{0.0f, kHalf * static_cast<float>(2 * k + 1), 0.0f};
     box.mass = 1.0f;
@@ -212,14 +212,14 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
       if (const auto it = pending_create.find(result.request_id); it != pending_create.end()) {
         if (!result.ok()) {
           fmt::print(stderr, "impulse-client: creating box{} failed: {}: {}\n", it->second,
-                     impulse::wire::EnumNameResultCode(result.code), result.message);
+                     impulse::to_string(result.code), result.message);
           return 1;
         }
         boxes[it->second] = result.id;
         fmt::print("box{} is object {}\n", it->second, format_id(result.id));
         pending_create.erase(it);
       } else if (shove_request && result.request_id == *shove_request) {
-        fmt::print("shove -> {}{}\n", impulse::wire::EnumNameResultCode(result.code),
+        fmt::print("shove -> {}{}\n", impulse::to_string(result.code),
                    result.ok() ? "" : ": " + result.message);
       }
     }
@@ -227,7 +227,7 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
       const auto it = pending_raycast.find(ray.request_id);
       const std::string what = it != pending_raycast.end() ? it->second : "raycast";
       if (!ray.ok()) {
-        fmt::print("{} -> {}: {}\n", what, impulse::wire::EnumNameResultCode(ray.code), ray.message);
+        fmt::print("{} -> {}: {}\n", what, impulse::to_string(ray.code), ray.message);
       } else if (ray.count == 0) {
         fmt::print("{} -> miss\n", what);
       } else {
@@ -245,7 +245,7 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
         continue;
       }
       fmt::print("tick {} {} {} <-> {} at {}\n", e.tick,
-                 e.type == impulse::wire::ContactEventType::Begin ? "begin" : "end  ", label_of(e.a), label_of(e.b),
+                 e.type == impulse::ContactEventType::Begin ? "begin" : "end  ", label_of(e.a), label_of(e.b),
                  format_vec(e.point));
     }
     if (r.server_disconnected) {
@@ -282,7 +282,7 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
       }
       size_t awake = 0;
       for (const impulse::ObjectState& o : client.objects()) {
-        awake += o.kind == impulse::wire::BodyKind::Dynamic && !o.sleeping;
+        awake += o.kind == impulse::BodyKind::Dynamic && !o.sleeping;
       }
       fmt::print("t={:4.1f} s tick {}: top box y={:.3f} m tilt={:5.1f} deg |w|={:.2f} rad/s{} | {} bodies, {} awake\n",
                  t, client.snapshot_tick(), top->position.y, tilt_degrees(top->orientation),

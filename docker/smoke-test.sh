@@ -343,7 +343,8 @@ if ! timeout "$timeout_build" podman build --format docker --pull=never --networ
   tail -n 60 "$workdir/build.log" | sed 's/^/[build] /' >&2
   die "podman build failed (last 60 lines above)"
 fi
-# What the issue asks of the image, read back from its config.
+# What the image must provide (a health check, a non-root user, 7777/udp exposed), read back from
+# its config.
 healthcheck=$(podman image inspect --format '{{json .Config.Healthcheck}}' "$image")
 [[ $healthcheck == *impulse-client* ]] || die "image has no HEALTHCHECK (was it built with --format docker?)"
 user=$(podman image inspect --format '{{.Config.User}}' "$image")

@@ -1,4 +1,5 @@
-// ObjectID: the generational index that names an object everywhere (seed 000's slotmap handle).
+// ObjectID: the generational index that names an object everywhere (the handle of the physics
+// world's generational slot map, server/physics/slotmap.h).
 #pragma once
 
 #include <compare>

@@ -11,7 +11,7 @@
 #include "bench/net/net_util.h"
 #include "bench/net/scene_file.h"
 #include "bench/stats.h"
-#include "client/client.h"
+#include "impulse/client.h"
 #include "tests/scenes/bench_scenes.h"
 #include "tools/loadgen/inproc_server.h"
 
@@ -91,7 +91,7 @@ std::optional<LatencyRun> run_latency(int tick_hz, int snapshot_hz, int samples,
     return fail("the client could not connect to the in-process server: " + connect_error);
   }
   ObjectDesc desc;
-  desc.shape = wire::ShapeKind::Box;
+  desc.shape = ShapeKind::Box;
   desc.dims = {0.25f, 0.25f, 0.25f};
   std::string request_error;
   const std::optional<RequestResult> created =

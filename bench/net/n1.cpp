@@ -14,7 +14,7 @@
 #include "bench/net/net_util.h"
 #include "bench/net/scene_file.h"
 #include "bench/stats.h"
-#include "client/client.h"
+#include "impulse/client.h"
 #include "server/app/scene_n1.h"
 #include "server/physics/world.h"
 #include "shared/wire/snapshot_codec.h"
@@ -44,7 +44,7 @@ constexpr float kForcePointDrop = 0.8f;
 constexpr size_t kTruthTicks = 256;  // 4.3 s of snapshot ticks at 60 Hz: far beyond a loopback round trip
 constexpr Seconds kWindow{1.0};      // rate windows for the p95
 constexpr Seconds kProgressEvery{5.0};
-constexpr double kErrorThresholdMm = 2.0;  // the target for the position error
+constexpr double kErrorThresholdMm = 2.0;  // target for the position error (docs/BENCHMARKS.md)
 constexpr double kTargetKbps = 256.0;
 
 /// One object's pose on the server at one tick.
@@ -189,8 +189,8 @@ std::optional<N1Result> run_n1(const N1Options& options, std::string* error) {
   }
 
   ObjectDesc player_desc;
-  player_desc.kind = wire::BodyKind::Dynamic;
-  player_desc.shape = wire::ShapeKind::Box;
+  player_desc.kind = BodyKind::Dynamic;
+  player_desc.shape = ShapeKind::Box;
   player_desc.dims = {server::kN1PlayerHalfExtent, server::kN1PlayerHalfExtent, server::kN1PlayerHalfExtent};
   player_desc.position = server::kN1PlayerStart;
   player_desc.mass = server::kN1PlayerMass;

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "client/client.h"
+#include "impulse/client.h"
 #include "shared/math.h"
 
 namespace impulse::bench {

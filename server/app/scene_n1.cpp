@@ -1,4 +1,4 @@
-// Scene N1 (BENCH_SCENES.md), after Glenn Fiedler's "Snapshot Compression" demo (2015).
+// Scene N1 (docs/BENCHMARKS.md, "Scenes"), after Glenn Fiedler's "Snapshot Compression" demo (2015).
 #include "server/app/scene_n1.h"
 
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// Scene N1 of BENCH_SCENES.md: Impulse's version of Glenn Fiedler's "Snapshot Compression" demo
+// Scene N1 (docs/BENCHMARKS.md, "Scenes"): Impulse's version of Glenn Fiedler's "Snapshot Compression" demo
 // (gafferongames.com, 2015), 900 small cubes on a plane that a client-owned player cube ploughs
 // through; the network bandwidth benchmark (impulse-bench --scene N1).
 #pragma once

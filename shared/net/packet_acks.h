@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "shared/net/link_estimates.h"
+
 namespace impulse::net {
 
 using Clock = std::chrono::steady_clock;
@@ -37,19 +39,6 @@ inline constexpr std::chrono::milliseconds kLossTimeoutCeiling{2000};
 struct AckFields {
   uint32_t ack = 0;       ///< newest sequence received from the peer; 0 = none yet
   uint32_t ack_bits = 0;  ///< bit i set: sequence ack - 1 - i was received too
-};
-
-/// What one side knows about its outgoing link. Counters are totals since construction.
-struct LinkEstimates {
-  float rtt_ms = 0;         ///< smoothed round-trip time [ms], 0 before the first ack
-  float rtt_jitter_ms = 0;  ///< smoothed |sample - rtt| [ms]
-  float loss = 0;           ///< smoothed fraction of sent datagrams lost, [0, 1]
-  uint64_t sent = 0;        ///< datagrams sent (on_send calls that returned a sequence)
-  uint64_t acked = 0;       ///< datagrams acked by the peer (each counted once)
-  uint64_t lost = 0;        ///< datagrams past the loss timeout and never acked so far
-  uint64_t sent_bytes = 0;   ///< sum of on_send's `bytes` [bytes]
-  uint64_t acked_bytes = 0;  ///< sum of the acked datagrams' `bytes` [bytes]
-  uint64_t ignored_acks = 0;  ///< on_acks calls whose fields were malformed or hostile
 };
 
 /// The ack bookkeeping of one connection, on one side (server and client each hold one per

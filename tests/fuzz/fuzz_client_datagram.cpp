@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "client/client.h"
+#include "impulse/client.h"
 #include "shared/wire/codec.h"
 #include "tests/fuzz/fuzz_input.h"
 

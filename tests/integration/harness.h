@@ -23,8 +23,10 @@
 
 #include <asio.hpp>
 
-#include "client/client.h"
+#include "impulse/client.h"
+#include "impulse/schemas/impulse_generated.h"
 #include "server/app/server.h"
+#include "shared/wire/codec.h"
 
 namespace impulse::test {
 
@@ -236,7 +238,7 @@ class ClientDriver {
       return {};
     }
     if (!r->ok()) {
-      ADD_FAILURE() << "create_object failed: " << wire::EnumNameResultCode(r->code) << ": " << r->message;
+      ADD_FAILURE() << "create_object failed: " << to_string(r->code) << ": " << r->message;
       return {};
     }
     return r->id;
@@ -365,7 +367,7 @@ inline const ObjectState* find_in(const std::vector<ObjectState>& objects, Objec
 
 inline ObjectDesc make_sphere(float radius, Vec3 position, float mass = 1.0f, float restitution = 0.0f) {
   ObjectDesc d;
-  d.shape = wire::ShapeKind::Sphere;
+  d.shape = ShapeKind::Sphere;
   d.dims = {radius, radius, radius};
   d.position = position;
   d.mass = mass;
@@ -375,15 +377,15 @@ inline ObjectDesc make_sphere(float radius, Vec3 position, float mass = 1.0f, fl
 
 inline ObjectDesc make_box(Vec3 half_extents, Vec3 position, float mass = 1.0f) {
   ObjectDesc d;
-  d.shape = wire::ShapeKind::Box;
+  d.shape = ShapeKind::Box;
   d.dims = half_extents;
   d.position = position;
   d.mass = mass;
   return d;
 }
 
-/// The issue's hostile link (issue 4): 25 % loss, 100 ± 50 ms latency, 5 % duplication and 5 %
-/// reordering, each direction drawn from `seed`.
+/// The hostile link the netcode must survive (test_hostile_link.cpp): 25 % loss, 100 ± 50 ms
+/// latency, 5 % duplication and 5 % reordering, each direction drawn from `seed`.
 inline net::LinkConditions hostile_link(uint64_t seed) {
   net::LinkConditions c;
   c.loss = 0.25;

@@ -213,12 +213,12 @@ class BadInput : public ::testing::Test {
   }
 
   /// The request got a RequestResult with `code` and a message naming the problem.
-  void expect_rejected(uint32_t request_id, wire::ResultCode code, const char* what) {
+  void expect_rejected(uint32_t request_id, ResultCode code, const char* what) {
     SCOPED_TRACE(what);
     ASSERT_NE(request_id, 0u);
     const std::optional<RequestResult> r = good.wait_result(request_id);
     ASSERT_TRUE(r.has_value()) << "no RequestResult";
-    EXPECT_EQ(r->code, code) << "got " << wire::EnumNameResultCode(r->code) << ": " << r->message;
+    EXPECT_EQ(r->code, code) << "got " << to_string(r->code) << ": " << r->message;
     EXPECT_FALSE(r->message.empty());
   }
 
@@ -598,28 +598,28 @@ TEST_F(BadInput, ARawSessionsRequestsAreAdmittedOnceAndInOrder) {
 
 TEST_F(BadInput, UnknownAndStaleIdsAreRejectedWithStaleId) {
   Client& c = good.client;
-  expect_rejected(c.destroy(ObjectID{}), wire::ResultCode::StaleId, "null id");
-  expect_rejected(c.destroy(ObjectID{999, 1}), wire::ResultCode::StaleId, "index never used");
-  expect_rejected(c.apply_force(ObjectID{0xFFFFFFFFu, 0xFFFFFFFFu}, {1, 0, 0}), wire::ResultCode::StaleId,
+  expect_rejected(c.destroy(ObjectID{}), ResultCode::StaleId, "null id");
+  expect_rejected(c.destroy(ObjectID{999, 1}), ResultCode::StaleId, "index never used");
+  expect_rejected(c.apply_force(ObjectID{0xFFFFFFFFu, 0xFFFFFFFFu}, {1, 0, 0}), ResultCode::StaleId,
                   "maximal id");
-  expect_rejected(c.set_velocity(ObjectID{target.index, target.generation + 1}, {1, 0, 0}), wire::ResultCode::StaleId,
+  expect_rejected(c.set_velocity(ObjectID{target.index, target.generation + 1}, {1, 0, 0}), ResultCode::StaleId,
                   "live slot, wrong generation");
   // An id that was live and was destroyed stays stale.
   const ObjectID gone = good.create_ok(make_sphere(0.5f, {5.0f, 5.0f, 5.0f}));
   ASSERT_FALSE(gone.is_null());
   const std::optional<RequestResult> r = good.wait_result(c.destroy(gone));
   ASSERT_TRUE(r.has_value() && r->ok());
-  expect_rejected(c.apply_impulse(gone, {0, 1, 0}), wire::ResultCode::StaleId, "destroyed id");
-  expect_rejected(c.destroy(gone), wire::ResultCode::StaleId, "destroyed twice");
+  expect_rejected(c.apply_impulse(gone, {0, 1, 0}), ResultCode::StaleId, "destroyed id");
+  expect_rejected(c.destroy(gone), ResultCode::StaleId, "destroyed twice");
   // Forces act on dynamic bodies only.
-  expect_rejected(c.apply_force(ground, {0, 100, 0}), wire::ResultCode::NotDynamic, "force on static ground");
-  expect_rejected(c.apply_impulse(ground, {0, 100, 0}), wire::ResultCode::NotDynamic, "impulse on static ground");
+  expect_rejected(c.apply_force(ground, {0, 100, 0}), ResultCode::NotDynamic, "force on static ground");
+  expect_rejected(c.apply_impulse(ground, {0, 100, 0}), ResultCode::NotDynamic, "impulse on static ground");
   expect_unchanged_and_serving();
 }
 
 TEST_F(BadInput, NonFiniteNumbersAreRejectedWithInvalidArgument) {
   Client& c = good.client;
-  const wire::ResultCode invalid = wire::ResultCode::InvalidArgument;
+  const ResultCode invalid = ResultCode::InvalidArgument;
   ObjectDesc d = make_sphere(0.5f, {0.0f, 5.0f, 0.0f});
   d.position.y = kNaN;
   expect_rejected(c.create_object(d), invalid, "NaN position");
@@ -640,7 +640,7 @@ TEST_F(BadInput, NonFiniteNumbersAreRejectedWithInvalidArgument) {
 
 TEST_F(BadInput, ZeroAndNegativeMassAreRejectedWithInvalidArgument) {
   Client& c = good.client;
-  const wire::ResultCode invalid = wire::ResultCode::InvalidArgument;
+  const ResultCode invalid = ResultCode::InvalidArgument;
   for (const float mass : {0.0f, -0.0f, -1.0f, -1e30f, 2e6f, std::numeric_limits<float>::denorm_min() * -1.0f}) {
     SCOPED_TRACE(mass);
     expect_rejected(c.create_object(make_sphere(0.5f, {0.0f, 5.0f, 0.0f}, mass)), invalid, "bad mass");
@@ -648,17 +648,17 @@ TEST_F(BadInput, ZeroAndNegativeMassAreRejectedWithInvalidArgument) {
   expect_rejected(c.create_object(make_sphere(0.5f, {0.0f, 5.0f, 0.0f}, 1.0f, -0.1f)), invalid, "restitution < 0");
   expect_rejected(c.create_object(make_sphere(0.5f, {0.0f, 5.0f, 0.0f}, 1.0f, 1.5f)), invalid, "restitution > 1");
   ObjectDesc unknown_kind = make_sphere(0.5f, {0.0f, 5.0f, 0.0f});
-  unknown_kind.kind = static_cast<wire::BodyKind>(7);
+  unknown_kind.kind = static_cast<BodyKind>(7);
   expect_rejected(c.create_object(unknown_kind), invalid, "unknown body kind");
   ObjectDesc unknown_shape = make_sphere(0.5f, {0.0f, 5.0f, 0.0f});
-  unknown_shape.shape = static_cast<wire::ShapeKind>(9);
+  unknown_shape.shape = static_cast<ShapeKind>(9);
   expect_rejected(c.create_object(unknown_shape), invalid, "unknown shape");
   expect_unchanged_and_serving();
 }
 
 TEST_F(BadInput, RotationShapeAndRaycastFieldsAreRangeChecked) {
   Client& c = good.client;
-  const wire::ResultCode invalid = wire::ResultCode::InvalidArgument;
+  const ResultCode invalid = ResultCode::InvalidArgument;
   ObjectDesc d = make_box({0.5f, 0.5f, 0.5f}, {0.0f, 5.0f, 0.0f});
   d.orientation = Quat{0, 0, 0, 0};
   expect_rejected(c.create_object(d), invalid, "zero quaternion");
@@ -673,16 +673,16 @@ TEST_F(BadInput, RotationShapeAndRaycastFieldsAreRangeChecked) {
   d.angular_damping = -1.0f;
   expect_rejected(c.create_object(d), invalid, "negative angular damping");
   ObjectDesc plane;
-  plane.shape = wire::ShapeKind::Plane;  // kind Dynamic: refused
+  plane.shape = ShapeKind::Plane;  // kind Dynamic: refused
   expect_rejected(c.create_object(plane), invalid, "dynamic plane");
   ObjectDesc capsule = make_box({0.25f, -0.5f, 0.0f}, {0.0f, 5.0f, 0.0f});
-  capsule.shape = wire::ShapeKind::Capsule;
+  capsule.shape = ShapeKind::Capsule;
   expect_rejected(c.create_object(capsule), invalid, "negative capsule half height");
   expect_rejected(c.apply_torque(target, {0, kNaN, 0}), invalid, "NaN torque");
   expect_rejected(c.apply_torque(target, {0, 2e9f, 0}), invalid, "torque out of range");
-  expect_rejected(c.apply_torque(ground, {0, 1, 0}), wire::ResultCode::NotDynamic, "torque on static ground");
+  expect_rejected(c.apply_torque(ground, {0, 1, 0}), ResultCode::NotDynamic, "torque on static ground");
   expect_rejected(c.set_angular_velocity(target, {kInf, 0, 0}), invalid, "Inf angular velocity");
-  expect_rejected(c.set_angular_velocity(ground, {0, 1, 0}), wire::ResultCode::NotDynamic, "spin on static ground");
+  expect_rejected(c.set_angular_velocity(ground, {0, 1, 0}), ResultCode::NotDynamic, "spin on static ground");
   for (const auto& [origin, translation, what] :
        {std::tuple{Vec3{0, 5, 0}, Vec3{0, 0, 0}, "zero-length ray"}, std::tuple{Vec3{0, 5, 0}, Vec3{0, -3000, 0}, "long ray"},
         std::tuple{Vec3{kNaN, 5, 0}, Vec3{0, -1, 0}, "NaN origin"}}) {
@@ -705,7 +705,7 @@ TEST_F(BadInput, RotationShapeAndRaycastFieldsAreRangeChecked) {
 
 TEST_F(BadInput, AbsurdSizesAndMagnitudesAreRejectedWithInvalidArgument) {
   Client& c = good.client;
-  const wire::ResultCode invalid = wire::ResultCode::InvalidArgument;
+  const ResultCode invalid = ResultCode::InvalidArgument;
   expect_rejected(c.create_object(make_sphere(0.0f, {0.0f, 5.0f, 0.0f})), invalid, "zero radius");
   expect_rejected(c.create_object(make_sphere(-1.0f, {0.0f, 5.0f, 0.0f})), invalid, "negative radius");
   expect_rejected(c.create_object(make_sphere(1e9f, {0.0f, 5.0f, 0.0f})), invalid, "planet-sized radius");

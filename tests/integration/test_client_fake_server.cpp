@@ -246,8 +246,8 @@ class FakeWorld {
     s.dims = o.dims;
     s.orientation = d.orientation;
     s.angular_velocity = d.angular_velocity;
-    s.kind = o.kind;
-    s.shape = o.shape;
+    s.kind = static_cast<BodyKind>(o.kind);
+    s.shape = static_cast<ShapeKind>(o.shape);
     s.sleeping = d.at_rest;
     s.sensor = o.sensor;
     return s;
@@ -825,7 +825,7 @@ TEST_F(FakeSession, RequestsAreResentUntilAnsweredAndEachResultIsDeliveredOnce) 
   EXPECT_TRUE(results[0].ok());
   EXPECT_EQ(results[0].id, (ObjectID{9, 1}));
   EXPECT_EQ(results[1].request_id, destroy);
-  EXPECT_EQ(results[1].code, wire::ResultCode::StaleId);
+  EXPECT_EQ(results[1].code, ResultCode::StaleId);
   EXPECT_EQ(results[1].message, "stale");
   EXPECT_EQ(results[2].request_id, interest);
   EXPECT_EQ(client.stats().results_duplicate, 1u);
@@ -876,7 +876,7 @@ TEST_F(FakeSession, CollisionEventsAreDeliveredOncePerSequence) {
     EXPECT_EQ(collisions[i].b, (ObjectID{s + 1, 1}));
     EXPECT_EQ(collisions[i].point, (Vec3{0, 0.5f * static_cast<float>(s), 0}));
     EXPECT_EQ(collisions[i].normal, (Vec3{0, 1, 0}));
-    EXPECT_EQ(collisions[i].type, s % 2 == 1 ? wire::ContactEventType::Begin : wire::ContactEventType::End);
+    EXPECT_EQ(collisions[i].type, s % 2 == 1 ? ContactEventType::Begin : ContactEventType::End);
   }
   EXPECT_EQ(client.stats().events_duplicate, 9u);  // 14 received, 5 delivered
   EXPECT_EQ(client.stats().event_blocks_rejected, 0u);
@@ -1104,14 +1104,14 @@ TEST_F(FakeSession, SendsTorqueAngularVelocityAndRaycastRequestsAndDeliversRayca
   ASSERT_EQ(answer_hits[1].size(), 3u);
   EXPECT_EQ(answer_hits[1][2].id, (ObjectID{1, 1}));
   EXPECT_EQ(answers[2].request_id, bad_id);
-  EXPECT_EQ(answers[2].code, wire::ResultCode::InvalidArgument);
+  EXPECT_EQ(answers[2].code, ResultCode::InvalidArgument);
   EXPECT_EQ(answers[2].message, "translation: length must be in (0, 2000] m");
   EXPECT_TRUE(answer_hits[2].empty());
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].request_id, torque_id);
   EXPECT_TRUE(results[0].ok());
   EXPECT_EQ(results[1].request_id, spin_id);
-  EXPECT_EQ(results[1].code, wire::ResultCode::NotOwner);
+  EXPECT_EQ(results[1].code, ResultCode::NotOwner);
   EXPECT_EQ(results[1].message, "not yours");
   EXPECT_EQ(client.stats().results_duplicate, 1u);
   EXPECT_EQ(client.requests_in_flight(), 0u);

@@ -1,4 +1,4 @@
-// The hostile link: server and client both impair what they send (25 % loss, 100 ± 50 ms
+// The hostile link: server and client both impair what they send (25 % loss, 100 ± 50 ms
 // latency, 5 % duplication, 5 % reordering) for a bounded run. Every request must be applied and
 // answered exactly once, every collision event in the area delivered exactly once, and once the
 // link clears the client's view must match the server's world within a few snapshot intervals.
@@ -86,7 +86,7 @@ TEST(HostileLink, RequestsAndEventsExactlyOnceAndTheViewConverges) {
   size_t begins = 0;
   for (const CollisionEvent& e : driver.collisions) {
     EXPECT_TRUE(sequences.insert(e.sequence).second) << "event " << e.sequence << " delivered twice";
-    begins += e.type == wire::ContactEventType::Begin;
+    begins += e.type == ContactEventType::Begin;
   }
   EXPECT_EQ(sequences.size(), server.stats().events_queued.load());
   EXPECT_EQ(*sequences.rbegin(), sequences.size());  // 1..K, no gap

@@ -35,8 +35,8 @@ TEST_F(Loopback, ConnectReportsServerRatesAndTheSceneArrivesInSnapshots) {
   // The scene holds exactly the ground box, and objects()/find() reflect the latest snapshot.
   const auto objects = driver.client.objects();
   ASSERT_EQ(objects.size(), 1u);
-  EXPECT_EQ(objects[0].kind, wire::BodyKind::Static);
-  EXPECT_EQ(objects[0].shape, wire::ShapeKind::Box);
+  EXPECT_EQ(objects[0].kind, BodyKind::Static);
+  EXPECT_EQ(objects[0].shape, ShapeKind::Box);
   EXPECT_EQ(objects[0].dims, kGroundHalfExtents);
   EXPECT_EQ(objects[0].position, (Vec3{0.0f, -0.5f, 0.0f}));
   ASSERT_NE(driver.client.find(ground), nullptr);
@@ -69,8 +69,8 @@ TEST_F(Loopback, CreatedSphereFallsFreelyInSnapshots) {
   const auto first = driver.wait_snapshot_where(0, [&](const auto& objects) { return find_in(objects, id); });
   ASSERT_TRUE(first.has_value());
   const ObjectState s0 = *find_in(driver.snapshots[*first], id);
-  EXPECT_EQ(s0.kind, wire::BodyKind::Dynamic);
-  EXPECT_EQ(s0.shape, wire::ShapeKind::Sphere);
+  EXPECT_EQ(s0.kind, BodyKind::Dynamic);
+  EXPECT_EQ(s0.shape, ShapeKind::Sphere);
   EXPECT_FLOAT_EQ(s0.dims.x, 0.5f);
 
   // At least a quarter second later (15 steps at 60 Hz): still in free fall 30+ m above ground.
@@ -260,7 +260,7 @@ TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
   const ObjectID box_id = driver.create_ok(box);
   // A capsule (r = 0.25 m, 1.5 m long) lying along x (90° about +Z), dropped from 1 cm.
   ObjectDesc capsule;
-  capsule.shape = wire::ShapeKind::Capsule;
+  capsule.shape = ShapeKind::Capsule;
   capsule.dims = {0.25f, 0.5f, 0.0f};
   capsule.position = {-6.0f, 0.26f, 6.0f};
   capsule.orientation = normalize(quat_from_axis_angle({0, 0, 1}, 1.5707963f));
@@ -283,12 +283,12 @@ TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
   const std::vector<ObjectState>& s1 = driver.snapshots[*t1];
 
   const ObjectState& b = *find_in(s1, box_id);
-  EXPECT_EQ(b.shape, wire::ShapeKind::Box);
+  EXPECT_EQ(b.shape, ShapeKind::Box);
   EXPECT_NEAR(std::fabs(dot(b.orientation, yaw)), 1.0f, 1e-4f) << "the resting box turned";
   EXPECT_NEAR(b.position.y, 0.5f, 0.02f);
 
   const ObjectState& c = *find_in(s1, capsule_id);
-  EXPECT_EQ(c.shape, wire::ShapeKind::Capsule);
+  EXPECT_EQ(c.shape, ShapeKind::Capsule);
   EXPECT_EQ(c.dims, (Vec3{0.25f, 0.5f, 0.25f}));
   EXPECT_NEAR(rotate(c.orientation, {0, 1, 0}).y, 0.0f, 0.02f) << "the capsule's axis should stay horizontal";
   EXPECT_NEAR(c.position.y, 0.25f, 0.02f);
@@ -313,7 +313,7 @@ TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
 TEST_F(Loopback, RaycastRoundTripReturnsTheClosestAndAllHits) {
   // A static box whose top face is at y = 2.5 m, over the ground (top face y = 0).
   ObjectDesc pillar = make_box({0.5f, 1.25f, 0.5f}, {3.0f, 1.25f, 10.0f});
-  pillar.kind = wire::BodyKind::Static;
+  pillar.kind = BodyKind::Static;
   const ObjectID pillar_id = driver.create_ok(pillar);
   ASSERT_FALSE(pillar_id.is_null());
 
@@ -368,11 +368,11 @@ TEST_F(Loopback, DestroyedObjectDisappearsAndItsIdGoesStale) {
   // The old id never addresses anything again.
   const std::optional<RequestResult> again = driver.wait_result(driver.client.destroy(id));
   ASSERT_TRUE(again.has_value());
-  EXPECT_EQ(again->code, wire::ResultCode::StaleId);
+  EXPECT_EQ(again->code, ResultCode::StaleId);
   EXPECT_FALSE(again->message.empty());
   const std::optional<RequestResult> push = driver.wait_result(driver.client.apply_impulse(id, {0, 1, 0}));
   ASSERT_TRUE(push.has_value());
-  EXPECT_EQ(push->code, wire::ResultCode::StaleId);
+  EXPECT_EQ(push->code, ResultCode::StaleId);
 
   // A new object may reuse the slot, but never the id.
   const ObjectID next = driver.create_ok(make_box({0.5f, 0.5f, 0.5f}, {3.0f, 10.0f, 3.0f}));
@@ -385,15 +385,15 @@ TEST_F(Loopback, LandingOnTheGroundRaisesCollisionBeginAndDestroyRaisesEnd) {
   // Bottom 0.3 m above the ground: lands after sqrt(2·0.3/9.81) ≈ 0.25 s.
   const ObjectID ball = driver.create_ok(make_sphere(0.5f, {4.0f, 0.8f, -3.0f}));
   ASSERT_FALSE(ball.is_null());
-  auto involves_ball = [&](const CollisionEvent& e, wire::ContactEventType type) {
+  auto involves_ball = [&](const CollisionEvent& e, ContactEventType type) {
     return e.type == type && ((e.a == ground && e.b == ball) || (e.a == ball && e.b == ground));
   };
   ASSERT_TRUE(driver.poll_until([&] {
     return std::any_of(driver.collisions.begin(), driver.collisions.end(),
-                       [&](const CollisionEvent& e) { return involves_ball(e, wire::ContactEventType::Begin); });
+                       [&](const CollisionEvent& e) { return involves_ball(e, ContactEventType::Begin); });
   })) << "no Begin event between the ball and the ground";
   const CollisionEvent begin = *std::find_if(driver.collisions.begin(), driver.collisions.end(), [&](const auto& e) {
-    return involves_ball(e, wire::ContactEventType::Begin);
+    return involves_ball(e, ContactEventType::Begin);
   });
   // The contact is where the ball meets the ground's top face, and the normal points from a to b.
   EXPECT_NEAR(begin.point.x, 4.0f, 0.05f);
@@ -409,7 +409,7 @@ TEST_F(Loopback, LandingOnTheGroundRaisesCollisionBeginAndDestroyRaisesEnd) {
   ASSERT_TRUE(r->ok()) << r->message;
   ASSERT_TRUE(driver.poll_until([&] {
     return std::any_of(driver.collisions.begin(), driver.collisions.end(),
-                       [&](const CollisionEvent& e) { return involves_ball(e, wire::ContactEventType::End); });
+                       [&](const CollisionEvent& e) { return involves_ball(e, ContactEventType::End); });
   })) << "no End event after destroying the ball";
 }
 

@@ -1,5 +1,6 @@
-// Spectators (issue 5): a scripted session of two real clients is recorded by a real Server over
-// loopback UDP, each client keeping the object states it received per snapshot tick. The
+// Spectators (docs/RECORDING.md, "Serving a recording"): a scripted session of two real clients
+// is recorded by a real Server over loopback UDP, each client keeping the object states it
+// received per snapshot tick. The
 // recording is then served in-process (impulse-replay serve's Server in playback mode) to a
 // spectator impulse::Client, whose states at every tick both saw must equal the recorded
 // clients' bit for bit (same world, same quantisation). Then the controls over the real protocol:
@@ -186,7 +187,7 @@ TEST_F(ReplayServe, ControlsPauseSeekAndSpeedTheSharedTimeline) {
   // Writes are refused; reads work.
   const auto write = spectator.wait_result(spectator.client.create_object(make_sphere(0.5f, {0, 3, 0})));
   ASSERT_TRUE(write.has_value());
-  EXPECT_EQ(write->code, wire::ResultCode::ReadOnly);
+  EXPECT_EQ(write->code, ResultCode::ReadOnly);
   const auto ray = spectator.wait_raycast(spectator.client.raycast({0, 10, 0}, {0, -20, 0}));
   ASSERT_TRUE(ray.has_value());
   EXPECT_TRUE(ray->result.ok());
@@ -198,13 +199,13 @@ TEST_F(ReplayServe, ControlsPauseSeekAndSpeedTheSharedTimeline) {
   auto pick = recorded.begin();
   std::advance(pick, static_cast<std::ptrdiff_t>(recorded.size() / 3));
   const uint64_t target = pick->first;
-  auto control = [&](wire::ReplayAction action, uint64_t tick = 0, float speed = 1.0f) {
+  auto control = [&](ReplayAction action, uint64_t tick = 0, float speed = 1.0f) {
     const auto r = spectator.wait_result(spectator.client.replay_control(action, tick, speed));
     EXPECT_TRUE(r.has_value() && r->ok()) << (r ? r->message : std::string("no answer"));
     spectator.snapshots.clear();  // anything older arrived before the answer
   };
-  control(wire::ReplayAction::Pause);
-  control(wire::ReplayAction::Seek, target);
+  control(ReplayAction::Pause);
+  control(ReplayAction::Seek, target);
   ASSERT_TRUE(spectator.poll_until([&] { return spectator.snapshots.count(target) == 1; }));
   EXPECT_EQ(spectator.snapshots.begin()->first, target);
   EXPECT_EQ(spectator.snapshots.rbegin()->first, target);  // paused: it stays there
@@ -219,15 +220,15 @@ TEST_F(ReplayServe, ControlsPauseSeekAndSpeedTheSharedTimeline) {
 
   // Speed: the recorded ticks per second of wall time, over a bounded window, at 1 and at 2.
   auto measure_rate = [&](float speed) {
-    control(wire::ReplayAction::Seek, info.start_tick);
-    control(wire::ReplayAction::SetSpeed, 0, speed);
-    control(wire::ReplayAction::Resume);
+    control(ReplayAction::Seek, info.start_tick);
+    control(ReplayAction::SetSpeed, 0, speed);
+    control(ReplayAction::Resume);
     EXPECT_NE(spectator.wait_snapshot_after(info.start_tick + 2), 0u);
     const uint64_t t0 = spectator.client.snapshot_tick();
     const Clock::time_point w0 = Clock::now();
     spectator.poll_until([&] { return spectator.client.snapshot_tick() >= t0 + 45; });
     const double seconds = std::chrono::duration<double>(Clock::now() - w0).count();
-    control(wire::ReplayAction::Pause);
+    control(ReplayAction::Pause);
     return static_cast<double>(spectator.client.snapshot_tick() - t0) / seconds;
   };
   const double rate1 = measure_rate(1.0f);
@@ -238,9 +239,9 @@ TEST_F(ReplayServe, ControlsPauseSeekAndSpeedTheSharedTimeline) {
   EXPECT_LT(rate2 / rate1, 2.6) << rate1 << " vs " << rate2 << " ticks/s";
 
   // Out of range: refused with a code and a message.
-  const auto bad = spectator.wait_result(spectator.client.replay_control(wire::ReplayAction::Seek, info.last_tick + 1));
+  const auto bad = spectator.wait_result(spectator.client.replay_control(ReplayAction::Seek, info.last_tick + 1));
   ASSERT_TRUE(bad.has_value());
-  EXPECT_EQ(bad->code, wire::ResultCode::InvalidArgument);
+  EXPECT_EQ(bad->code, ResultCode::InvalidArgument);
   EXPECT_FALSE(bad->message.empty());
 }
 
@@ -250,9 +251,9 @@ TEST(ReplayServeLive, ALiveServerRefusesReplayControl) {
   ClientDriver client;
   std::string error;
   ASSERT_TRUE(client.connect(server.port(), &error)) << error;
-  const auto r = client.wait_result(client.client.replay_control(wire::ReplayAction::Pause));
+  const auto r = client.wait_result(client.client.replay_control(ReplayAction::Pause));
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->code, wire::ResultCode::NotAReplay);
+  EXPECT_EQ(r->code, ResultCode::NotAReplay);
 }
 
 }  // namespace

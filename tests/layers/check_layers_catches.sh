@@ -17,6 +17,9 @@ plants=(
   "server/record/format.h|server/net/outbox.h"
   "shared/math.h|server/physics/world.h"
   "client/client.cpp|server/app/server.h"
+  "client/include/impulse/types.h|impulse/schemas/impulse_generated.h"
+  "client/include/impulse/client.h|shared/wire/codec.h"
+  "shared/net/link_estimates.h|shared/net/packet_acks.h"
 )
 for plant in "${plants[@]}"; do
   file=${plant%%|*}

@@ -21,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/client.h"
+#include "impulse/client.h"
 
 namespace impulse::tools {
 namespace {
@@ -369,7 +369,7 @@ class BotThread {
       const Bot::Pending asked = it->second;
       const RequestKind kind = asked.kind;
       b.pending.erase(it);
-      if (kind == RequestKind::Create && result.code == wire::ResultCode::RateLimited) {
+      if (kind == RequestKind::Create && result.code == ResultCode::RateLimited) {
         b.retry_cells.push_back(asked.cell);  // the server shed load: back off (the pacing) and send it again
         ++tally_.create_retries;
         continue;
@@ -439,8 +439,8 @@ class BotThread {
         cell = b.first_cell + b.creates_sent++;
       }
       ObjectDesc desc;
-      desc.kind = wire::BodyKind::Dynamic;
-      desc.shape = wire::ShapeKind::Box;
+      desc.kind = BodyKind::Dynamic;
+      desc.shape = ShapeKind::Box;
       desc.dims = {kBodyHalfExtent, kBodyHalfExtent, kBodyHalfExtent};
       desc.position = cell_position(o_, cell, total);
       desc.mass = kBodyMass;
@@ -649,8 +649,8 @@ namespace {
 
 std::string code_name(size_t code) {
   if (code + 1 < ErrorCounts{}.size()) {
-    const auto c = static_cast<wire::ResultCode>(code);
-    if (c >= wire::ResultCode::MIN && c <= wire::ResultCode::MAX) return wire::EnumNameResultCode(c);
+    const std::string name = to_string(static_cast<ResultCode>(code));
+    if (name != "unknown") return name;
   }
   return "unknown";
 }

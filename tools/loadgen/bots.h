@@ -56,7 +56,7 @@ struct LoadOptions {
   bool progress = true;                                  ///< a line on stderr every 5 s
 };
 
-/// Non-Ok RequestResult codes (index = wire::ResultCode value; the last bin counts unknown codes).
+/// Non-Ok RequestResult codes (index = ResultCode value; the last bin counts unknown codes).
 using ErrorCounts = std::array<uint64_t, 32>;
 
 /// What a run measured. Per-second rates are over the push phase; "per client" divides by the

@@ -12,11 +12,16 @@
 #include <string>
 #include <string_view>
 
-#include "client/client_core.h"
-#include "client/client_types.h"
-#include "shared/net/link_simulator.h"
+#include "impulse/client_core.h"
+#include "impulse/diagnostics.h"
+#include "impulse/types.h"
+#include "shared/net/link_conditions.h"
 
 namespace impulse {
+
+/// Impairments of a simulated link (loss, latency, jitter, duplication, reordering) for
+/// Client::set_link_conditions; see shared/net/link_conditions.h.
+using LinkConditions = net::LinkConditions;
 
 /// Thin client of an Impulse server. Not thread-safe: one thread owns it (the game loop).
 /// Request methods return a request id (>= 1) that the matching RequestResult echoes, or 0 when
@@ -43,9 +48,10 @@ class Client {
   ConnectionState state() const;
   const ConnectionError& connection_error() const;
 
-  /// Blocking convenience over connect_async(): opens a session: resolves host, sends Connect (protocol version, client name) and resends it
-  /// every 250 ms until ConnectAccepted or ConnectRejected arrives or `timeout` passes. Blocks
-  /// for at most `timeout` (plus name resolution). Replaces any previous session.
+  /// Blocking convenience over connect_async(): resolves host, sends Connect (protocol version,
+  /// client name) and resends it every 250 ms until ConnectAccepted or ConnectRejected arrives
+  /// or `timeout` passes. Blocks for at most `timeout` (plus name resolution). Replaces any
+  /// previous session.
   /// @param name  client name for the server's logs, truncated to 64 bytes
   /// @return true when accepted; otherwise false with *error saying what to do (may be null).
   /// @param token  a connect token from the game's backend (impulse-server token for tests);
@@ -90,7 +96,7 @@ class Client {
   /// Sets this client's area of interest: snapshots and collision events then cover only objects
   /// inside it (objects leave the view once outside it by the server's hysteresis margin).
   /// Answered by a RequestResult. The default area is the whole world.
-  uint32_t set_interest(const wire::InterestArgs& area);
+  uint32_t set_interest(const InterestArea& area);
   /// A sphere of `radius` [m] about `center` (world frame).
   uint32_t set_interest_sphere(Vec3 center, float radius);
   /// An axis-aligned box from `min` to `max` [m] (world frame).
@@ -99,7 +105,7 @@ class Client {
   /// Resume, Seek to `tick` (in the recording's range), or SetSpeed to `speed` times the recorded
   /// tick rate ([1/16, 16]). One shared timeline: every spectator sees the effect. Answered by a
   /// RequestResult: Ok, InvalidArgument for a value out of range, NotAReplay from a live server.
-  uint32_t replay_control(wire::ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
+  uint32_t replay_control(ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
   /// Sends a Ping; the PongInfo with the returned nonce (>= 1) arrives via poll(). 0 = not sent.
   uint64_t ping();
 
@@ -161,6 +167,29 @@ class Client {
   /// The current interpolation delay [s]: ClientConfig::interpolation_delay_s, or two snapshot
   /// intervals plus the measured jitter. 0 when not connected.
   double interpolation_delay_s() const;
+  /// This client's live-object quota from ConnectAccepted (0 = none).
+  uint32_t max_objects() const;
+  uint32_t client_id() const;    ///< assigned by the server; 0 when not connected
+  /// The newest server tick this client has heard of (ConnectAccepted, snapshot, pong, event).
+  uint64_t server_tick() const;
+  /// Tick of the newest complete snapshot (the one objects() reflects); 0 before the first.
+  uint64_t snapshot_tick() const;
+  uint16_t tick_hz() const;      ///< server physics steps per second; 0 when not connected
+  uint16_t snapshot_hz() const;  ///< server snapshots per second; 0 when not connected
+
+  // ------------------------------------------------------------ diagnostics and testing
+  // Not needed every frame: for overlays, logs, tools and tests.
+
+  /// RTT, jitter and loss of the link to the server, from the packet acks.
+  LinkEstimates link() const;
+  /// The last measured ping round trip (user or keepalive pings); nullopt before any.
+  std::optional<std::chrono::microseconds> last_rtt() const;
+  const ClientStats& stats() const;
+  /// The local UDP port (0 when no socket is open), for logs and tests.
+  uint16_t local_port() const;
+
+  /// Requests sent (or waiting to be sent) and not yet answered. Each is resent until answered.
+  size_t requests_in_flight() const;
   /// Offset, round trip, jitter, delay and the estimated server and render ticks at `now`.
   ClockEstimate clock_estimate(TimePoint now) const;
   /// The clock estimator and the interpolation buffer themselves (their stats, details).
@@ -173,28 +202,10 @@ class Client {
   /// socket (anything it would send then fails and is counted in send_errors). Never throws.
   void process_datagram(std::span<const uint8_t> bytes);
   /// Impairs every datagram this client sends from now on: loss, latency, jitter, duplication,
-  /// reordering (tests and demos of bad links; net::LinkConditions). Held datagrams go out from
+  /// reordering (tests and demos of bad links; LinkConditions). Held datagrams go out from
   /// poll(). A perfect `conditions` removes the simulation (what it held is sent at once).
   /// Returns false with *error naming the field when `conditions` is invalid.
-  bool set_link_conditions(const net::LinkConditions& conditions, std::string* error = nullptr);
-  /// Requests sent (or waiting to be sent) and not yet answered. Each is resent until answered.
-  size_t requests_in_flight() const;
-  /// This client's live-object quota from ConnectAccepted (0 = none).
-  uint32_t max_objects() const;
-  /// RTT, jitter and loss of the link to the server, from the packet acks.
-  net::LinkEstimates link() const;
-  uint32_t client_id() const;    ///< assigned by the server; 0 when not connected
-  /// The newest server tick this client has heard of (ConnectAccepted, snapshot, pong, event).
-  uint64_t server_tick() const;
-  /// Tick of the newest complete snapshot (the one objects() reflects); 0 before the first.
-  uint64_t snapshot_tick() const;
-  uint16_t tick_hz() const;      ///< server physics steps per second; 0 when not connected
-  uint16_t snapshot_hz() const;  ///< server snapshots per second; 0 when not connected
-  /// The last measured ping round trip (user or keepalive pings); nullopt before any.
-  std::optional<std::chrono::microseconds> last_rtt() const;
-  const ClientStats& stats() const;
-  /// The local UDP port (0 when no socket is open), for logs and tests.
-  uint16_t local_port() const;
+  bool set_link_conditions(const LinkConditions& conditions, std::string* error = nullptr);
 
  private:
   struct Impl;

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
-#include "client/client_types.h"
-#include "client/clock_sync.h"
-#include "client/interpolation.h"
-#include "shared/net/packet_acks.h"
+#include "impulse/clock_sync.h"
+#include "impulse/diagnostics.h"
+#include "impulse/interpolation.h"
+#include "impulse/types.h"
 
 namespace impulse {
 
@@ -51,8 +51,8 @@ enum class ConnectFailure : uint8_t {
 /// The reason behind ConnectionState::Failed, with a message that says what to do.
 struct ConnectionError {
   ConnectFailure kind = ConnectFailure::None;
-  /// The server's reason for Rejected (wire::ResultCode::ServerFull, TokenInvalid, ...); Ok otherwise.
-  wire::ResultCode code = wire::ResultCode::Ok;
+  /// The server's reason for Rejected (ResultCode::ServerFull, TokenInvalid, ...); Ok otherwise.
+  ResultCode code = ResultCode::Ok;
   std::string message;  ///< for a log or the player; empty when kind is None
 };
 
@@ -164,8 +164,8 @@ class ClientCore {
   uint32_t set_velocity(ObjectID id, Vec3 velocity);
   uint32_t set_angular_velocity(ObjectID id, Vec3 angular_velocity);
   uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false);
-  uint32_t set_interest(const wire::InterestArgs& area);
-  uint32_t replay_control(wire::ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
+  uint32_t set_interest(const InterestArea& area);
+  uint32_t replay_control(ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
   /// Queues a Ping; the PongInfo with the returned nonce (>= 1) arrives in a PollResult. 0 = not connected.
   uint64_t ping();
 
@@ -188,7 +188,7 @@ class ClientCore {
   // -------------------------------------------------------------- session facts and diagnostics
   size_t requests_in_flight() const;
   uint32_t max_objects() const;
-  net::LinkEstimates link() const;
+  LinkEstimates link() const;
   uint32_t client_id() const;
   uint64_t server_tick() const;
   uint64_t snapshot_tick() const;

@@ -1,6 +1,6 @@
 // Client clock synchronisation: NTP's on-wire offset estimate (D. Mills, RFC 5905 section 8,
 // "On-Wire Protocol": offset = ts - (t0 + t1) / 2, uncertainty (t1 - t0) / 2) over the
-// time_req/time_res exchange of the Edyn design (seed 001, "Networking"), combined by
+// time_req/time_res exchange of Edyn's networking (https://github.com/xissburg/edyn), combined by
 // intersecting the samples' uncertainty intervals (K. Marzullo's interval intersection, as in
 // NTP's selection algorithm, RFC 5905 section 11.2.1) with the median of the lowest-round-trip
 // half as fallback (NTP's clock filter, RFC 5905 section 10: low-delay samples err least), plus a
@@ -74,8 +74,8 @@ class ClockSync {
   /// set_playout_jitter().
   void reset();
 
-  /// Whether render_tick's playout lag includes jitter_s() (default true: the default
-  /// delay of two snapshot intervals plus the measured jitter). A client configured with a fixed
+  /// Whether render_tick's playout lag includes jitter_s() (default true: the default delay
+  /// of two snapshot intervals plus the measured jitter). A client configured with a fixed
   /// interpolation delay turns it off, so the whole delay is its buffer_ticks. Takes effect at
   /// the next sample (the playout lag is slewed towards the new value).
   void set_playout_jitter(bool include) { playout_jitter_ = include; }
@@ -141,7 +141,7 @@ class ClockSync {
   ///   render_tick = (local_now - A(local_now)) * tick_hz - buffer_ticks
   /// where A is the playout lag (median snapshot arrival - tick time, on the local clock) plus
   /// jitter_s() (unless set_playout_jitter(false)), slewed as one value. With buffer_ticks = kDefaultDelaySnapshotIntervals *
-  /// tick_hz / snapshot_hz this is the default delay behind a typical arrival: two
+  /// tick_hz / snapshot_hz this is the default delay behind a typical arrival: two
   /// snapshot intervals plus the measured jitter (see default_delay_ticks in interpolation.h);
   /// any other buffer configures it. It uses snapshot arrivals only, so the ping offset, its
   /// errors and its asymmetry cancel out. Strictly increasing in local_now between steps.

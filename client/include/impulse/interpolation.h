@@ -1,8 +1,8 @@
 // Snapshot interpolation buffer: Glenn Fiedler, "Snapshot Interpolation" (gafferongames.com,
 // 2014: render a fixed delay behind the newest snapshot, lerp between the two around the render
 // time, extrapolate briefly on loss), slerp from Ken Shoemake, "Animating Rotation with
-// Quaternion Curves" (SIGGRAPH 1985), and Edyn's decaying "discontinuity" offset (seed 001,
-// "Client-side extrapolation") so that late data corrects the shown pose without a snap.
+// Quaternion Curves" (SIGGRAPH 1985), and Edyn's decaying "discontinuity" offset
+// (https://github.com/xissburg/edyn, its client-side extrapolation) so that late data corrects the shown pose without a snap.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +16,8 @@
 
 namespace impulse {
 
-/// Snapshot intervals in the default interpolation delay (issue 4, section 7).
+/// Snapshot intervals in the default interpolation delay (plus the measured jitter: enough to
+/// ride out one lost snapshot; docs/PROTOCOL.md, "Client side: clock sync and interpolation").
 inline constexpr double kDefaultDelaySnapshotIntervals = 2.0;
 
 /// The default interpolation delay [ticks]: kDefaultDelaySnapshotIntervals snapshot intervals

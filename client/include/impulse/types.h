@@ -1,11 +1,9 @@
-// The value types of the Impulse client API: what a game sends (ObjectDesc), what arrives
-// (ObjectState, results, raycasts, collision events, pongs, PollResult), the client's tuning
-// (ClientConfig) and its diagnostics (ClientStats, ClockEstimate). Shared by ClientCore (the
-// sans-IO protocol engine) and Client (ClientCore plus a UDP socket).
+// The value types of the Impulse client API: the protocol's enums, what a game sends
+// (ObjectDesc, InterestArea), what arrives (ObjectState, results, raycasts, collision events,
+// pongs, PollResult) and the client's tuning (ClientConfig). Diagnostics are in diagnostics.h.
+// Standalone: standard headers, shared/math.h and shared/object_id.h only.
 #pragma once
 
-#include <array>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,23 +12,85 @@
 #include <string_view>
 #include <vector>
 
-#include "impulse/schemas/impulse_generated.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
-#include "shared/wire/codec.h"
-#include "shared/wire/event_codec.h"
-#include "shared/wire/snapshot_codec.h"
 
 namespace impulse {
+
+// The protocol's enums, with the values of schemas/impulse.fbs (the library checks that they
+// match at compile time), so a game needs no generated header.
+
+/// How a body moves (schemas/impulse.fbs BodyKind).
+enum class BodyKind : uint8_t {
+  Dynamic = 0,    ///< moved by gravity, forces and collisions
+  Static = 1,     ///< never moves
+  Kinematic = 2,  ///< moves at its set velocity; pushes dynamic bodies; ignores forces
+};
+
+/// A body's collision shape (schemas/impulse.fbs ShapeKind); ObjectDesc::dims gives its size.
+enum class ShapeKind : uint8_t { Sphere = 0, Box = 1, Capsule = 2, Plane = 3 };
+
+/// The server's answer code to a request or a connect (schemas/impulse.fbs ResultCode, where
+/// each is explained).
+enum class ResultCode : uint16_t {
+  Ok = 0,
+  StaleId = 1,          ///< the ObjectID is null, out of range or no longer live
+  NotDynamic = 2,       ///< forces and impulses only act on dynamic bodies
+  InvalidArgument = 3,  ///< a number is not finite or out of its documented range
+  WorldFull = 4,        ///< the server's object limit is reached
+  NotConnected = 5,     ///< a request arrived from an address with no session
+  VersionMismatch = 6,  ///< the protocol version is not the server's
+  ServerFull = 7,       ///< max clients reached
+  ShuttingDown = 8,     ///< the server is stopping
+  NotOwner = 9,         ///< the object belongs to another client and was not created as shared
+  QuotaExceeded = 10,   ///< the client's live-object quota is used up
+  RateLimited = 11,     ///< more requests or bytes per second than the server allows
+  TokenRequired = 12,   ///< the server wants a connect token (it runs with --token-key)
+  TokenInvalid = 13,    ///< the token is malformed, forged, or sealed with another key
+  TokenExpired = 14,    ///< the token's expiry has passed
+  RequestTooOld = 15,   ///< the request's sequence is below the server's dedup window; not applied
+  ReadOnly = 16,        ///< the server plays a recording: spectators cannot change the world
+  NotAReplay = 17,      ///< ReplayControl sent to a live server
+};
+/// The code's name ("Ok", "StaleId", ...); "unknown" for a value this build does not know.
+const char* to_string(ResultCode code);
+
+/// Whether two objects started or stopped touching (schemas/impulse.fbs ContactEventType).
+enum class ContactEventType : uint8_t { Begin = 0, End = 1 };
+
+/// What replay_control() asks a replay server to do (schemas/impulse.fbs ReplayAction).
+enum class ReplayAction : uint8_t {
+  Pause = 0,     ///< stop at the current tick (snapshots of it keep coming)
+  Resume = 1,    ///< play on from the current tick (from the first tick when at the end)
+  Seek = 2,      ///< jump to the given tick
+  SetSpeed = 3,  ///< play at the given speed times the recorded tick rate
+};
+
+/// The shape of a client's area of interest (schemas/impulse.fbs InterestKind).
+enum class InterestKind : uint8_t {
+  All = 0,     ///< every object within the world bound (the default)
+  Sphere = 1,  ///< center and radius
+  Box = 2,     ///< min and max corners
+};
+
+/// A client's area of interest (Client::set_interest): snapshots and collision events cover only
+/// the objects inside it. World frame [m].
+struct InterestArea {
+  InterestKind kind = InterestKind::All;
+  Vec3 center;      ///< Sphere
+  float radius = 0; ///< Sphere, (0, 1e5]
+  Vec3 min;         ///< Box
+  Vec3 max;         ///< Box
+};
 
 /// What create_object() asks the server to create. Every value is sent as given: the server is
 /// authoritative and answers an out-of-range value with ResultCode::InvalidArgument (the ranges
 /// are documented in schemas/impulse.fbs and repeated here).
 struct ObjectDesc {
-  wire::BodyKind kind = wire::BodyKind::Dynamic;
+  BodyKind kind = BodyKind::Dynamic;
   /// Sphere, Box, Capsule, or Plane (Static bodies only: the plane through `position` whose
   /// outward normal is `orientation` applied to +Y; everything below it is solid).
-  wire::ShapeKind shape = wire::ShapeKind::Sphere;
+  ShapeKind shape = ShapeKind::Sphere;
   /// Sphere: x = radius [m] (y, z ignored); box: half extents [m] along the local axes; capsule:
   /// x = radius, y = half height of the core segment along local Y [m]; plane: ignored. Radii and
   /// half extents in (0, 1000], a capsule half height in [0, 1000].
@@ -62,8 +122,8 @@ struct ObjectState {
   Vec3 dims;              ///< as ObjectDesc::dims [m]; capsule (radius, half_height, radius); plane 0
   Quat orientation;       ///< local to world (x_world = position + rotate(orientation, x_local))
   Vec3 angular_velocity;  ///< world frame [rad/s]
-  wire::BodyKind kind = wire::BodyKind::Dynamic;
-  wire::ShapeKind shape = wire::ShapeKind::Sphere;
+  BodyKind kind = BodyKind::Dynamic;
+  ShapeKind shape = ShapeKind::Sphere;
   bool sleeping = false;   ///< at rest on the server (velocities are then zero)
   bool sensor = false;
 };
@@ -72,11 +132,11 @@ struct ObjectState {
 /// angular velocity). Raycasts are answered by RaycastResult instead.
 struct RequestResult {
   uint32_t request_id = 0;                  ///< as returned by the call that sent the request
-  wire::ResultCode code = wire::ResultCode::Ok;
+  ResultCode code = ResultCode::Ok;
   ObjectID id;                              ///< the created (or addressed) object; null when none
   std::string message;                      ///< human-readable reason; empty on Ok
 
-  bool ok() const { return code == wire::ResultCode::Ok; }
+  bool ok() const { return code == ResultCode::Ok; }
 };
 
 /// One raycast hit.
@@ -91,7 +151,7 @@ struct RayHit {
 /// sorted by (fraction, id): the closest hit only (count <= 1), or every hit when asked for all.
 struct RaycastResult {
   uint32_t request_id = 0;                  ///< as returned by raycast()
-  wire::ResultCode code = wire::ResultCode::Ok;
+  ResultCode code = ResultCode::Ok;
   uint64_t tick = 0;                        ///< server tick whose state the hits describe (0 on error)
   std::string message;                      ///< human-readable reason; empty on Ok
   uint32_t first = 0;
@@ -99,7 +159,7 @@ struct RaycastResult {
   /// More hits were found than one datagram holds (about 28): the nearest ones are listed.
   bool truncated = false;
 
-  bool ok() const { return code == wire::ResultCode::Ok; }
+  bool ok() const { return code == ResultCode::Ok; }
 };
 
 /// Two objects started (Begin) or stopped (End) touching during a server tick. a < b. Tick,
@@ -107,7 +167,7 @@ struct RaycastResult {
 /// docs/PROTOCOL.md "Collision events").
 struct CollisionEvent {
   uint64_t tick = 0;  ///< server tick of the step that produced the event
-  wire::ContactEventType type = wire::ContactEventType::Begin;
+  ContactEventType type = ContactEventType::Begin;
   ObjectID a;
   ObjectID b;
   /// World contact point [m]; for End, the last known point. A multiple of the snapshot position
@@ -166,44 +226,9 @@ struct PollResult {
   }
 };
 
-/// Monotonic counters of one Client (never reset by connect()).
-struct ClientStats {
-  uint64_t datagrams_in = 0;   ///< every datagram received, good or bad
-  uint64_t datagrams_out = 0;
-  uint64_t bytes_in = 0;
-  uint64_t bytes_out = 0;
-  uint64_t datagrams_dropped = 0;  ///< failed verification, came from a stranger, or made no sense
-  /// Drops by wire::DropReason (index = the enum value); None counts datagrams that verified but
-  /// were dropped later (unexpected sender, message the client never asked for, bad snapshot payload or
-  /// event block).
-  std::array<uint64_t, static_cast<size_t>(wire::DropReason::Count)> drops_by_reason{};
-  uint64_t send_errors = 0;           ///< send_to failed (the datagram is lost)
-  uint64_t snapshots_completed = 0;
-  uint64_t snapshots_superseded = 0;  ///< incomplete snapshots abandoned for a newer tick
-  uint64_t snapshot_parts_stale = 0;  ///< snapshots older than the latest applied one (not acked)
-  uint64_t snapshots_rejected = 0;    ///< snapshot payloads that failed decoding (never applied)
-  /// Rejections by wire::SnapshotError (index = the enum value).
-  std::array<uint64_t, static_cast<size_t>(wire::SnapshotError::Count)> snapshot_errors{};
-  uint64_t requests_resent = 0;       ///< requests sent again because no answer came in time
-  uint64_t results_duplicate = 0;     ///< answers to resends of requests already answered (dropped)
-  uint64_t events_duplicate = 0;      ///< collision events received again (dropped)
-  /// CollisionEvents blocks that failed decoding (none of their events delivered, the datagram not
-  /// acked, so the server resends them).
-  uint64_t event_blocks_rejected = 0;
-  /// Rejections by wire::EventBlockError (index = the enum value).
-  std::array<uint64_t, static_cast<size_t>(wire::EventBlockError::Count)> event_block_errors{};
-  /// Pings the client sent on its own for clock sync (ClockSync::next_ping_interval cadence);
-  /// their Pongs are not listed in PollResult::pongs.
-  uint64_t time_pings_sent = 0;
-  uint64_t clock_samples = 0;         ///< Pongs (any nonzero-nonce Ping) fed to the clock sync
-  /// Snapshots whose tick went back (a replay server seeked back): the clock sync and the
-  /// interpolation buffer started over from that snapshot.
-  uint64_t timeline_restarts = 0;
-};
-
-/// Tuning of a Client's clock sync and interpolation buffer (Client::set_config). The defaults
-/// are the issue's: two snapshot intervals plus the measured jitter of delay, 250 ms of
-/// extrapolation on loss, a 100 ms decaying correction.
+/// Tuning of a Client's clock sync and interpolation buffer (Client::set_config). The defaults:
+/// a delay of two snapshot intervals plus the measured jitter, 250 ms of extrapolation on loss,
+/// a 100 ms decaying correction.
 struct ClientConfig {
   /// Fixed interpolation delay [s], in [0, 5]: how far behind a typical snapshot arrival the
   /// render tick runs (Client::render_tick). nullopt = the default, two snapshot intervals plus
@@ -230,20 +255,6 @@ struct ClientConfig {
   /// True when every field is in range; otherwise false and, if `error` is not null, a message
   /// naming the first bad field.
   bool validate(std::string* error) const;
-};
-
-/// The client's clock estimates at one local time (Client::clock_estimate).
-struct ClockEstimate {
-  bool ready = false;         ///< enough Pongs for the offset (ClockSync::ready)
-  size_t ping_samples = 0;    ///< Pong samples held, <= ClockSync::kPingWindow
-  double offset_s = 0;        ///< server simulation clock - local steady clock [s]; 0 before any
-  double rtt_s = 0;           ///< round trip of the lowest-delay pings [s]; 0 before any
-  double jitter_s = 0;        ///< the jitter the default delay covers (ClockSync::jitter_s) [s]
-  double interpolation_delay_s = 0;  ///< Client::interpolation_delay_s() [s]
-  /// The server tick being stepped at that local time (fractional); nullopt until ready.
-  std::optional<double> server_tick;
-  /// Client::render_tick at that local time; nullopt before the first snapshot.
-  std::optional<double> render_tick;
 };
 
 /// Splits "HOST:PORT" ("127.0.0.1:7777", "localhost:7777", "[::1]:7777") into its parts.

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "client/client.h"
+#include "impulse/client.h"
 
 namespace impulse {
 namespace {

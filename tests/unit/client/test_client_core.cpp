@@ -16,7 +16,7 @@ namespace {
 
 ObjectDesc ball_at(Vec3 position) {
   ObjectDesc d;
-  d.shape = wire::ShapeKind::Sphere;
+  d.shape = ShapeKind::Sphere;
   d.dims = {0.25f, 0.25f, 0.25f};
   d.position = position;
   return d;
@@ -94,7 +94,7 @@ TEST(ClientCore, AFullServerRejectsWithItsReasonCode) {
   ASSERT_TRUE(net.run_until([&] { return net.client(second).state() == ConnectionState::Failed; }, 2s));
   const ConnectionError& e = net.client(second).connection_error();
   EXPECT_EQ(e.kind, ConnectFailure::Rejected);
-  EXPECT_EQ(e.code, wire::ResultCode::ServerFull);
+  EXPECT_EQ(e.code, ResultCode::ServerFull);
   EXPECT_NE(e.message.find("--max-clients"), std::string::npos) << e.message;
   EXPECT_TRUE(net.client(first).connected());
 }

@@ -1,6 +1,6 @@
 // ClockSync: NTP offset estimation over a simulated link (fake clock, seeded PRNG, no sleeps),
 // step detection, slewing, and the snapshot playout clock.
-#include "client/clock_sync.h"
+#include "impulse/clock_sync.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "client/interpolation.h"
+#include "impulse/interpolation.h"
 #include "shared/net/link_simulator.h"
 
 namespace impulse {

@@ -1,7 +1,7 @@
 // SnapshotInterpolator and slerp: closed forms for constant-velocity / constant-spin motion,
 // capped extrapolation, the decaying correction, and convergence after a simulated hostile link
 // (fake clock, seeded PRNG, bounded loops, no sleeps).
-#include "client/interpolation.h"
+#include "impulse/interpolation.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "client/clock_sync.h"
+#include "impulse/clock_sync.h"
 #include "shared/net/link_simulator.h"
 
 namespace impulse {
@@ -361,9 +361,9 @@ void check_convergence_after_hostile_link(uint64_t seed, bool record) {
   // duplicating 5 % and holding 5 % back a further 0-50 ms (reordering); then it is clean
   // (100 ms). Object A is in every snapshot, B in every other (deferred by the priority
   // accumulator), C rests. The client renders at 120 fps at ClockSync::render_tick with the
-  // default delay. Claim (issue 4, "once the link clears, the client's view converges within one
-  // interpolation delay"): once render time reaches the clear (one interpolation delay after
-  // it), A is never extrapolated and gets no new correction, so its error is the lerp chord
+  // default delay. Claim (the netcode's requirement: "once the link clears, the client's view
+  // converges within one interpolation delay"): once render time reaches the clear (one
+  // interpolation delay after it), A is never extrapolated and gets no new correction, so its error is the lerp chord
   // error plus the remainder of earlier corrections, which decays as e^(-dt/tau). B, sent at
   // half the rate the default delay is sized for, may run up to a frame past its data (at most
   // one tick, whose extrapolation error is added to its bound); C stays exactly where it rests.

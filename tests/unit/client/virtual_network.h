@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "client/client_core.h"
+#include "impulse/client_core.h"
 #include "server/app/server_core.h"
 #include "shared/net/link_simulator.h"
 
