@@ -42,7 +42,9 @@ PeerAddress to_peer(const udp::endpoint& e) {
 }  // namespace
 
 struct Client::Impl {
-  ClientCore core;
+  explicit Impl(ClientCore& c) : core(c) {}
+
+  ClientCore& core;  ///< the Client itself, as its protocol core
   asio::io_context io;
   udp::socket socket{io};
   udp::endpoint server;
@@ -91,13 +93,12 @@ struct Client::Impl {
                       [this](const udp::endpoint& to, std::span<const uint8_t> b) { send_now(b, to); });
   }
 
-  /// The core's queued requests go out now rather than at the next poll().
-  template <typename T>
-  T sent(T request_id) {
+  /// The core's queue listener: a request call's datagram goes out now, not at the next poll().
+  static void send_queued(void* self) {
+    Impl& m = *static_cast<Impl*>(self);
     const Clock::time_point now = Clock::now();
-    core.update(now);
-    flush(now);
-    return request_id;
+    m.core.update(now);
+    m.flush(now);
   }
 
   /// Waits until the socket is readable or `timeout` passes. Returns true when readable.
@@ -138,7 +139,9 @@ struct Client::Impl {
   }
 };
 
-Client::Client() : impl_(std::make_unique<Impl>()) {}
+Client::Client() : impl_(std::make_unique<Impl>(static_cast<ClientCore&>(*this))) {
+  set_queue_listener(&Impl::send_queued, impl_.get());
+}
 
 Client::~Client() {
   if (connected()) disconnect();
@@ -241,48 +244,6 @@ void Client::disconnect(std::string_view reason) {
 
 bool Client::connected() const { return impl_->core.connected(); }
 
-uint32_t Client::create_object(const ObjectDesc& desc) { return impl_->sent(impl_->core.create_object(desc)); }
-uint32_t Client::destroy(ObjectID id) { return impl_->sent(impl_->core.destroy(id)); }
-uint32_t Client::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point) {
-  return impl_->sent(impl_->core.apply_force(id, force, point));
-}
-bool Client::apply_force_unreliable(ObjectID id, Vec3 force, std::optional<Vec3> point) {
-  return impl_->sent(impl_->core.apply_force_unreliable(id, force, point));
-}
-uint32_t Client::apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point) {
-  return impl_->sent(impl_->core.apply_impulse(id, impulse, point));
-}
-uint32_t Client::apply_torque(ObjectID id, Vec3 torque) { return impl_->sent(impl_->core.apply_torque(id, torque)); }
-uint32_t Client::set_velocity(ObjectID id, Vec3 velocity) { return impl_->sent(impl_->core.set_velocity(id, velocity)); }
-uint32_t Client::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
-  return impl_->sent(impl_->core.set_angular_velocity(id, angular_velocity));
-}
-uint32_t Client::raycast(Vec3 origin, Vec3 translation, bool all) {
-  return impl_->sent(impl_->core.raycast(origin, translation, all));
-}
-uint32_t Client::set_interest(const InterestArea& area) { return impl_->sent(impl_->core.set_interest(area)); }
-
-uint32_t Client::set_interest_sphere(Vec3 center, float radius) {
-  InterestArea a;
-  a.kind = InterestKind::Sphere;
-  a.center = center;
-  a.radius = radius;
-  return set_interest(a);
-}
-
-uint32_t Client::set_interest_box(Vec3 min, Vec3 max) {
-  InterestArea a;
-  a.kind = InterestKind::Box;
-  a.min = min;
-  a.max = max;
-  return set_interest(a);
-}
-
-uint32_t Client::replay_control(ReplayAction action, uint64_t tick, float speed) {
-  return impl_->sent(impl_->core.replay_control(action, tick, speed));
-}
-uint64_t Client::ping() { return impl_->sent(impl_->core.ping()); }
-
 const PollResult& Client::poll(std::chrono::milliseconds max_wait) {
   Impl& m = *impl_;
   const size_t read = m.drain();
@@ -293,8 +254,6 @@ const PollResult& Client::poll(std::chrono::milliseconds max_wait) {
   return m.core.take_result();
 }
 
-std::span<const ObjectState> Client::objects() const { return impl_->core.objects(); }
-const ObjectState* Client::find(ObjectID id) const { return impl_->core.find(id); }
 
 void Client::process_datagram(std::span<const uint8_t> bytes) {
   Impl& m = *impl_;
@@ -308,20 +267,6 @@ void Client::process_datagram(std::span<const uint8_t> bytes) {
   m.flush(now);  // without a socket: counted in send_errors
 }
 
-bool Client::set_config(const ClientConfig& config, std::string* error) { return impl_->core.set_config(config, error); }
-const ClientConfig& Client::config() const { return impl_->core.config(); }
-std::optional<double> Client::render_tick(TimePoint now) const { return impl_->core.render_tick(now); }
-std::optional<Pose> Client::pose_at(ObjectID id, TimePoint render_time, PoseSource* source) const {
-  return impl_->core.pose_at(id, render_time, source);
-}
-std::optional<Pose> Client::pose_at_tick(ObjectID id, double tick, PoseSource* source) const {
-  return impl_->core.pose_at_tick(id, tick, source);
-}
-std::optional<double> Client::estimated_server_tick(TimePoint now) const { return impl_->core.estimated_server_tick(now); }
-double Client::interpolation_delay_s() const { return impl_->core.interpolation_delay_s(); }
-ClockEstimate Client::clock_estimate(TimePoint now) const { return impl_->core.clock_estimate(now); }
-const ClockSync& Client::clock_sync() const { return impl_->core.clock_sync(); }
-const SnapshotInterpolator& Client::interpolator() const { return impl_->core.interpolator(); }
 
 bool Client::set_link_conditions(const net::LinkConditions& conditions, std::string* error) {
   Impl& m = *impl_;
@@ -335,16 +280,6 @@ bool Client::set_link_conditions(const net::LinkConditions& conditions, std::str
   return true;
 }
 
-size_t Client::requests_in_flight() const { return impl_->core.requests_in_flight(); }
-uint32_t Client::max_objects() const { return impl_->core.max_objects(); }
-LinkEstimates Client::link() const { return impl_->core.link(); }
-uint32_t Client::client_id() const { return impl_->core.client_id(); }
-uint64_t Client::server_tick() const { return impl_->core.server_tick(); }
-uint64_t Client::snapshot_tick() const { return impl_->core.snapshot_tick(); }
-uint16_t Client::tick_hz() const { return impl_->core.tick_hz(); }
-uint16_t Client::snapshot_hz() const { return impl_->core.snapshot_hz(); }
-std::optional<std::chrono::microseconds> Client::last_rtt() const { return impl_->core.last_rtt(); }
-const ClientStats& Client::stats() const { return impl_->core.stats(); }
 
 uint16_t Client::local_port() const {
   std::error_code ec;

@@ -157,6 +157,8 @@ struct ClientCore::Impl {
 
   ConnectionState state = ConnectionState::Disconnected;
   ConnectionError error;
+  void (*queue_listener)(void*) = nullptr;  ///< set_queue_listener
+  void* queue_listener_context = nullptr;
   PeerAddress server;
   ConnectParams params;
   TimePoint now_{};                   ///< the latest time the caller gave
@@ -247,7 +249,12 @@ struct ClientCore::Impl {
     r.request_id = request_id;
     r.bytes.assign(built.begin(), built.end());
     outstanding.push_back(std::move(r));
+    notify_queued();
     return request_id;
+  }
+
+  void notify_queued() {
+    if (queue_listener != nullptr) queue_listener(queue_listener_context);
   }
 
   std::chrono::nanoseconds request_resend_interval() const {
@@ -853,6 +860,7 @@ uint32_t ClientCore::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> po
 bool ClientCore::apply_force_unreliable(ObjectID id, Vec3 force, std::optional<Vec3> point) {
   if (!connected()) return false;
   impl_->unreliable.push_back(Impl::UnreliableForce{id, force, point});
+  impl_->notify_queued();
   return true;
 }
 
@@ -904,6 +912,27 @@ uint32_t ClientCore::set_interest(const InterestArea& area) {
   return m.queue_request(request_id, wire::build_set_interest(m.fbb, request_id, args));
 }
 
+uint32_t ClientCore::set_interest_sphere(Vec3 center, float radius) {
+  InterestArea a;
+  a.kind = InterestKind::Sphere;
+  a.center = center;
+  a.radius = radius;
+  return set_interest(a);
+}
+
+uint32_t ClientCore::set_interest_box(Vec3 min, Vec3 max) {
+  InterestArea a;
+  a.kind = InterestKind::Box;
+  a.min = min;
+  a.max = max;
+  return set_interest(a);
+}
+
+void ClientCore::set_queue_listener(void (*listener)(void* context), void* context) {
+  impl_->queue_listener = listener;
+  impl_->queue_listener_context = context;
+}
+
 uint32_t ClientCore::replay_control(ReplayAction action, uint64_t tick, float speed) {
   Impl& m = *impl_;
   if (!connected()) return 0;
@@ -916,6 +945,7 @@ uint64_t ClientCore::ping() {
   if (!connected()) return 0;
   const uint64_t nonce = m.next_nonce++;
   m.user_pings.push_back(nonce);
+  m.notify_queued();
   return nonce;
 }
 

@@ -12,6 +12,8 @@
 #include "server/net/snapshot_writer.h"
 #include "server/record/playback.h"
 #include "server/record/recorder.h"
+#include "server/request/decode_request.h"
+#include "shared/wire/messages.h"
 
 namespace impulse::server {
 namespace {
@@ -72,36 +74,6 @@ WorldOutcome describe(physics::Error error, Message type) {
   return {ResultCode::InvalidArgument, "unknown world error", RejectReason::InvalidArgument};
 }
 
-physics::Shape to_shape(wire::ShapeKind kind, const wire::Vec3* wire_dims) {
-  const Vec3 dims = wire_dims ? wire::to_vec3(*wire_dims) : Vec3{};  // only a plane may lack dims
-  switch (kind) {
-    case wire::ShapeKind::Sphere: return physics::make_sphere(dims.x);
-    case wire::ShapeKind::Box: return physics::make_box(dims);
-    case wire::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
-    case wire::ShapeKind::Plane: return physics::make_plane();
-  }
-  return physics::make_sphere(dims.x);  // unreachable: check_request admits known kinds only
-}
-
-// Call after check_request passed: every field is then present where required and in range.
-physics::BodyDesc to_body_desc(const wire::CreateObject& m) {
-  physics::BodyDesc desc;
-  desc.kind = static_cast<physics::BodyKind>(m.kind());
-  desc.shape = to_shape(m.shape(), m.dims());
-  desc.position = m.position() ? wire::to_vec3(*m.position()) : Vec3{};
-  // Within 1e-3 of unit length (checked); normalised here so the World gets an exact rotation.
-  desc.orientation = m.orientation() ? normalize(wire::to_quat(*m.orientation())) : Quat{};
-  desc.velocity = m.velocity() ? wire::to_vec3(*m.velocity()) : Vec3{};
-  desc.angular_velocity = m.angular_velocity() ? wire::to_vec3(*m.angular_velocity()) : Vec3{};
-  desc.mass = m.mass();
-  desc.restitution = m.restitution();
-  desc.friction = m.friction();
-  desc.angular_damping = m.angular_damping();
-  desc.material = m.material();
-  desc.sensor = m.sensor();
-  return desc;
-}
-
 wire::RayHitEntry to_wire_hit(const physics::RayHit& h) {
   return wire::RayHitEntry(impulse::to_wire(h.id), wire::to_wire(h.point), wire::to_wire(h.normal), h.fraction);
 }
@@ -113,24 +85,6 @@ std::string_view client_name_of(const wire::Connect& m) {
 
 uint64_t system_unix_now() { return static_cast<uint64_t>(std::time(nullptr)); }
 
-// Requests that address an existing object and change it (ownership applies to these).
-bool touches_object(Message type) {
-  switch (type) {
-    case Message::DestroyObject:
-    case Message::ApplyForce:
-    case Message::ApplyImpulse:
-    case Message::SetVelocity:
-    case Message::ApplyTorque:
-    case Message::SetAngularVelocity:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// Pushes a client may send fire-and-forget (request_id 0): per-tick controls, where a lost one is
-// superseded by the next and a resend or an answer would only cost bandwidth. Destroy is not one.
-bool accepts_unsequenced(Message type) { return type != Message::DestroyObject && touches_object(type); }
 
 // Interest test with a margin [m] (the hysteresis of the event filter matches the snapshots').
 bool inside_interest(const wire::InterestArgs& area, Vec3 p, float margin) {
@@ -220,7 +174,7 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
     }
     if (owners_.size() <= r.id.index) owners_.resize(r.id.index + 1);
     owners_[r.id.index] = Ownership{r.id.generation, 0, true};  // the scene is everyone's
-    if (recorder_) recorder_->note_body(r.id, bodies[i]);
+    journal_.scene_body(r.id, bodies[i]);
   }
   publish_stats();
   return true;
@@ -229,18 +183,11 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
 void ServerCore::start(TimePoint now) {
   clock_ = make_step_clock(config_.tick_hz, config_.max_steps_per_frame, now);
   epoch_ = now;
-  playback_last_ = now;
-  last_playback_snapshot_ = now;
-  last_status_ = now;
+  if (playback_) playback_->start(now);
 }
 
 std::chrono::nanoseconds ServerCore::time_to_next_step() const {
-  if (!playback_) return server::time_to_next_step(clock_);
-  if (paused_) return clock_.step;  // sessions still expire, paused snapshots still go out
-  // Wall time until the playback accumulator holds one more recorded tick, rounded up.
-  const double wall_ns = static_cast<double>((clock_.step - playback_accumulator_).count()) / speed_;
-  const auto next = std::chrono::nanoseconds(static_cast<int64_t>(std::ceil(wall_ns)));
-  return std::clamp<std::chrono::nanoseconds>(next, std::chrono::nanoseconds{0}, clock_.step);
+  return playback_ ? playback_->time_to_next_tick(clock_) : server::time_to_next_step(clock_);
 }
 
 uint32_t ServerCore::owner_of(ObjectID id) const {
@@ -342,10 +289,7 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
       spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(from), session->name,
                    session->client_id,
                    sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes));
-      if (recorder_) {
-        recorder_->add_client_event(record::ClientEventType::Disconnect, session->client_id, world_.tick(),
-                                    to_string(from), {});
-      }
+      journal_.session(record::ClientEventType::Disconnect, session->client_id, world_.tick(), to_string(from), {});
       remove_session(from);
       return;
     }
@@ -439,10 +383,7 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
       send(*old, wire::build_disconnect(fbb_, "replaced by a new session of the same client id"), now, out);
       spdlog::info("client {} reconnected from {}: its session at {} is replaced", client_id, to_string(from),
                    to_string(old_endpoint));
-      if (recorder_) {
-        recorder_->add_client_event(record::ClientEventType::Disconnect, client_id, world_.tick(),
-                                    to_string(old_endpoint), {});
-      }
+      journal_.session(record::ClientEventType::Disconnect, client_id, world_.tick(), to_string(old_endpoint), {});
       remove_session(old_endpoint);
     }
   }
@@ -470,9 +411,7 @@ void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, ui
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
   spdlog::info("client connected: {} name=\"{}\" id={}{} ({} of {} clients)", to_string(from), s->name, s->client_id,
                token_key_ ? " (token)" : " (anonymous)", sessions_.size(), config_.max_clients);
-  if (recorder_) {
-    recorder_->add_client_event(record::ClientEventType::Connect, s->client_id, world_.tick(), to_string(from), s->name);
-  }
+  journal_.session(record::ClientEventType::Connect, s->client_id, world_.tick(), to_string(from), s->name);
   send_accepted(*s, now, out);
 }
 
@@ -490,8 +429,8 @@ void ServerCore::send_accepted(Session& s, TimePoint now, Outbox& out) {
   a.first_request_id = 1;
   if (playback_) {
     a.replay = true;
-    a.replay_first_tick = playback_->first_tick();
-    a.replay_last_tick = playback_->last_tick();
+    a.replay_first_tick = playback_->playback().first_tick();
+    a.replay_last_tick = playback_->playback().last_tick();
   }
   send(s, wire::build_connect_accepted(fbb_, a), now, out);
 }
@@ -521,124 +460,23 @@ void ServerCore::answer_slot(Session& s, const RequestSlot& slot, TimePoint now,
 
 void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
                                 TimePoint now, Outbox& out) {
-  // Decode into a PendingRequest; each case range-checks first (nothing invalid is queued).
-  PendingRequest r;
-  r.type = envelope.message_type();
-  r.from = from;
-  wire::Check check;
-  switch (r.type) {
-    case Message::CreateObject: {
-      const auto* m = envelope.message_as_CreateObject();
-      r.request_id = m->request_id();
-      check = wire::check_request(*m);
-      if (check.ok()) {
-        r.desc = to_body_desc(*m);
-        r.shared = m->shared();
-      }
-      break;
-    }
-    case Message::DestroyObject: {
-      const auto* m = envelope.message_as_DestroyObject();
-      r.request_id = m->request_id();
-      r.id = from_wire(m->id());
-      break;
-    }
-    case Message::ApplyForce: {
-      const auto* m = envelope.message_as_ApplyForce();
-      r.request_id = m->request_id();
-      r.id = from_wire(m->id());
-      check = wire::check_request(*m);
-      if (check.ok()) {
-        r.vector = wire::to_vec3(*m->force());
-        r.point = wire::to_optional_vec3(m->point());
-      }
-      break;
-    }
-    case Message::ApplyImpulse: {
-      const auto* m = envelope.message_as_ApplyImpulse();
-      r.request_id = m->request_id();
-      r.id = from_wire(m->id());
-      check = wire::check_request(*m);
-      if (check.ok()) {
-        r.vector = wire::to_vec3(*m->impulse());
-        r.point = wire::to_optional_vec3(m->point());
-      }
-      break;
-    }
-    case Message::SetVelocity: {
-      const auto* m = envelope.message_as_SetVelocity();
-      r.request_id = m->request_id();
-      r.id = from_wire(m->id());
-      check = wire::check_request(*m);
-      if (check.ok()) r.vector = wire::to_vec3(*m->velocity());
-      break;
-    }
-    case Message::ApplyTorque: {
-      const auto* m = envelope.message_as_ApplyTorque();
-      r.request_id = m->request_id();
-      r.id = from_wire(m->id());
-      check = wire::check_request(*m);
-      if (check.ok()) r.vector = wire::to_vec3(*m->torque());
-      break;
-    }
-    case Message::SetAngularVelocity: {
-      const auto* m = envelope.message_as_SetAngularVelocity();
-      r.request_id = m->request_id();
-      r.id = from_wire(m->id());
-      check = wire::check_request(*m);
-      if (check.ok()) r.vector = wire::to_vec3(*m->angular_velocity());
-      break;
-    }
-    case Message::Raycast: {
-      const auto* m = envelope.message_as_Raycast();
-      r.request_id = m->request_id();
-      check = wire::check_request(*m);
-      if (check.ok()) {
-        r.vector = wire::to_vec3(*m->origin());
-        r.translation = wire::to_vec3(*m->translation());
-        r.all_hits = m->all();
-      }
-      break;
-    }
-    case Message::SetInterest: {
-      const auto* m = envelope.message_as_SetInterest();
-      r.request_id = m->request_id();
-      check = wire::check_request(*m);
-      if (check.ok()) {
-        r.interest.kind = m->kind();
-        if (m->center()) r.interest.center = wire::to_vec3(*m->center());
-        r.interest.radius = m->radius();
-        if (m->min()) r.interest.min = wire::to_vec3(*m->min());
-        if (m->max()) r.interest.max = wire::to_vec3(*m->max());
-      }
-      break;
-    }
-    case Message::ReplayControl: {
-      const auto* m = envelope.message_as_ReplayControl();
-      r.request_id = m->request_id();
-      if (playback_) {
-        check = wire::check_request(*m, playback_->first_tick(), playback_->last_tick());
-      } else {
-        check = {ResultCode::NotAReplay, "this server is live, not playing a recording: ReplayControl is only for "
-                                         "impulse-replay serve"};
-      }
-      if (check.ok()) {
-        r.replay_action = m->action();
-        r.replay_tick = m->tick();
-        r.replay_speed = m->speed();
-      }
-      break;
-    }
-    default:
-      // verify_datagram admits only client messages, and the others are handled by the caller.
-      rejects_.note(RejectReason::NoMessage, from, "unhandled message type", now);
-      return;
+  // Decode into a PendingRequest; each decoder range-checks first (nothing invalid is queued).
+  DecodeContext context;
+  if (playback_) context.replay_ticks = {playback_->playback().first_tick(), playback_->playback().last_tick()};
+  DecodedRequest decoded;
+  if (!decode_request(envelope, context, &decoded)) {
+    // verify_datagram admits only client messages, and the others are handled by the caller.
+    rejects_.note(RejectReason::NoMessage, from, "unhandled message type", now);
+    return;
   }
+  PendingRequest& r = decoded.request;
+  const wire::Check& check = decoded.check;
+  r.from = from;
 
   Session* session = sessions_.find(from);
   if (!session) return reply_not_connected(from, r.type, r.request_id, request_bytes, now, out);
   r.client_id = session->client_id;
-  if (r.request_id == 0 && accepts_unsequenced(r.type)) return queue_unsequenced(*session, r, check, now);
+  if (r.request_id == 0 && wire::rule_of(r.type).fire_and_forget) return queue_unsequenced(*session, r, check, now);
 
   switch (session->requests.arrive(r, check.code, check.message)) {
     case Arrival::Accepted:
@@ -715,7 +553,7 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       answer_slot(s, *slot, now, out);
       continue;
     }
-    if (playback_ && changes_world(r.type)) {
+    if (playback_ && wire::changes_world(r.type)) {
       rejects_.note(RejectReason::ReadOnly, s.endpoint, wire::EnumNameMessage(r.type), now);
       stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
       s.requests.answer(r.request_id, ResultCode::ReadOnly, r.id, kReadOnlyMessage);
@@ -725,7 +563,9 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
     if (r.type == Message::ReplayControl) {
       // Only a replay gets here (a live server refused it in the range check).
       std::string message;
-      const ResultCode code = apply_replay_control(r, s, &message);
+      const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
+      const ResultCode code = playback_->control(r.replay_action, r.replay_tick, r.replay_speed, who, &message);
+      publish_stats();  // a seek moved the world
       if (code == ResultCode::Ok) {
         stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
       } else {
@@ -788,7 +628,7 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
     }
     return ResultCode::Ok;
   }
-  if (!touches_object(r.type) || authority_any_) return ResultCode::Ok;
+  if (!wire::rule_of(r.type).addresses_object || authority_any_) return ResultCode::Ok;
   if (r.id.index >= owners_.size()) return ResultCode::Ok;  // the World answers StaleId
   const Ownership& o = owners_[r.id.index];
   if (o.generation != r.id.generation || o.shared || o.client_id == r.client_id) return ResultCode::Ok;
@@ -812,7 +652,7 @@ void ServerCore::note_applied(const PendingRequest& r, ObjectID id) {
 }
 
 void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& out) {
-  if (!changes_world(r.type)) return;  // Raycast: answered after the steps (answer_raycasts)
+  if (!wire::changes_world(r.type)) return;  // Raycast: answered after the steps (answer_raycasts)
   Session* s = sessions_.find(r.from);
   std::string_view refusal;
   const ResultCode auth = authorize(r, &refusal);
@@ -828,7 +668,7 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
     if (code != ResultCode::Ok) rejects_.note(outcome.reason, r.from, outcome.message, now);
     if (code == ResultCode::Ok) note_applied(r, id);
     // Only requests that reached the World are recorded: a replay needs nothing else.
-    if (recorder_) recorder_->add_request(r, outcome.code, id);
+    journal_.applied(r, outcome.code, id);
   } else {
     rejects_.note(auth == ResultCode::NotOwner ? RejectReason::NotOwner : RejectReason::QuotaExceeded, r.from,
                   refusal, now);
@@ -929,6 +769,14 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
   if (snapshot_observer_) snapshot_observer_(world_);
 }
 
+size_t ServerCore::collect_step_events() {
+  const auto step_events = world_.contact_events();
+  const size_t room = kMaxEventsPerUpdate - events_.size();
+  const size_t take = std::min(room, step_events.size());
+  append_collision_events(step_events.first(take), world_.tick(), &events_);
+  return step_events.size() - take;
+}
+
 int ServerCore::update(TimePoint now, Outbox& out) {
   if (playback_) return update_playback(now, out);
   const int steps = take_due_steps(clock_, now);
@@ -943,16 +791,8 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     const auto t_step = SteadyClock::now();
     for (int i = 0; i < steps; ++i) {
       world_.step(dt_);
-      if (recorder_) {
-        const auto t_record = SteadyClock::now();
-        recorder_->end_tick(world_);
-        record_ns += static_cast<uint64_t>(std::chrono::nanoseconds(SteadyClock::now() - t_record).count());
-      }
-      const auto step_events = world_.contact_events();
-      const size_t room = kMaxEventsPerUpdate - events_.size();
-      const size_t take = std::min(room, step_events.size());
-      append_collision_events(step_events.first(take), world_.tick(), &events_);
-      events_dropped += step_events.size() - take;
+      record_ns += journal_.stepped(world_);
+      events_dropped += collect_step_events();
       for (int p = 0; p < phases; ++p) {
         if (is_snapshot_tick(world_.tick() + static_cast<uint64_t>(p), config_.tick_hz, config_.snapshot_hz)) {
           phase_due_[static_cast<size_t>(p)] = 1;
@@ -993,10 +833,7 @@ void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
     spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
                  to_string(s.endpoint), s.name, s.client_id,
                  std::chrono::duration<double>(now - s.last_heard).count());
-    if (recorder_) {
-      recorder_->add_client_event(record::ClientEventType::Timeout, s.client_id, world_.tick(), to_string(s.endpoint),
-                                  {});
-    }
+    journal_.session(record::ClientEventType::Timeout, s.client_id, world_.tick(), to_string(s.endpoint), {});
   }
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
 }
@@ -1009,10 +846,7 @@ void ServerCore::shut_down(std::string_view reason, Outbox& out) {
     send(s, wire::build_disconnect(fbb_, reason), clock_.last, out);
     spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(s.endpoint), s.name,
                  s.client_id, reason);
-    if (recorder_) {
-      recorder_->add_client_event(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(),
-                                  to_string(s.endpoint), {});
-    }
+    journal_.session(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(), to_string(s.endpoint), {});
   }
   stats_.clients.store(0, std::memory_order_relaxed);
 }
@@ -1037,194 +871,48 @@ void ServerCore::publish_stats() {
 namespace impulse::server {
 
 bool ServerCore::start_playback(const ReplayOptions& options, std::string* error) {
-  auto fail = [&](std::string text) {
-    if (error) *error = std::move(text);
-    return false;
-  };
-  if (!(options.speed >= wire::kMinReplaySpeed && options.speed <= wire::kMaxReplaySpeed)) {
-    return fail(fmt::format("--speed must be in [1/16, 16] (got {})", options.speed));
-  }
-  auto playback = std::make_unique<record::Playback>(world_);
-  if (!playback->open(options.file, error)) return false;
-  playback->set_check_hashes(options.check_hashes);
-  const int tick_hz = static_cast<int>(playback->tick_hz());  // 1..1000, checked by open()
-  int snapshot_hz = options.snapshot_hz;
-  if (snapshot_hz == 0) snapshot_hz = std::clamp(static_cast<int>(playback->snapshot_hz()), 1, tick_hz);
-  if (snapshot_hz < 1 || snapshot_hz > tick_hz) {
-    return fail(fmt::format("--snapshot-hz must be in 1..{} (the recording's tick rate; got {})", tick_hz,
-                            options.snapshot_hz));
-  }
-  if (options.from_tick) {
-    std::string seek_error;
-    if (!playback->seek(*options.from_tick, &seek_error)) return fail(fmt::format("--from: {}", seek_error));
-  }
-  config_.tick_hz = tick_hz;
-  config_.snapshot_hz = snapshot_hz;
-  clock_ = make_step_clock(tick_hz, config_.max_steps_per_frame, clock_.last);
-  dt_ = playback->dt();
-  playback_ = std::move(playback);
-  replay_ = options;
-  speed_ = options.speed;
-  paused_ = false;
+  std::unique_ptr<PlaybackDriver> driver = PlaybackDriver::open(world_, options, error);
+  if (!driver) return false;
+  config_.tick_hz = driver->tick_hz();
+  config_.snapshot_hz = driver->snapshot_hz();
+  clock_ = make_step_clock(config_.tick_hz, config_.max_steps_per_frame, clock_.last);
+  dt_ = driver->playback().dt();
+  driver->start(clock_.last);  // start() may have run already (or runs later and restarts it)
+  playback_ = std::move(driver);
   publish_stats();
   return true;
 }
 
-int ServerCore::take_playback_ticks(TimePoint now) {
-  const std::chrono::nanoseconds wall = now > playback_last_ ? now - playback_last_ : std::chrono::nanoseconds{0};
-  if (now > playback_last_) playback_last_ = now;
-  clock_.last = playback_last_;  // answers and shutdown messages are stamped with it
-  if (paused_) return 0;
-  // Recorded time advances at `speed` times the wall clock (exact in integer ns at speed 1).
-  playback_accumulator_ += speed_ == 1.0 ? wall
-                                         : std::chrono::nanoseconds(static_cast<int64_t>(
-                                               static_cast<double>(wall.count()) * speed_));
-  const int64_t due = playback_accumulator_ / clock_.step;
-  playback_accumulator_ -= clock_.step * due;
-  // A stall (or a speed the CPU cannot keep) plays slower instead of spiralling: the cap keeps
-  // every recorded tick (none is skipped) and drops the wall time beyond it.
-  const int64_t cap = static_cast<int64_t>(config_.max_steps_per_frame) * 16;
-  if (due > cap) {
-    clock_.dropped_steps += static_cast<uint64_t>(due - cap);
-    return static_cast<int>(cap);
-  }
-  return static_cast<int>(due);
-}
+const record::Playback* ServerCore::playback() const { return playback_ ? &playback_->playback() : nullptr; }
+bool ServerCore::playback_paused() const { return playback_ && playback_->paused(); }
+double ServerCore::playback_speed() const { return playback_ ? playback_->speed() : 1.0; }
 
-bool ServerCore::seek_playback(uint64_t tick, std::string* error) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const uint64_t from = playback_->tick();
-  const uint64_t keyframe = playback_->keyframe_at_or_before(tick);
-  const bool ok = playback_->seek(tick, error);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  if (ok) {
-    spdlog::info("replay: seek from tick {} to tick {} ({} from the keyframe of tick {}, {:.1f} ms)", from, tick,
-                 tick >= from && keyframe <= from ? "played on" : "re-simulated", keyframe, ms);
-  } else {
-    spdlog::error("replay: seek to tick {} failed: {}; now at tick {}", tick, error ? *error : std::string{},
-                  playback_->tick());
-  }
-  // The world jumped: spectators get the new state at once, and the clock starts afresh.
-  playback_accumulator_ = std::chrono::nanoseconds{0};
-  playback_snapshot_due_ = true;
-  publish_stats();
-  return ok;
-}
-
-void ServerCore::end_of_recording() {
-  if (replay_.loop) {
-    spdlog::info("replay: end of the recording at tick {}: looping to tick {}", playback_->tick(),
-                 playback_->first_tick());
-    std::string error;
-    if (!seek_playback(playback_->first_tick(), &error)) paused_ = true;
-    return;
-  }
-  paused_ = true;
-  spdlog::info("replay: end of the recording at tick {}: paused (a spectator may seek, or resume to play it from "
-               "the start)",
-               playback_->tick());
-}
-
-wire::ResultCode ServerCore::apply_replay_control(const PendingRequest& r, const Session& s, std::string* message) {
-  const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
-  switch (r.replay_action) {
-    case wire::ReplayAction::Pause:
-      paused_ = true;
-      spdlog::info("replay: paused at tick {} by {}", playback_->tick(), who);
-      return ResultCode::Ok;
-    case wire::ReplayAction::Resume:
-      if (playback_->tick() >= playback_->last_tick()) {
-        std::string error;
-        if (!seek_playback(playback_->first_tick(), &error)) {
-          *message = "resume: cannot restart the recording: " + error;
-          return ResultCode::InvalidArgument;
-        }
-      }
-      if (paused_) playback_accumulator_ = std::chrono::nanoseconds{0};
-      paused_ = false;
-      spdlog::info("replay: resumed at tick {} by {}", playback_->tick(), who);
-      return ResultCode::Ok;
-    case wire::ReplayAction::SetSpeed:
-      speed_ = r.replay_speed;  // range-checked by check_request
-      spdlog::info("replay: speed {}x at tick {} by {}", speed_, playback_->tick(), who);
-      return ResultCode::Ok;
-    case wire::ReplayAction::Seek: {
-      spdlog::info("replay: seek to tick {} by {}", r.replay_tick, who);
-      std::string error;
-      if (!seek_playback(r.replay_tick, &error)) {
-        *message = "seek failed: " + error;
-        return ResultCode::InvalidArgument;
-      }
-      return ResultCode::Ok;
-    }
-  }
-  *message = "action: unknown replay action";
-  return ResultCode::InvalidArgument;
-}
-
-void ServerCore::log_playback_status(TimePoint now) {
-  const double seconds = std::chrono::duration<double>(now - last_status_).count();
-  std::string hashes;
-  if (playback_->mismatches() > 0) {
-    hashes = fmt::format("; {} ticks differ from the recording, first: {}", playback_->mismatches(),
-                         playback_->first_mismatch());
-  }
-  spdlog::info("replay: tick {} (recording {}..{}), speed {}x, {}, {} spectators, {} ticks played in {:.1f} s{}",
-               playback_->tick(), playback_->first_tick(), playback_->last_tick(), speed_,
-               paused_ ? "paused" : "playing", sessions_.size(), played_ticks_, seconds, hashes);
-  played_ticks_ = 0;
-  last_status_ = now;
-}
-
+// The same wake-up as a live one, but the ticks come from the recording (its requests, then a
+// step, per tick) at the playback's clock instead of the request queue and the StepClock.
 int ServerCore::update_playback(TimePoint now, Outbox& out) {
-  const int due = take_playback_ticks(now);
+  const int due = playback_->take_due(now, clock_, config_.max_steps_per_frame);
   int ticks = 0;
   bool crossed_snapshot_tick = false;
   events_.clear();
   size_t events_dropped = 0;
-  for (int i = 0; i < due && !paused_; ++i) {
-    const record::AdvanceStatus status = playback_->advance();
-    if (status == record::AdvanceStatus::Error) {
-      paused_ = true;
-      spdlog::error("replay: paused at tick {}: {}", playback_->tick(), playback_->error());
-      break;
-    }
-    if (status == record::AdvanceStatus::End) {
-      end_of_recording();
-      continue;
-    }
+  for (int i = 0; i < due && !playback_->paused(); ++i) {
+    if (playback_->play_one() != PlaybackDriver::Played::Tick) continue;  // the end: paused or looped
     ++ticks;
-    const auto step_events = world_.contact_events();
-    const size_t room = kMaxEventsPerUpdate - events_.size();
-    const size_t take = std::min(room, step_events.size());
-    append_collision_events(step_events.first(take), world_.tick(), &events_);
-    events_dropped += step_events.size() - take;
+    events_dropped += collect_step_events();
     crossed_snapshot_tick = crossed_snapshot_tick || is_snapshot_tick(world_.tick(), config_.tick_hz, config_.snapshot_hz);
-    // Pause right on the last tick, not one wake-up later.
-    if (playback_->tick() >= playback_->last_tick()) end_of_recording();
   }
-  played_ticks_ += static_cast<uint64_t>(ticks);
   answer_raycasts(out);  // paused too: the world is there to be read
   if (events_dropped > 0) {
     rejects_.note(RejectReason::EventsDropped, fmt::format("{} events over the per-update cap", events_dropped), now);
   }
   write_events(now, out);  // new events of the played ticks, and resends while paused
-  // Snapshots: at the recording's snapshot ticks (so a spectator's ticks are the recorded
-  // clients'), at most two per snapshot period of wall time above speed 1; once per period while
-  // paused (late joiners and acks; a quarter period of slack for wake-up jitter); at once after a
-  // seek.
-  const auto period = std::chrono::nanoseconds(1'000'000'000LL / config_.snapshot_hz);
-  const auto since = now - last_playback_snapshot_;
-  const bool snapshot_due = playback_snapshot_due_ ||
-                            (crossed_snapshot_tick && (speed_ <= 1.0 || since >= period / 2)) ||
-                            (paused_ && since >= period - period / 4);
-  if (snapshot_due && sessions_.size() > 0) {
+  // Snapshots at the recording's snapshot ticks, so a spectator's ticks are the recorded clients'.
+  if (playback_->snapshot_due(now, crossed_snapshot_tick) && sessions_.size() > 0) {
     write_snapshots(now, out);
-    last_playback_snapshot_ = now;
-    playback_snapshot_due_ = false;
+    playback_->snapshot_written(now);
   }
   if (ticks > 0) publish_stats();
-  if (now - last_status_ >= std::chrono::duration<double>(replay_.status_interval_s)) log_playback_status(now);
+  playback_->note_played(now, ticks, sessions_.size());
   expire_sessions(now, out);
   rejects_.flush(now);
   return ticks;

@@ -16,20 +16,21 @@
 
 #include <flatbuffers/flatbuffers.h>
 
-#include "server/request/apply_request.h"
+#include "server/app/journal.h"
+#include "server/app/playback_driver.h"
 #include "server/app/server.h"
 #include "server/app/step_clock.h"
-#include "server/net/outbox.h"
 #include "server/net/handshake.h"
+#include "server/net/outbox.h"
 #include "server/net/reject_log.h"
 #include "server/net/session_table.h"
 #include "server/net/snapshot_sender.h"
 #include "server/physics/world.h"
+#include "server/request/apply_request.h"
 #include "shared/parallel.h"
 #include "shared/wire/codec.h"
 
 namespace impulse::record {
-class Recorder;
 class Playback;
 }
 
@@ -61,7 +62,7 @@ class ServerCore {
 
   /// Records every applied request, step and session change into `recorder` (null: none). Set it
   /// before add_bodies() so the scene's bodies are noted too. Not owned; must outlive the core.
-  void set_recorder(record::Recorder* recorder) { recorder_ = recorder; }
+  void set_recorder(record::Recorder* recorder) { journal_.attach(recorder); }
   /// Called after every wake-up that wrote snapshots (see SnapshotObserver); empty = none.
   void set_snapshot_observer(SnapshotObserver observer) { snapshot_observer_ = std::move(observer); }
 
@@ -75,10 +76,10 @@ class ServerCore {
   /// *error (bad file, --from outside the recording, speed out of range).
   bool start_playback(const ReplayOptions& options, std::string* error);
   /// The playback, or null for a live server.
-  const record::Playback* playback() const { return playback_.get(); }
-  bool playback_paused() const { return paused_; }
+  const record::Playback* playback() const;
+  bool playback_paused() const;
   /// Current playback speed (times the recorded tick rate).
-  double playback_speed() const { return speed_; }
+  double playback_speed() const;
 
   /// Starts the fixed-step clock at `now`. Call once, before the first update().
   void start(TimePoint now);
@@ -162,17 +163,11 @@ class ServerCore {
   void answer_raycasts(Outbox& out);
   void answer_raycast(const PendingRequest& r, Outbox& out);
   void expire_sessions(TimePoint now, Outbox& out);
-  // Playback mode.
+  /// Appends the last step's contact events to events_ (up to kMaxEventsPerUpdate); returns how
+  /// many did not fit.
+  size_t collect_step_events();
+  /// update() of playback mode.
   int update_playback(TimePoint now, Outbox& out);
-  /// Recorded ticks due at `now` (speed applied, 0 while paused).
-  int take_playback_ticks(TimePoint now);
-  /// Applies one admitted ReplayControl; returns its result code and message.
-  wire::ResultCode apply_replay_control(const PendingRequest& r, const Session& s, std::string* message);
-  /// The last tick was played: pause there, or restart with --loop.
-  void end_of_recording();
-  /// Seeks the playback (logged); on failure the world is at some valid tick.
-  bool seek_playback(uint64_t tick, std::string* error);
-  void log_playback_status(TimePoint now);
   void publish_stats();
   /// Queues `bytes` for `to` only when it is not larger than `limit` (anti-amplification).
   bool push_bounded(const Endpoint& to, std::span<const uint8_t> bytes, size_t limit, Outbox& out);
@@ -188,20 +183,10 @@ class ServerCore {
   std::chrono::nanoseconds client_timeout_;
   bool shutting_down_ = false;
   bool authority_any_ = false;  // --authority any
-  record::Recorder* recorder_ = nullptr;
+  Journal journal_;  ///< the recorder, if any
   SnapshotObserver snapshot_observer_;
 
-  // Playback mode (null playback_ = a live server).
-  std::unique_ptr<record::Playback> playback_;
-  ReplayOptions replay_;
-  bool paused_ = false;
-  double speed_ = 1;                                // times the recorded tick rate
-  std::chrono::nanoseconds playback_accumulator_{0};  // recorded time not yet played
-  TimePoint playback_last_{};                       // `now` of the previous update
-  TimePoint last_playback_snapshot_{};
-  TimePoint last_status_{};
-  bool playback_snapshot_due_ = false;  // the world jumped (seek) or a spectator joined: send now
-  uint64_t played_ticks_ = 0;           // since the last status line
+  std::unique_ptr<PlaybackDriver> playback_;  // null: a live server
 
   // Handshake: the cookie key lives only in this process; cookie time slots count from epoch_.
   security::CookieKey cookie_key_;

@@ -5,19 +5,6 @@ namespace impulse::server {
 
 using wire::Message;
 
-bool changes_world(Message type) {
-  switch (type) {
-    case Message::CreateObject:
-    case Message::DestroyObject:
-    case Message::ApplyForce:
-    case Message::ApplyImpulse:
-    case Message::SetVelocity:
-    case Message::ApplyTorque:
-    case Message::SetAngularVelocity: return true;
-    default: return false;
-  }
-}
-
 AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r) {
   AppliedRequest out;
   out.id = r.id;

@@ -45,9 +45,6 @@ struct AppliedRequest {
   ObjectID id;
 };
 
-/// True for the request types that change the world (all but Raycast, which only reads it).
-bool changes_world(wire::Message type);
-
 /// Applies one world-changing request to `world` (World::create_object, destroy_object,
 /// apply_force, ...). Requests that do not change the world (Raycast, unknown types) leave it
 /// untouched and return InvalidArgument. Deterministic: the same world and request give the same

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "shared/wire/event_codec.h"
+#include "shared/wire/messages.h"
 
 namespace impulse::wire {
 namespace {
@@ -96,43 +97,9 @@ const char* to_string(DropReason reason) {
   return "unknown";
 }
 
-bool is_sent_by_client(Message type) {
-  switch (type) {
-    case Message::Connect:
-    case Message::CreateObject:
-    case Message::DestroyObject:
-    case Message::ApplyForce:
-    case Message::ApplyImpulse:
-    case Message::SetVelocity:
-    case Message::ApplyTorque:
-    case Message::SetAngularVelocity:
-    case Message::Raycast:
-    case Message::Ping:
-    case Message::Disconnect:
-    case Message::SetInterest:
-    case Message::ReplayControl:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_sent_by_client(Message type) { return rule_of(type).from_client; }
 
-bool is_sent_by_server(Message type) {
-  switch (type) {
-    case Message::Disconnect:
-    case Message::ConnectAccepted:
-    case Message::ConnectRejected:
-    case Message::RequestResult:
-    case Message::Snapshot:
-    case Message::CollisionEvents:
-    case Message::Pong:
-    case Message::RaycastResult:
-    case Message::Challenge:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_sent_by_server(Message type) { return rule_of(type).from_server; }
 
 Verified verify_datagram(std::span<const uint8_t> bytes, Direction expected) {
   if (bytes.size() < kMinDatagramBytes) return {nullptr, DropReason::Empty};

@@ -38,7 +38,8 @@ inline constexpr size_t kMaxTokenBytes = 256;
 inline constexpr size_t kDatagramAlignment = 8;
 
 // Range limits of check_request. They equal the physics WorldSettings defaults, so a request
-// that passes here is not rejected by the World for range reasons.
+// that passes here is not rejected by the World for range reasons; server/request/
+// decode_request.cpp ties them with static_asserts (this layer cannot see physics).
 inline constexpr float kMaxExtent = 1000.0f;      ///< radius, half extent or capsule half height [m]
 inline constexpr float kMaxCoordinate = 1.0e5f;   ///< |position component| [m]
 inline constexpr float kMaxSpeed = 1.0e4f;        ///< |velocity component| [m/s]

@@ -124,8 +124,9 @@ class ClientCore {
   ClientCore& operator=(const ClientCore&) = delete;
 
   /// Starts a connect to `server`: queues a Connect (resent every 250 ms by update) and moves to
-  /// SendingConnect. Replaces any previous session (without telling its server: call disconnect
-  /// first for that). Never blocks; watch state().
+  /// SendingConnect. Replaces any previous session without telling its server: call disconnect()
+  /// first and send its outbox, because connect() discards the outbox and any result not yet
+  /// taken. Never blocks; watch state().
   void connect(const PeerAddress& server, TimePoint now, ConnectParams params);
   /// Ends the session: queues Disconnect three times (UDP may lose any one) and forgets the
   /// server's state. State becomes Disconnected. Safe in any state.
@@ -154,48 +155,135 @@ class ClientCore {
   /// reference stays valid until the next take_result(), connect() or the core's destruction.
   const PollResult& take_result();
 
-  // -------------------------------------------------------------- requests (see Client)
+  // -------------------------------------------------------------- requests
+  // Each queues its request and returns its id (>= 1), or 0 when not connected; the next
+  // update(now) sends it (a transport that sends at once uses set_queue_listener). The request is
+  // resent until its answer arrives, and the server applies it exactly once, in order.
+  /// Asks the server to create an object; the new ObjectID arrives in a RequestResult.
   uint32_t create_object(const ObjectDesc& desc);
+  /// Asks the server to destroy an object. A stale id is answered with ResultCode::StaleId.
   uint32_t destroy(ObjectID id);
+  /// Adds a force [N] (world frame) for the server's next step only, at `point` (world frame
+  /// [m]) or at the centre of mass when absent. Dynamic bodies only (else NotDynamic).
   uint32_t apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
+  /// Fire-and-forget apply_force: sent once with request_id 0, never resent, never answered (the
+  /// server counts and logs a refusal). For per-tick controls, where the next tick's force
+  /// supersedes a lost one; unordered with respect to sequenced requests.
+  /// @return false when not connected
   bool apply_force_unreliable(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
+  /// Adds an instantaneous impulse [N·s] (world frame): Δv = impulse / mass.
+  /// `point` as apply_force. Dynamic bodies only.
   uint32_t apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point = std::nullopt);
+  /// Adds a torque [N·m] (world frame) for the server's next step only. Dynamic bodies only.
   uint32_t apply_torque(ObjectID id, Vec3 torque);
+  /// Sets the linear velocity [m/s] (world frame) of a dynamic or kinematic body.
   uint32_t set_velocity(ObjectID id, Vec3 velocity);
+  /// Sets the angular velocity [rad/s] (world frame) of a dynamic or kinematic body.
   uint32_t set_angular_velocity(ObjectID id, Vec3 angular_velocity);
+  /// Asks the server to cast the segment origin + t * translation, t in [0, 1] (world frame
+  /// [m]; 0 < |translation| <= 2000 m) against every shape, sensors included. The answer arrives
+  /// in a PollResult as a RaycastResult (PollResult::raycasts) with the returned request id: the
+  /// closest hit, or every hit (nearest first) when `all`. The server answers at its next tick
+  /// boundary, against the world after that tick's steps (RaycastResult::tick, the state of the
+  /// snapshot of that tick), so requests sent before it are included. 0 = not sent.
   uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false);
+  /// Sets this client's area of interest: snapshots and collision events then cover only objects
+  /// inside it (objects leave the view once outside it by the server's hysteresis margin).
+  /// Answered by a RequestResult. The default area is the whole world.
   uint32_t set_interest(const InterestArea& area);
+  /// A sphere of `radius` [m] about `center` (world frame).
+  uint32_t set_interest_sphere(Vec3 center, float radius);
+  /// An axis-aligned box from `min` to `max` [m] (world frame).
+  uint32_t set_interest_box(Vec3 min, Vec3 max);
+  /// Controls the playback of a server that plays a recording (impulse-replay serve): Pause,
+  /// Resume, Seek to `tick` (in the recording's range), or SetSpeed to `speed` times the recorded
+  /// tick rate ([1/16, 16]). One shared timeline: every spectator sees the effect. Answered by a
+  /// RequestResult: Ok, InvalidArgument for a value out of range, NotAReplay from a live server.
   uint32_t replay_control(ReplayAction action, uint64_t tick = 0, float speed = 1.0f);
-  /// Queues a Ping; the PongInfo with the returned nonce (>= 1) arrives in a PollResult. 0 = not connected.
+  /// Queues a Ping; the PongInfo with the returned nonce (>= 1) arrives in a later PollResult.
+  /// 0 = not connected.
   uint64_t ping();
 
+  /// Called after every request call that queued something, with `context`: a transport that
+  /// sends at once (Client) calls update(now) and drains the outbox there. Null: none.
+  void set_queue_listener(void (*listener)(void* context), void* context);
+
   // -------------------------------------------------------------- the world as received
+  /// Latest state of every object, from the newest complete snapshot, sorted by ObjectID.
+  /// Valid until the next take_result()/connect()/disconnect() (Client: poll()).
   std::span<const ObjectState> objects() const;
+  /// The object's latest state, or null if the newest complete snapshot did not contain it.
+  /// O(log n). The pointer is valid until the next take_result()/connect()/disconnect()
+  /// (Client: poll()).
   const ObjectState* find(ObjectID id) const;
 
   // -------------------------------------------------------------- clock sync and interpolation
+  // The client pings the server on its own (a burst of 100 ms at connect, then every 2 s) and
+  // estimates the offset of the server's simulation clock (ClockSync, NTP's on-wire estimate);
+  // every applied snapshot feeds a playout clock and the interpolation buffer
+  // (SnapshotInterpolator, Fiedler's snapshot interpolation). A game renders each frame at
+  // pose_at(id, now): poses a fixed delay behind the newest data, lerped/slerped between received
+  // states, briefly extrapolated on loss and corrected without a snap when data comes back.
+
+  /// Replaces the clock-sync and interpolation tuning. An invalid config is refused (false, with
+  /// *error naming the field) and nothing changes. A new delay applies at once (the render tick
+  /// moves by the change; the jitter part, added or removed, is slewed at ClockSync::kSlewRate);
+  /// new buffer settings rebuild the buffer from the current view (earlier states are dropped).
+  /// Any time, connected or not.
   bool set_config(const ClientConfig& config, std::string* error = nullptr);
   const ClientConfig& config() const;
+
+  /// The server tick to show at local time `now` (fractional): the newest snapshot's tick
+  /// minus about interpolation_delay_s() * tick_hz at a typical snapshot's arrival, advancing
+  /// at tick_hz ticks per second of local time (ClockSync::render_tick). Continuous; a later
+  /// `now` gives a later tick. nullopt when not connected or before the first snapshot.
   std::optional<double> render_tick(TimePoint now) const;
+  /// The object's pose to render at local time `render_time` (usually the frame's now): its
+  /// pose at render_tick(render_time), world frame: position lerped [m], orientation slerped
+  /// (local to world) between the two received states around that tick; past the newest state
+  /// it is extrapolated with the state's velocities for at most max_extrapolation_s, then held;
+  /// data that arrives late is blended in by a decaying correction (no snap below 10 m).
+  /// nullopt for an object not in the view (unknown, exited or destroyed), before the first
+  /// snapshot, or when not connected. O(log n); const, so any number of objects per frame.
+  /// @param source  if not null, receives how the pose was derived
   std::optional<Pose> pose_at(ObjectID id, TimePoint render_time, PoseSource* source = nullptr) const;
+  /// The object's pose at an explicit server tick (fractional), as pose_at but without the
+  /// clock: tests, spectators and replays that choose their own timeline. nullopt for an
+  /// unknown object or a non-finite tick.
   std::optional<Pose> pose_at_tick(ObjectID id, double tick, PoseSource* source = nullptr) const;
+  /// The server tick being stepped at local time `now` (fractional), from the ping offset;
+  /// nullopt until the clock is ready (four Pongs after connect, about 0.4 s + one RTT).
   std::optional<double> estimated_server_tick(TimePoint now) const;
+  /// The current interpolation delay [s]: ClientConfig::interpolation_delay_s, or two snapshot
+  /// intervals plus the measured jitter. 0 when not connected.
   double interpolation_delay_s() const;
+
+  // -------------------------------------------------------------- session facts
+  /// This client's live-object quota from ConnectAccepted (0 = none).
+  uint32_t max_objects() const;
+  uint32_t client_id() const;    ///< assigned by the server; 0 when not connected
+  /// The newest server tick this client has heard of (ConnectAccepted, snapshot, pong, event).
+  uint64_t server_tick() const;
+  /// Tick of the newest complete snapshot (the one objects() reflects); 0 before the first.
+  uint64_t snapshot_tick() const;
+  uint16_t tick_hz() const;      ///< server physics steps per second; 0 when not connected
+  uint16_t snapshot_hz() const;  ///< server snapshots per second; 0 when not connected
+
+  // -------------------------------------------------------------- diagnostics
+  /// RTT, jitter and loss of the link to the server, from the packet acks.
+  LinkEstimates link() const;
+  /// The last measured ping round trip (user or keepalive pings); nullopt before any.
+  std::optional<std::chrono::microseconds> last_rtt() const;
+  const ClientStats& stats() const;
+  /// Requests sent (or waiting to be sent) and not yet answered. Each is resent until answered.
+  size_t requests_in_flight() const;
+  /// Offset, round trip, jitter, delay and the estimated server and render ticks at `now`.
   ClockEstimate clock_estimate(TimePoint now) const;
+  /// The clock estimator and the interpolation buffer themselves (their stats, details).
+  /// Valid for the core's lifetime; reset by connect().
   const ClockSync& clock_sync() const;
   const SnapshotInterpolator& interpolator() const;
 
-  // -------------------------------------------------------------- session facts and diagnostics
-  size_t requests_in_flight() const;
-  uint32_t max_objects() const;
-  LinkEstimates link() const;
-  uint32_t client_id() const;
-  uint64_t server_tick() const;
-  uint64_t snapshot_tick() const;
-  uint16_t tick_hz() const;
-  uint16_t snapshot_hz() const;
-  std::optional<std::chrono::microseconds> last_rtt() const;
-  const ClientStats& stats() const;
   /// The transport counts its own sends (datagrams_out, bytes_out, send_errors) here.
   ClientStats& mutable_stats();
 
