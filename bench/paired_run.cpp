@@ -136,9 +136,9 @@ void step_and_sample(EngineWorld& world, const RunConfig& config, bool sample_rs
   ::_exit(code);
 }
 
-// Impulse StepProfile stages kept per step, in StageMedians order: integrate, broadphase,
-// narrowphase, solve, islands, events, total.
-constexpr int kStageCount = 7;
+// Impulse StepProfile stages kept per step, in StageMedians order (the step's): broadphase,
+// narrowphase, events, wake, solve, write-back, islands, total.
+constexpr int kStageCount = 8;
 
 struct RoundSamples {
   std::vector<double> impulse_ms;
@@ -255,8 +255,8 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
           samples.impulse_ms.push_back(ms);
           impulse_chunk_ms += ms;
           const physics::StepProfile& p = impulse.profile();
-          const double stage_ms[kStageCount] = {p.integrate_ms, p.broadphase_ms, p.narrowphase_ms, p.solve_ms,
-                                      p.islands_ms,   p.events_ms,     p.total_ms};
+          const double stage_ms[kStageCount] = {p.broadphase_ms, p.narrowphase_ms, p.events_ms,  p.wake_ms,
+                                                p.solve_ms,      p.writeback_ms,   p.islands_ms, p.total_ms};
           for (int k = 0; k < kStageCount; ++k) samples.stage[k].push_back(stage_ms[k]);
           if (first_round && !result.impulse.asleep_at_s && config.sleep && impulse.awake_count() == 0) {
             result.impulse.asleep_at_s = static_cast<double>(done + s + 1) * scenes::kSceneDt;
@@ -329,8 +329,8 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
   result.ratio_median = median(round_ratio);
   result.ratio_of_medians = result.bullet.ms_median > 0 ? result.impulse.ms_median / result.bullet.ms_median : 0;
   StageMedians& st = result.impulse_stages;
-  double* stage_out[kStageCount] = {&st.integrate_ms, &st.broadphase_ms, &st.narrowphase_ms, &st.solve_ms,
-                          &st.islands_ms,   &st.events_ms,     &st.total_ms};
+  double* stage_out[kStageCount] = {&st.broadphase_ms, &st.narrowphase_ms, &st.events_ms,  &st.wake_ms,
+                                    &st.solve_ms,      &st.writeback_ms,   &st.islands_ms, &st.total_ms};
   for (int k = 0; k < kStageCount; ++k) *stage_out[k] = median(round_stage[k]);
   return result;
 }

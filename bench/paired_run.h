@@ -48,12 +48,13 @@ std::optional<RssMeasurement> measure_rss_in_child(Engine engine, const scenes::
 
 /// Per-stage medians of Impulse's StepProfile over the timed steps [ms/step].
 struct StageMedians {
-  double integrate_ms = 0;
   double broadphase_ms = 0;
   double narrowphase_ms = 0;
-  double solve_ms = 0;
-  double islands_ms = 0;
   double events_ms = 0;
+  double wake_ms = 0;
+  double solve_ms = 0;
+  double writeback_ms = 0;
+  double islands_ms = 0;
   double total_ms = 0;
 };
 

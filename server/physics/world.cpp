@@ -9,40 +9,38 @@
 //  0. reactivate   If bodies woke since the last step (commands, destroy, a new static body),
 //                  move their frozen resting contacts back into the previous-step contact list,
 //                  so the event diff sees them.      reads/writes: resting_, contacts_
-//  1. forces       Per awake dynamic body: the world inverse inertia R diag(I^-1) R^T, the
-//                  accelerations F/m and I^-1 tau for the substeps, and the gyroscopic torque
-//                  -w x (I w) applied implicitly to w over dt (one Newton step in the body frame,
-//                  Catto, "Numerical Methods", GDC 2015), so a free spinning body keeps its angular
-//                  momentum and does not gain energy. Force and torque accumulators cleared.
-//                                                    reads/writes: motion   writes: forces, solver bodies
-//  2. broadphase   Awake bodies are the moving proxies (id = slot index, AABB from the end of the
+//  1. broadphase   Awake bodies are the moving proxies (id = slot index, AABB from the end of the
 //                  last step, enlarged by the speculative margin); SpatialHash::find_pairs pairs
 //                  them with each other and with the parked proxies, sorted by (a, b).
 //                                                    reads: pose.aabb   writes: pairs
-//  3. narrowphase  collide() per pair with the speculative margin: a manifold of up to 4 points.
+//  2. narrowphase  collide() per pair with the speculative margin: a manifold of up to 4 points.
 //                  Pairs without a dynamic body or sensor, and sensor-sensor pairs, are skipped.
 //                  A sleeping dynamic body touched (not as a sensor) by an awake dynamic body or a
 //                  moving kinematic body is marked for waking.
 //                                                    reads: pose, shape, info   writes: found
-//  4. events       Merge join of the previous contact list and `found`: Begin/End events (merged
+//  3. events       Merge join of the previous contact list and `found`: Begin/End events (merged
 //                  with the End events of bodies destroyed since the last step), per-body contact
 //                  counts, and the impulses of each persisting point matched by feature id (warm
 //                  start). A sleeping body that lost a contact with an awake body is marked for
 //                  waking.                             reads: contacts_, found   writes: events_
-//  5. wake         The islands of marked bodies wake (velocity 0) and leave the parked set. Their
+//  4. wake         The islands of marked bodies wake (velocity 0) and leave the parked set. Their
 //                  resting contacts are still exact and the broadphase already ran without them,
 //                  so they join this step's list: contacts_ = found + reactivated.
 //                                                    writes: info, awake_, broadphase, contacts_
-//  6. solve        One SolverManifold per non-sensor contact with a movable body: anchors, masses,
+//  5. solve        One SolverManifold per non-sensor contact with a movable body: anchors, masses,
 //                  mixed friction and restitution (material-pair table, else the mixing rules).
-//                  Then the soft step (solver.h): substeps x (integrate velocities with gravity and
-//                  forces, warm start, solve with soft bias, integrate positions, relax), then
+//                  Then the soft step (solver.h): substeps x (integrate velocities with gravity,
+//                  forces and torques, the gyroscopic torque -w x (I w) applied implicitly in the
+//                  body frame (one Newton step, Catto, "Numerical Methods", GDC 2015, so a free
+//                  spinning body keeps its angular momentum), warm start, solve with soft bias,
+//                  integrate positions, relax), then
 //                  restitution; impulses stored back. With a worker pool, the contact-connected
 //                  groups of movable bodies are solved in batches on its threads, bit-identical to
-//                  one thread (see World::solve). Poses written from the solver's position and
-//                  rotation deltas (quaternion renormalised), AABBs refreshed.
+//                  one thread (see World::solve). Force and torque accumulators cleared.
 //                                                    reads: contacts_, material, pose, motion
-//                                                    writes: pose, motion, contacts_ impulses
+//                                                    writes: motion, contacts_ impulses
+//  6. write-back   Poses written from the solver's position and rotation deltas (quaternion
+//                  renormalised), AABBs refreshed.   reads: solver bodies   writes: pose, motion
 //  7. islands      Sleep timers (linear speed and angular speed x extent below sleep_speed;
 //                  kinematic: stopped; a body touching a moving kinematic body never rests). Union-
 //                  find over the awake dynamic bodies joined by solved manifolds gives the islands;
@@ -702,27 +700,20 @@ void World::step(float dt) {
   }
   profile_.awake_count = awake_count();
 
-  integrate_forces(dt);  // 1
-  profile_.integrate_ms += timer.lap();
-  update_broadphase();  // 2
+  update_broadphase();  // 1
   profile_.broadphase_ms = timer.lap();
-  collide_pairs();  // 3
+  collide_pairs();  // 2
   profile_.narrowphase_ms = timer.lap();
-  update_events();  // 4
+  update_events();  // 3
   profile_.events_ms = timer.lap();
-  apply_wakes();  // 5
-  profile_.narrowphase_ms += timer.lap();
-  solve(dt);            // 6: times itself into solve_ms and integrate_ms
+  apply_wakes();  // 4
+  profile_.wake_ms = timer.lap();
+  solve(dt);            // 5 and 6: times itself into solve_ms and writeback_ms
   update_islands(dt);   // 7: times itself into islands_ms
 
   invalidate_queries();
   ++tick_;
   profile_.total_ms = total.lap();
-}
-
-void World::integrate_forces(float /*dt*/) {
-  // Gravity, forces, torques and the gyroscopic term are integrated per substep by the solver
-  // (stage 6), which sees the bodies woken in stage 5 too; nothing to do before the broadphase.
 }
 
 void World::update_broadphase() {
@@ -1004,7 +995,7 @@ void World::solve(float dt) {
   }
   profile_.solve_ms = timer.lap();
 
-  // Write the poses back and refresh the AABBs of everything that moved.
+  // 6. Write the poses back and refresh the AABBs of everything that moved.
   const float margin = settings_.speculative_margin;
   for (uint32_t i = 0; i < movable; ++i) {
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
@@ -1017,7 +1008,7 @@ void World::solve(float dt) {
     p.orientation = normalize(b.delta_rotation * p.orientation);
     p.aabb = fat_aabb(bodies_.shape[d], Transform{p.position, p.orientation}, margin);
   }
-  profile_.integrate_ms += timer.lap();
+  profile_.writeback_ms = timer.lap();
 }
 
 void World::update_islands(float dt) {

@@ -25,12 +25,14 @@ namespace impulse::physics {
 
 /// Per-stage wall-clock timings of the last step [ms]. The stages are listed in world.cpp.
 struct StepProfile {
-  double integrate_ms = 0;    ///< force integration, final pose write-back and AABB refresh
-  double broadphase_ms = 0;   ///< gathering moving proxies + SpatialHash::find_pairs
-  double narrowphase_ms = 0;  ///< collide() per pair, contact matching, wake decisions
-  double solve_ms = 0;        ///< contact preparation + substeps (velocities, positions, relax) + restitution
-  double islands_ms = 0;      ///< island building, sleep timers, parking + freezing resting contacts
-  double events_ms = 0;       ///< Begin/End merge-diff
+  // Each stage of World::step (world.cpp's header lists them), timed on its own [ms].
+  double broadphase_ms = 0;   ///< 1: gathering moving proxies + SpatialHash::find_pairs
+  double narrowphase_ms = 0;  ///< 2: collide() per pair, marking sleepers to wake
+  double events_ms = 0;       ///< 3: Begin/End merge-diff and warm-start matching
+  double wake_ms = 0;         ///< 4: waking the marked islands
+  double solve_ms = 0;        ///< 5: contact preparation + substeps (forces, velocities, positions, relax) + restitution
+  double writeback_ms = 0;    ///< 6: poses from the solver's deltas, AABB refresh
+  double islands_ms = 0;      ///< 7: island building, sleep timers, parking + freezing resting contacts
   double total_ms = 0;
   uint32_t pair_count = 0;      ///< broadphase candidate pairs
   uint32_t contact_count = 0;   ///< touching pairs (manifolds) after narrowphase (awake)
@@ -264,7 +266,6 @@ class World {
   void gather_ray_candidates(Vec3 origin, Vec3 translation, std::vector<uint32_t>& dense_out) const;
 
   // Stages of step(), in order (see world.cpp).
-  void integrate_forces(float dt);
   void update_broadphase();
   void collide_pairs();
   void update_events();
