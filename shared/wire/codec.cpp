@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -141,6 +142,67 @@ Verified verify_datagram(std::span<const uint8_t> bytes, Direction expected) {
 
 // --- Range checks ----------------------------------------------------------------------------
 
+namespace {
+
+// A bound as the messages write it: powers of ten as "1e5" or "1e-3" (the constants are floats, so
+// 1e-3 arrives as the float nearest it), anything else as %g.
+std::string bound(double v) {
+  for (int e = -9; e <= 38; ++e) {
+    const double power = std::pow(10.0, e);
+    if ((e <= -1 || e >= 4) && (v == power || v == static_cast<double>(static_cast<float>(power)))) {
+      return "1e" + std::to_string(e);
+    }
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+// The refusal messages that state a bound, formatted once from the constants (the Check points
+// into them for the program's lifetime).
+struct RangeMessages {
+  std::string radius, half_extents, capsule_radius, capsule_half_height, position, velocity, mass, friction,
+      orientation, angular_velocity, angular_damping, force, impulse, torque, origin, translation, sphere_center,
+      sphere_radius, box, client_name, cookie, token, replay_speed;
+};
+
+const RangeMessages& range_messages() {
+  static const RangeMessages m = [] {
+    RangeMessages r;
+    const std::string extent = bound(kMaxExtent);
+    const std::string coordinate = bound(kMaxCoordinate);
+    r.radius = "dims.x (radius): must be in (0, " + extent + "] m";
+    r.half_extents = "dims (half extents): each must be in (0, " + extent + "] m";
+    r.capsule_radius = "dims.x (capsule radius): must be in (0, " + extent + "] m";
+    r.capsule_half_height = "dims.y (capsule half_height): must be in [0, " + extent + "] m";
+    r.position = "position: each component must be finite and |x| <= " + coordinate + " m";
+    r.velocity = "velocity: each component must be finite and |v| <= " + bound(kMaxSpeed) + " m/s";
+    r.mass = "mass: must be in (0, " + bound(kMaxMass) + "] kg for a dynamic body";
+    r.friction = "friction: must be finite and in [0, " + bound(kMaxFriction) + "]";
+    r.orientation = "orientation: must be a finite unit quaternion (| |q| - 1 | <= " + bound(kQuatNormTolerance) + ")";
+    r.angular_velocity =
+        "angular_velocity: each component must be finite and |w| <= " + bound(kMaxAngularSpeed) + " rad/s";
+    r.angular_damping = "angular_damping: must be finite and in [0, " + bound(kMaxAngularDamping) + "] 1/s";
+    r.force = "force: each component must be finite and |F| <= " + bound(kMaxForce) + " N";
+    r.impulse = "impulse: each component must be finite and |J| <= " + bound(kMaxImpulse) + " N*s";
+    r.torque = "torque: each component must be finite and |T| <= " + bound(kMaxTorque) + " N*m";
+    r.origin = "origin: each component must be finite and |x| <= " + coordinate + " m";
+    r.translation = "translation: length must be in (0, " + bound(kMaxRayLength) + "] m";
+    r.sphere_center = "center: required for a sphere, |component| <= " + coordinate + " m";
+    r.sphere_radius = "radius: must be in (0, " + coordinate + "] m";
+    r.box = "min, max: required for a box, |component| <= " + coordinate + " m";
+    r.client_name = "client_name: must be at most " + std::to_string(kMaxClientNameBytes) + " bytes";
+    r.cookie = "cookie: must be at most " + std::to_string(kMaxCookieBytes) + " bytes";
+    r.token = "token: must be at most " + std::to_string(kMaxTokenBytes) + " bytes";
+    r.replay_speed = "speed: must be finite and in [1/" + bound(1.0 / kMinReplaySpeed) + ", " + bound(kMaxReplaySpeed) +
+                     "] times the recorded tick rate";
+    return r;
+  }();
+  return m;
+}
+
+}  // namespace
+
 Check check_request(const CreateObject& m) {
   constexpr auto kInvalid = ResultCode::InvalidArgument;
   if (m.kind() < BodyKind::MIN || m.kind() > BodyKind::MAX) return {kInvalid, "kind: unknown body kind"};
@@ -155,20 +217,20 @@ Check check_request(const CreateObject& m) {
   if (dims != nullptr && !is_finite(*dims)) return {kInvalid, "dims: must be finite"};
   switch (m.shape()) {
     case ShapeKind::Sphere:
-      if (!in_open_closed(dims->x(), kMaxExtent)) return {kInvalid, "dims.x (radius): must be in (0, 1000] m"};
+      if (!in_open_closed(dims->x(), kMaxExtent)) return {kInvalid, range_messages().radius};
       break;
     case ShapeKind::Box:
       if (!in_open_closed(dims->x(), kMaxExtent) || !in_open_closed(dims->y(), kMaxExtent) ||
           !in_open_closed(dims->z(), kMaxExtent)) {
-        return {kInvalid, "dims (half extents): each must be in (0, 1000] m"};
+        return {kInvalid, range_messages().half_extents};
       }
       break;
     case ShapeKind::Capsule:
       if (!in_open_closed(dims->x(), kMaxExtent)) {
-        return {kInvalid, "dims.x (capsule radius): must be in (0, 1000] m"};
+        return {kInvalid, range_messages().capsule_radius};
       }
       if (!in_closed(dims->y(), 0.0f, kMaxExtent)) {
-        return {kInvalid, "dims.y (capsule half_height): must be in [0, 1000] m"};
+        return {kInvalid, range_messages().capsule_half_height};
       }
       break;
     case ShapeKind::Plane:
@@ -176,29 +238,29 @@ Check check_request(const CreateObject& m) {
   }
 
   if (m.position() != nullptr && !within(*m.position(), kMaxCoordinate)) {
-    return {kInvalid, "position: each component must be finite and |x| <= 1e5 m"};
+    return {kInvalid, range_messages().position};
   }
   if (m.velocity() != nullptr && !within(*m.velocity(), kMaxSpeed)) {
-    return {kInvalid, "velocity: each component must be finite and |v| <= 1e4 m/s"};
+    return {kInvalid, range_messages().velocity};
   }
   if (!std::isfinite(m.mass())) return {kInvalid, "mass: must be finite"};
   if (m.kind() == BodyKind::Dynamic && !in_open_closed(m.mass(), kMaxMass)) {
-    return {kInvalid, "mass: must be in (0, 1e6] kg for a dynamic body"};
+    return {kInvalid, range_messages().mass};
   }
   if (!(m.restitution() >= 0.0f && m.restitution() <= 1.0f)) {
     return {kInvalid, "restitution: must be in [0, 1]"};
   }
   if (!(m.friction() >= 0.0f && m.friction() <= kMaxFriction)) {  // also rejects NaN
-    return {kInvalid, "friction: must be finite and in [0, 10]"};
+    return {kInvalid, range_messages().friction};
   }
   if (const wire::Quat* q = m.orientation(); q != nullptr && !(is_finite(*q) && is_near_unit(*q))) {
-    return {kInvalid, "orientation: must be a finite unit quaternion (| |q| - 1 | <= 1e-3)"};
+    return {kInvalid, range_messages().orientation};
   }
   if (m.angular_velocity() != nullptr && !within(*m.angular_velocity(), kMaxAngularSpeed)) {
-    return {kInvalid, "angular_velocity: each component must be finite and |w| <= 100 rad/s"};
+    return {kInvalid, range_messages().angular_velocity};
   }
   if (!in_closed(m.angular_damping(), 0.0f, kMaxAngularDamping)) {
-    return {kInvalid, "angular_damping: must be finite and in [0, 100] 1/s"};
+    return {kInvalid, range_messages().angular_damping};
   }
   return {};
 }
@@ -206,7 +268,7 @@ Check check_request(const CreateObject& m) {
 Check check_request(const ApplyForce& m) {
   if (m.force() == nullptr) return {ResultCode::InvalidArgument, "force: required"};
   if (!within(*m.force(), kMaxForce)) {
-    return {ResultCode::InvalidArgument, "force: each component must be finite and |F| <= 1e9 N"};
+    return {ResultCode::InvalidArgument, range_messages().force};
   }
   if (m.point() != nullptr && !is_finite(*m.point())) return {ResultCode::InvalidArgument, "point: must be finite"};
   return {};
@@ -215,7 +277,7 @@ Check check_request(const ApplyForce& m) {
 Check check_request(const ApplyImpulse& m) {
   if (m.impulse() == nullptr) return {ResultCode::InvalidArgument, "impulse: required"};
   if (!within(*m.impulse(), kMaxImpulse)) {
-    return {ResultCode::InvalidArgument, "impulse: each component must be finite and |J| <= 1e7 N*s"};
+    return {ResultCode::InvalidArgument, range_messages().impulse};
   }
   if (m.point() != nullptr && !is_finite(*m.point())) return {ResultCode::InvalidArgument, "point: must be finite"};
   return {};
@@ -224,7 +286,7 @@ Check check_request(const ApplyImpulse& m) {
 Check check_request(const ApplyTorque& m) {
   if (m.torque() == nullptr) return {ResultCode::InvalidArgument, "torque: required"};
   if (!within(*m.torque(), kMaxTorque)) {
-    return {ResultCode::InvalidArgument, "torque: each component must be finite and |T| <= 1e9 N*m"};
+    return {ResultCode::InvalidArgument, range_messages().torque};
   }
   return {};
 }
@@ -232,7 +294,7 @@ Check check_request(const ApplyTorque& m) {
 Check check_request(const SetAngularVelocity& m) {
   if (m.angular_velocity() == nullptr) return {ResultCode::InvalidArgument, "angular_velocity: required"};
   if (!within(*m.angular_velocity(), kMaxAngularSpeed)) {
-    return {ResultCode::InvalidArgument, "angular_velocity: each component must be finite and |w| <= 100 rad/s"};
+    return {ResultCode::InvalidArgument, range_messages().angular_velocity};
   }
   return {};
 }
@@ -240,7 +302,7 @@ Check check_request(const SetAngularVelocity& m) {
 Check check_request(const Raycast& m) {
   if (m.origin() == nullptr) return {ResultCode::InvalidArgument, "origin: required"};
   if (!within(*m.origin(), kMaxCoordinate)) {
-    return {ResultCode::InvalidArgument, "origin: each component must be finite and |x| <= 1e5 m"};
+    return {ResultCode::InvalidArgument, range_messages().origin};
   }
   if (m.translation() == nullptr) return {ResultCode::InvalidArgument, "translation: required"};
   const wire::Vec3& t = *m.translation();
@@ -250,7 +312,7 @@ Check check_request(const Raycast& m) {
                            static_cast<double>(t.z()) * t.z();
   const double max_length = static_cast<double>(kMaxRayLength);
   if (!(length_sq > 0.0 && length_sq <= max_length * max_length)) {
-    return {ResultCode::InvalidArgument, "translation: length must be in (0, 2000] m"};
+    return {ResultCode::InvalidArgument, range_messages().translation};
   }
   return {};
 }
@@ -258,7 +320,7 @@ Check check_request(const Raycast& m) {
 Check check_request(const SetVelocity& m) {
   if (m.velocity() == nullptr) return {ResultCode::InvalidArgument, "velocity: required"};
   if (!within(*m.velocity(), kMaxSpeed)) {
-    return {ResultCode::InvalidArgument, "velocity: each component must be finite and |v| <= 1e4 m/s"};
+    return {ResultCode::InvalidArgument, range_messages().velocity};
   }
   return {};
 }
@@ -268,13 +330,13 @@ Check check_request(const Connect& m) {
     return {ResultCode::VersionMismatch, "protocol_version: not supported by this server"};
   }
   if (m.client_name() != nullptr && m.client_name()->size() > kMaxClientNameBytes) {
-    return {ResultCode::InvalidArgument, "client_name: must be at most 64 bytes"};
+    return {ResultCode::InvalidArgument, range_messages().client_name};
   }
   if (m.cookie() != nullptr && m.cookie()->size() > kMaxCookieBytes) {
-    return {ResultCode::InvalidArgument, "cookie: must be at most 64 bytes"};
+    return {ResultCode::InvalidArgument, range_messages().cookie};
   }
   if (m.token() != nullptr && m.token()->size() > kMaxTokenBytes) {
-    return {ResultCode::InvalidArgument, "token: must be at most 256 bytes"};
+    return {ResultCode::InvalidArgument, range_messages().token};
   }
   return {};
 }
@@ -286,14 +348,14 @@ Check check_request(const SetInterest& m) {
       return {};
     case InterestKind::Sphere:
       if (m.center() == nullptr || !within(*m.center(), kMaxCoordinate)) {
-        return {kInvalid, "center: required for a sphere, |component| <= 1e5 m"};
+        return {kInvalid, range_messages().sphere_center};
       }
-      if (!in_open_closed(m.radius(), kMaxCoordinate)) return {kInvalid, "radius: must be in (0, 1e5] m"};
+      if (!in_open_closed(m.radius(), kMaxCoordinate)) return {kInvalid, range_messages().sphere_radius};
       return {};
     case InterestKind::Box:
       if (m.min() == nullptr || m.max() == nullptr || !within(*m.min(), kMaxCoordinate) ||
           !within(*m.max(), kMaxCoordinate)) {
-        return {kInvalid, "min, max: required for a box, |component| <= 1e5 m"};
+        return {kInvalid, range_messages().box};
       }
       if (m.min()->x() > m.max()->x() || m.min()->y() > m.max()->y() || m.min()->z() > m.max()->z()) {
         return {kInvalid, "min, max: min must be <= max on every axis"};
@@ -311,7 +373,7 @@ Check check_request(const ReplayControl& m, uint64_t first_tick, uint64_t last_t
       return {};
     case ReplayAction::SetSpeed:
       if (!in_closed(m.speed(), kMinReplaySpeed, kMaxReplaySpeed)) {
-        return {kInvalid, "speed: must be finite and in [1/16, 16] times the recorded tick rate"};
+        return {kInvalid, range_messages().replay_speed};
       }
       return {};
     case ReplayAction::Seek:

@@ -396,6 +396,26 @@ TEST(CheckCreateObject, MassIsCheckedForDynamicBodiesOnly) {
   EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
 }
 
+// The messages state their bounds from the constants (formatted once, shared/wire/codec.cpp), so a
+// changed limit changes its message too; these pin how they read.
+TEST(CheckCreateObject, MessagesStateTheBoundsOfTheConstants) {
+  CreateObjectArgs a = box_args();
+  a.mass = kMaxMass * 2.0f;
+  EXPECT_EQ(check_create(a).message, "mass: must be in (0, 1e6] kg for a dynamic body");
+  a = box_args();
+  a.dims = {kMaxExtent * 2.0f, 1.0f, 1.0f};
+  EXPECT_EQ(check_create(a).message, "dims (half extents): each must be in (0, 1000] m");
+  a = box_args();
+  a.position = {kMaxCoordinate * 2.0f, 0.0f, 0.0f};
+  EXPECT_EQ(check_create(a).message, "position: each component must be finite and |x| <= 1e5 m");
+  a = box_args();
+  a.orientation = impulse::Quat{0.0f, 0.0f, 0.0f, 2.0f};
+  EXPECT_EQ(check_create(a).message, "orientation: must be a finite unit quaternion (| |q| - 1 | <= 1e-3)");
+  a = box_args();
+  a.friction = kMaxFriction + 1.0f;
+  EXPECT_EQ(check_create(a).message, "friction: must be finite and in [0, 10]");
+}
+
 TEST(CheckCreateObject, RejectsEveryBadFieldNamingIt) {
   struct Case {
     const char* field;
