@@ -271,6 +271,14 @@ class World {
   void update_events();
   void apply_wakes();
   void solve(float dt);
+  // The solve's parts (world_solve.cpp), in order: solver bodies and forces from the awake list
+  // (returns their count); the solved contacts; their batches (returns how many: 1 = on this
+  // thread); the soft step per batch; the poses written back.
+  uint32_t prepare_solver_bodies();
+  void gather_solver_edges(uint32_t movable);
+  size_t batch_solver_edges(uint32_t movable);
+  void run_solver_batches(float dt, size_t batch_count);
+  void write_back_poses(uint32_t movable);
   void update_islands(float dt);
   void sleep_island(std::span<const uint32_t> dense_members);
 

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -111,5 +112,59 @@ void World::overlap_aabb(const Aabb& box, std::vector<ObjectID>& out) const {
   }
   std::sort(out.begin(), out.end());
 }
+
+// --- Contact queries -------------------------------------------------------------------------------------
+
+void World::build_query_cache() const {
+  QueryCache& q = query_cache_;
+  if (q.valid) return;
+  q.all.clear();
+  size_t i = 0;
+  size_t j = 0;
+  while (i < contacts_.size() || j < resting_.size()) {
+    const bool take_active =
+        j == resting_.size() || (i < contacts_.size() && record_less(contacts_[i], resting_[j]));
+    q.all.push_back(take_active ? contacts_[i++].contact : resting_[j++].contact);
+  }
+  q.by_b.resize(q.all.size());
+  std::iota(q.by_b.begin(), q.by_b.end(), 0u);
+  std::sort(q.by_b.begin(), q.by_b.end(), [&](uint32_t x, uint32_t y) {
+    return pair_less(q.all[x].b, q.all[x].a, q.all[y].b, q.all[y].a);
+  });
+  q.valid = true;
+}
+
+std::span<const Contact> World::get_collisions() const {
+  build_query_cache();
+  return query_cache_.all;
+}
+
+bool World::is_colliding(ObjectID id) const {
+  const uint32_t dense = slots_.find(id);
+  return dense != SlotMap::kNone && bodies_.info[dense].contact_count > 0;
+}
+
+bool World::are_colliding(ObjectID a, ObjectID b) const {
+  if (!slots_.contains(a) || !slots_.contains(b) || a == b) return false;
+  if (b < a) std::swap(a, b);
+  return find_record(contacts_, a, b) != nullptr || find_record(resting_, a, b) != nullptr;
+}
+
+std::vector<Contact> World::get_collisions_for(ObjectID id) const {
+  std::vector<Contact> out;
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone || bodies_.info[dense].contact_count == 0) return out;
+  build_query_cache();
+  const QueryCache& q = query_cache_;
+  out.reserve(bodies_.info[dense].contact_count);
+  // Pairs where id is b have a < id and come first in (a, b) order; by_b lists them by a.
+  auto first = std::lower_bound(q.by_b.begin(), q.by_b.end(), id,
+                                [&](uint32_t i, ObjectID key) { return q.all[i].b < key; });
+  for (; first != q.by_b.end() && q.all[*first].b == id; ++first) out.push_back(q.all[*first]);
+  for (const Contact& c : find_contacts_with_a(q.all, id)) out.push_back(c);
+  return out;
+}
+
+std::span<const ContactEvent> World::contact_events() const { return events_; }
 
 }  // namespace impulse::physics

@@ -1,0 +1,67 @@
+// Helpers shared by the files of World's step (world.cpp, world_solve.cpp, world_islands.cpp,
+// world_hash.cpp): not part of the physics API.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "server/physics/narrowphase.h"
+#include "server/physics/types.h"
+#include "shared/math.h"
+
+namespace impulse::physics::detail {
+
+// Union-find over [0, n) in `parent` (path halving; the smaller index becomes the root, so
+// parent[x] <= x always and a root is the lowest index of its set).
+inline void union_find_reset(std::vector<uint32_t>& parent, uint32_t n) {
+  parent.resize(n);
+  std::iota(parent.begin(), parent.end(), 0u);
+}
+inline uint32_t union_find_root(std::vector<uint32_t>& parent, uint32_t x) {
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+inline void union_find_join(std::vector<uint32_t>& parent, uint32_t a, uint32_t b) {
+  const uint32_t ra = union_find_root(parent, a);
+  const uint32_t rb = union_find_root(parent, b);
+  if (ra != rb) parent[std::max(ra, rb)] = std::min(ra, rb);
+}
+
+/// A shape's AABB at `t`, grown by `margin` [m] on every side (the speculative margin).
+inline Aabb fat_aabb(const Shape& shape, const Transform& t, float margin) {
+  Aabb box = compute_aabb(shape, t);
+  const Vec3 m{margin, margin, margin};
+  box.min -= m;
+  box.max += m;
+  return box;
+}
+
+/// Component-wise 1 / v, with 0 for a component that is not positive (an axis the body cannot
+/// turn about).
+inline Vec3 safe_inverse(Vec3 v) {
+  return {v.x > 0 ? 1.0f / v.x : 0.0f, v.y > 0 ? 1.0f / v.y : 0.0f, v.z > 0 ? 1.0f / v.z : 0.0f};
+}
+
+/// Wall time of the step's stages (StepProfile).
+class StageTimer {
+ public:
+  StageTimer() : start_(std::chrono::steady_clock::now()) {}
+  /// Milliseconds since construction or the previous lap.
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - start_).count();
+    start_ = now;
+    return ms;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace impulse::physics::detail

@@ -1,0 +1,242 @@
+// World's stages 5 and 6: the solve and the write-back. The awake bodies become solver bodies, the
+// solved contacts are split into batches of whole contact-connected groups (on the worker pool's
+// threads when there is one, bit-identical to one thread), each batch runs the soft step
+// (solver.h), and the poses are written back.
+#include <algorithm>
+#include <vector>
+
+#include "server/physics/world.h"
+#include "server/physics/world_internal.h"
+#include "shared/parallel.h"
+
+namespace impulse::physics {
+
+using detail::fat_aabb;
+using detail::safe_inverse;
+using detail::StageTimer;
+using detail::union_find_join;
+using detail::union_find_reset;
+
+namespace {
+
+// Below this many movable bodies the solve stays on the calling thread: handing batches to the
+// pool costs more than it saves.
+constexpr uint32_t kMinParallelSolveBodies = 64;
+// Batches per pool thread, so one heavy group (a pile) does not leave the other threads idle.
+constexpr size_t kSolveBatchesPerThread = 8;
+
+}  // namespace
+
+void World::solve(float dt) {
+  StageTimer timer;
+  const uint32_t movable = prepare_solver_bodies();
+  gather_solver_edges(movable);
+  const size_t batch_count = batch_solver_edges(movable);
+  run_solver_batches(dt, batch_count);
+  profile_.solve_ms = timer.lap();
+  write_back_poses(movable);
+  profile_.writeback_ms = timer.lap();
+}
+
+uint32_t World::prepare_solver_bodies() {
+  // Solver bodies: the awake list in order, then one immovable body for every parked partner.
+  const uint32_t movable = awake_count();
+  std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  std::vector<Vec3>& centers = scratch_.solver_centers;
+  std::vector<BodyForces>& forces = scratch_.forces;
+  sb.resize(movable + 1);
+  centers.resize(movable + 1);
+  forces.resize(movable);
+  scratch_.solver_index.resize(bodies_.size());
+  for (uint32_t i = 0; i < movable; ++i) {
+    const uint32_t d = slots_.dense_of_slot(awake_[i]);
+    scratch_.solver_index[d] = i;
+    Motion& m = bodies_.motion[d];
+    const Pose& p = bodies_.pose[d];
+    const bool dynamic = bodies_.info[d].kind == BodyKind::Dynamic;
+    SolverBody& b = sb[i];
+    b.velocity = m.velocity;
+    b.angular_velocity = m.angular_velocity;
+    b.delta_position = Vec3{};
+    b.delta_angle = Vec3{};
+    b.delta_rotation = Quat{};
+    b.inv_mass = m.inv_mass;
+    b.inv_inertia = dynamic ? rotate_diagonal(to_mat3(p.orientation), m.inv_inertia) : Mat3{Vec3{}, Vec3{}, Vec3{}};
+    centers[i] = p.position;
+    BodyForces& f = forces[i];
+    f.dynamic = dynamic;
+    f.linear = m.force * m.inv_mass;
+    f.angular = b.inv_inertia * m.torque;
+    f.linear_damping = m.linear_damping;
+    f.angular_damping = m.angular_damping;
+    f.inertia = dynamic ? safe_inverse(m.inv_inertia) : Vec3{};
+    f.orientation = p.orientation;
+    m.force = Vec3{};
+    m.torque = Vec3{};
+  }
+  sb[movable] = SolverBody{};  // zero velocity, inverse mass and inertia
+  centers[movable] = Vec3{};
+  return movable;
+}
+
+void World::gather_solver_edges(uint32_t movable) {
+  // The solved contacts, in contact order (global solver-body indices).
+  const std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  std::vector<SolverEdge>& edges = scratch_.solver_edges;
+  edges.clear();
+  uint32_t points = 0;
+  for (uint32_t r = 0; r < contacts_.size(); ++r) {
+    const ContactRecord& rec = contacts_[r];
+    if (rec.sensor) continue;
+    const uint32_t da = slots_.find(rec.contact.a);
+    const uint32_t db = slots_.find(rec.contact.b);
+    const uint32_t ia = is_parked(da) ? movable : scratch_.solver_index[da];
+    const uint32_t ib = is_parked(db) ? movable : scratch_.solver_index[db];
+    if (sb[ia].inv_mass == 0 && sb[ib].inv_mass == 0) continue;  // nothing can move
+    edges.push_back(SolverEdge{ia, ib, r, mix_materials(da, db)});
+    points += rec.point_count;
+  }
+  profile_.point_count = points;
+}
+
+size_t World::batch_solver_edges(uint32_t movable) {
+  const std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  const std::vector<SolverEdge>& edges = scratch_.solver_edges;
+  // Batches for the worker pool. Groups: the connected components of the movable bodies joined by
+  // solved contacts (kinematic bodies included, unlike sleep islands, so no two groups touch the
+  // same body; static and sleeping partners are each batch's own all-zero immovable body, which
+  // no sweep can change). Gauss-Seidel within a group visits its contacts in contact order either
+  // way and no contact reads another group's bodies, so every body sees the same operations in
+  // the same order whatever the batching: the step is bit-identical for any thread count.
+  // Restitution's sweeps end per batch when one resolves nothing; a sweep that resolves nothing
+  // changes nothing, so that is the same as the global loop too.
+  std::vector<uint32_t>& parent = scratch_.solver_parent;
+  union_find_reset(parent, movable);
+  const int threads = pool_ ? pool_->threads() : 1;
+  const bool parallel = threads > 1 && movable >= kMinParallelSolveBodies;
+  uint32_t groups = 0;
+  std::vector<uint32_t>& group_batch = scratch_.group_batch;
+  std::vector<SolverBatch>& batches = scratch_.batches;
+  const size_t batch_count = parallel ? static_cast<size_t>(threads) * kSolveBatchesPerThread : 1;
+  if (batches.size() < batch_count) batches.resize(batch_count);
+  for (size_t k = 0; k < batch_count; ++k) {
+    batches[k].bodies.clear();
+    batches[k].manifolds.clear();
+    batches[k].weight = 0;
+  }
+  if (parallel) {
+    for (const SolverEdge& e : edges) {
+      if (e.a < movable && e.b < movable) union_find_join(parent, e.a, e.b);
+    }
+    // A root is its group's lowest body (unions keep parent[x] <= x), so one ascending pass points
+    // every body at its root, and a second numbers the groups by root and gives each body its group.
+    for (uint32_t i = 0; i < movable; ++i) parent[i] = parent[parent[i]];
+    for (uint32_t i = 0; i < movable; ++i) parent[i] = parent[i] == i ? groups++ : parent[parent[i]];
+    // Weights: bodies, plus the points of their contacts (the sweeps' work).
+    group_batch.assign(groups, 0);
+    std::vector<uint64_t>& weight = scratch_.group_weight;
+    weight.assign(groups, 0);
+    for (uint32_t i = 0; i < movable; ++i) ++weight[parent[i]];
+    for (const SolverEdge& e : edges) {
+      weight[parent[e.a < movable ? e.a : e.b]] += contacts_[e.record].point_count;
+    }
+    // Greedy: each group to the lightest batch so far (ties: the lower batch).
+    for (uint32_t g = 0; g < groups; ++g) {
+      size_t lightest = 0;
+      for (size_t k = 1; k < batch_count; ++k) {
+        if (batches[k].weight < batches[lightest].weight) lightest = k;
+      }
+      group_batch[g] = static_cast<uint32_t>(lightest);
+      batches[lightest].weight += weight[g];
+    }
+  }
+  // On one thread there is one batch, solved in place on the global arrays (its indices are the
+  // global ones, the immovable body last); with the pool, each batch gets local indices.
+  auto batch_of = [&](uint32_t body) -> uint32_t { return parallel ? group_batch[parent[body]] : 0; };
+  std::vector<uint32_t>& local = scratch_.solver_local;
+  if (parallel) {
+    local.resize(movable);
+    for (uint32_t i = 0; i < movable; ++i) {
+      std::vector<uint32_t>& members = batches[batch_of(i)].bodies;
+      local[i] = static_cast<uint32_t>(members.size());
+      members.push_back(i);
+    }
+  }
+  for (const SolverEdge& e : edges) {
+    SolverBatch& batch = batches[batch_of(e.a < movable ? e.a : e.b)];
+    const uint32_t immovable = parallel ? static_cast<uint32_t>(batch.bodies.size()) : movable;
+    SolverManifold& m = batch.manifolds.emplace_back();
+    m.body_a = e.a >= movable ? immovable : (parallel ? local[e.a] : e.a);
+    m.body_b = e.b >= movable ? immovable : (parallel ? local[e.b] : e.b);
+    m.record = e.record;
+    m.normal = contacts_[e.record].contact.normal;
+    m.friction = e.material.friction;
+    m.restitution = e.material.restitution;
+    m.immovable_partner = sb[e.a].inv_mass == 0 || sb[e.b].inv_mass == 0;
+  }
+  return batch_count;
+}
+
+void World::run_solver_batches(float dt, size_t batch_count) {
+  std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  const std::vector<Vec3>& centers = scratch_.solver_centers;
+  const std::vector<BodyForces>& forces = scratch_.forces;
+  std::vector<SolverBatch>& batches = scratch_.batches;
+  SolverConfig config;
+  config.dt = dt;
+  config.substeps = settings_.substeps;
+  config.relax_iterations = settings_.relax_iterations;
+  config.gravity = settings_.gravity;
+  config.contact_hertz = settings_.contact_hertz;
+  config.contact_damping_ratio = settings_.contact_damping_ratio;
+  config.contact_push_max_speed = settings_.contact_push_max_speed;
+  config.restitution_threshold = settings_.restitution_threshold;
+  config.max_speed = settings_.max_speed;
+  config.max_angular_speed = settings_.max_angular_speed;
+  // Each batch solves local copies of its bodies and writes back only its own: no shared writes
+  // (the contact records it stores impulses into are its own too).
+  auto solve_batch = [&](size_t k) {
+    SolverBatch& batch = batches[k];
+    const size_t count = batch.bodies.size();
+    if (count == 0) return;
+    batch.solver_bodies.resize(count + 1);
+    batch.centers.resize(count + 1);
+    batch.forces.resize(count);
+    for (size_t j = 0; j < count; ++j) {
+      const uint32_t i = batch.bodies[j];
+      batch.solver_bodies[j] = sb[i];
+      batch.centers[j] = centers[i];
+      batch.forces[j] = forces[i];
+    }
+    batch.solver_bodies[count] = SolverBody{};  // zero velocity, inverse mass and inertia
+    batch.centers[count] = Vec3{};
+    prepare_manifolds(batch.manifolds, batch.solver_bodies, batch.centers, contacts_);
+    solve_soft_step(batch.manifolds, batch.solver_bodies, batch.forces, contacts_, config, batch.solver);
+    for (size_t j = 0; j < count; ++j) sb[batch.bodies[j]] = batch.solver_bodies[j];
+  };
+  if (batch_count > 1) {  // the pool's batches (one batch: on this thread, in place)
+    pool_->for_each(batch_count, solve_batch);
+  } else {
+    prepare_manifolds(batches[0].manifolds, sb, centers, contacts_);
+    solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config, batches[0].solver);
+  }
+}
+
+void World::write_back_poses(uint32_t movable) {
+  // 6. Write the poses back and refresh the AABBs of everything that moved.
+  const std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  const float margin = settings_.speculative_margin;
+  for (uint32_t i = 0; i < movable; ++i) {
+    const uint32_t d = slots_.dense_of_slot(awake_[i]);
+    Motion& m = bodies_.motion[d];
+    Pose& p = bodies_.pose[d];
+    const SolverBody& b = sb[i];
+    m.velocity = b.velocity;
+    m.angular_velocity = b.angular_velocity;
+    p.position += b.delta_position;
+    p.orientation = normalize(b.delta_rotation * p.orientation);
+    p.aabb = fat_aabb(bodies_.shape[d], Transform{p.position, p.orientation}, margin);
+  }
+}
+
+}  // namespace impulse::physics
