@@ -53,7 +53,8 @@ struct Client::Impl {
   /// A connect_async that failed before reaching the core (resolve, socket): reported by state().
   std::optional<ConnectionError> local_failure;
   // +1 byte detects an oversized datagram.
-  std::array<uint8_t, wire::kMaxDatagramBytes + 1> receive_buffer{};
+  // Aligned as ClientCore::receive wants it, so it is read in place.
+  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes + 1> receive_buffer{};
 
   void send_now(std::span<const uint8_t> bytes, const udp::endpoint& to) {
     ClientStats& stats = core.mutable_stats();

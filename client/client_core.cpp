@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -788,9 +789,13 @@ void ClientCore::receive(std::span<const uint8_t> bytes, const PeerAddress& from
     m.stats.bytes_in += bytes.size();
     return m.count_drop(wire::DropReason::Oversized);
   }
-  // Copied: flatbuffers reads u64 fields in place, so the datagram must be aligned.
-  std::copy(bytes.begin(), bytes.end(), m.receive_buffer.begin());
-  m.handle_datagram(std::span<const uint8_t>(m.receive_buffer.data(), bytes.size()), from);
+  // FlatBuffers reads u64 fields in place, so the datagram must be aligned: a misaligned one is
+  // copied first (Client's own buffer is aligned, so the per-packet path copies nothing).
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % wire::kDatagramAlignment != 0) {
+    std::copy(bytes.begin(), bytes.end(), m.receive_buffer.begin());
+    bytes = std::span<const uint8_t>(m.receive_buffer.data(), bytes.size());
+  }
+  m.handle_datagram(bytes, from);
 }
 
 void ClientCore::update(TimePoint now) {

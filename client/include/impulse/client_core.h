@@ -138,7 +138,8 @@ class ClientCore {
   const ConnectionError& connection_error() const;
 
   /// Processes one datagram. `from` must be the sender's address: anything not from the server
-  /// is dropped and counted. Bad datagrams are counted in stats(), never thrown.
+  /// is dropped and counted. Bad datagrams are counted in stats(), never thrown. `bytes` is read
+  /// during the call only; an 8-byte-aligned buffer is read in place, any other is copied.
   void receive(std::span<const uint8_t> bytes, const PeerAddress& from, TimePoint now);
   /// Advances timers to `now`: resends Connect and unanswered requests, sends queued requests,
   /// clock-sync Pings, keepalives and ack-only Pings, and fails a connect past its timeout or a

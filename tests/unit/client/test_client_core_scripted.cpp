@@ -38,6 +38,7 @@
 #include "shared/wire/event_codec.h"
 #include "shared/wire/quantize.h"
 #include "shared/wire/snapshot_codec.h"
+#include "tests/unit/client/virtual_clock.h"
 
 namespace impulse::client_test {
 namespace {
@@ -135,12 +136,7 @@ class ScriptedServer {
   }
   /// Steps until `done()` holds (checked before each step) or `limit` passes. True when done.
   bool run_until(const std::function<bool()>& done, std::chrono::nanoseconds limit) {
-    const TimePoint end = now_ + limit;
-    while (now_ < end) {
-      if (done()) return true;
-      step();
-    }
-    return done();
+    return step_until(now_, limit, done, [this] { step(); });
   }
 
   // ------------------------------------------------------------------ the client's side

@@ -15,6 +15,7 @@
 #include "impulse/client_core.h"
 #include "server/app/server_core.h"
 #include "shared/net/link_simulator.h"
+#include "tests/unit/client/virtual_clock.h"
 
 namespace impulse::client_test {
 
@@ -112,12 +113,7 @@ class VirtualNetwork {
 
   /// Runs frames until `done()` or `limit` of virtual time passes. True when done() held.
   bool run_until(const std::function<bool()>& done, std::chrono::nanoseconds limit) {
-    const TimePoint end = now_ + limit;
-    while (now_ < end) {
-      if (done()) return true;
-      frame();
-    }
-    return done();
+    return step_until(now_, limit, done, [this] { frame(); });
   }
   void run_for(std::chrono::nanoseconds span) {
     run_until([] { return false; }, span);
