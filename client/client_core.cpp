@@ -14,6 +14,7 @@
 
 #include "impulse/schemas/impulse_generated.h"
 #include "shared/net/packet_acks.h"
+#include "shared/net/packet_crypto.h"
 #include "shared/wire/codec.h"
 #include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
@@ -171,7 +172,17 @@ struct ClientCore::Impl {
   alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> send_buffer{};
   // Aligned because u64 fields are read in place.
   alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> receive_buffer{};
+  // Sealed datagrams are opened into here (aligned, read in place) and sealed from send_buffer into sealed_buffer.
+  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> unseal_buffer{};
+  std::array<uint8_t, wire::kMaxDatagramBytes> sealed_buffer{};
   DatagramQueue outbox;
+
+  // Packet protection: this connect's X25519 share, the token split into what is sent and the
+  // secret that is kept, and the session's keys and replay window once ConnectAccepted arrived.
+  net::KxKeyPair kx;
+  std::vector<uint8_t> wire_token;
+  net::BindingSecret token_secret{};
+  net::PacketProtection protection;
 
   PollResult pending;   ///< filled since the last take_result()
   PollResult handed;    ///< what the last take_result() returned
@@ -221,14 +232,20 @@ struct ClientCore::Impl {
   /// Queues one datagram built by the codec; in a session its header gets the next sequence and
   /// the current acks.
   void send_bytes(std::span<const uint8_t> built) {
-    if (state == ConnectionState::Connected && built.size() <= send_buffer.size()) {
+    if (state == ConnectionState::Connected) {
+      // Every datagram of a session is sealed; one that cannot be (oversized, sequence space
+      // exhausted) is not sent at all.
+      if (built.size() + net::kSealOverheadBytes > sealed_buffer.size()) return;
       std::copy(built.begin(), built.end(), send_buffer.begin());
       const auto stamped = std::span<uint8_t>(send_buffer.data(), built.size());
-      const uint32_t sequence = acks.on_send(now_, built.size());
+      const uint32_t sequence = acks.on_send(now_, built.size() + net::kSealOverheadBytes);
+      if (sequence == 0) return;
       const net::AckFields f = acks.ack_fields();
       wire::stamp_header(stamped, wire::PacketHeader(sequence, f.ack, f.ack_bits));
       acked_through = f.ack;
-      outbox.push(stamped);
+      const size_t sealed = net::seal_packet(protection.send_key, sequence, stamped, sealed_buffer);
+      if (sealed == 0) return;
+      outbox.push(std::span<const uint8_t>(sealed_buffer.data(), sealed));
     } else {
       outbox.push(built);
     }
@@ -241,7 +258,7 @@ struct ClientCore::Impl {
     return id;
   }
 
-  void send_connect() { send_bytes(wire::build_connect(fbb, params.name, cookie, params.token)); }
+  void send_connect() { send_bytes(wire::build_connect(fbb, params.name, cookie, wire_token, kx.public_key)); }
 
   /// Queues a request built in `fbb`; update() sends it when the in-flight window has room and
   /// resends it until its result arrives.
@@ -413,6 +430,7 @@ struct ClientCore::Impl {
     objects.clear();
     snapshots.reset();
     acks = net::PacketAcks{};
+    protection = net::PacketProtection{};
     outstanding.clear();
     user_pings.clear();
     unreliable.clear();
@@ -467,20 +485,49 @@ struct ClientCore::Impl {
       count_drop(wire::DropReason::None);
       return;
     }
-    const wire::Verified verified = wire::verify_datagram(bytes, wire::Direction::ServerToClient);
+    // In a session only sealed datagrams count, authenticated (replay window, then tag) before
+    // anything in them is read. Before it, a sealed datagram cannot be opened yet (our
+    // ConnectAccepted was lost; the resent Connect fetches it again).
+    std::span<const uint8_t> plain = bytes;
+    uint32_t sealed_sequence = 0;
+    if (net::is_sealed(bytes)) {
+      size_t plain_bytes = 0;
+      if (state != ConnectionState::Connected ||
+          net::open_session_packet(protection, bytes, unseal_buffer, &plain_bytes, &sealed_sequence) !=
+              net::OpenError::None) {
+        ++stats.datagrams_unauthenticated;
+        return;
+      }
+      plain = std::span<const uint8_t>(unseal_buffer.data(), plain_bytes);
+    }
+    const wire::Verified verified = wire::verify_datagram(plain, wire::Direction::ServerToClient);
     if (verified.reason != wire::DropReason::None) {
       if (verified.reason == wire::DropReason::VersionMismatch) saw_version_mismatch = true;
       count_drop(verified.reason);
       return;
     }
-    last_receive_time = now_;
     const wire::Envelope& envelope = *verified.envelope;
+    if (state == ConnectionState::Connected && sealed_sequence == 0) {
+      // Plaintext in a session: a duplicate answer to a resent Connect is expected and ignored;
+      // anything else (a forged Disconnect, result or snapshot) is not the server's.
+      if (envelope.message_type() == wire::Message::ConnectAccepted) {
+        count_drop(wire::DropReason::None);
+      } else {
+        ++stats.datagrams_unauthenticated;
+      }
+      return;
+    }
+    last_receive_time = now_;
 
     if (in_connect()) {
       handle_connect_answer(envelope);
       return;
     }
     const wire::PacketHeader header = wire::header_of(envelope);
+    if (header.sequence() != sealed_sequence) {  // sealed by the server, so a server bug: drop it
+      count_drop(wire::DropReason::None);
+      return;
+    }
     newly_acked.clear();
     acks.on_acks(net::AckFields{header.ack(), header.ack_bits()}, now_, &newly_acked);
     // A snapshot is acked only once applied (its payload then becomes a baseline), collision
@@ -552,6 +599,23 @@ struct ClientCore::Impl {
                  ": use matching client and server builds");
         return;
       }
+      const auto* server_kx = accepted->kx_public();
+      net::KxPublicKey server_public{};
+      if (server_kx != nullptr && server_kx->size() == server_public.size()) {
+        std::copy(server_kx->begin(), server_kx->end(), server_public.begin());
+      }
+      // The token's secret is mixed in only when the server opened the token (token_bound).
+      const net::BindingSecret binding = accepted->token_bound() ? token_secret : net::BindingSecret{};
+      net::SessionKeys keys;
+      if (server_kx == nullptr || server_kx->size() != server_public.size() ||
+          !net::client_session_keys(kx, server_public, binding, &keys)) {
+        fail(ConnectFailure::BadServerConfig, ResultCode::InvalidArgument,
+             server_label() + " sent no usable key share (ConnectAccepted.kx_public): use matching client and server builds");
+        return;
+      }
+      protection.send_key = keys.client_to_server;
+      protection.receive_key = keys.server_to_client;
+      protection.keyed = true;
       state = ConnectionState::Connected;
       client_id = accepted->client_id();
       tick_hz = accepted->tick_hz();
@@ -759,6 +823,23 @@ void ClientCore::connect(const PeerAddress& server, TimePoint now, ConnectParams
   m.server = server;
   params.name = std::string(truncate_utf8(params.name, wire::kMaxClientNameBytes));
   m.params = std::move(params);
+  m.wire_token.clear();
+  m.token_secret.fill(0);
+  if (!m.params.token.empty()) {
+    if (m.params.token.size() <= net::kBindingSecretBytes) {
+      m.fail(ConnectFailure::Rejected, ResultCode::TokenInvalid,
+             "the client token is too short: it is the server's connect token followed by its 32-byte session "
+             "secret, as impulse-server token prints it");
+      return;
+    }
+    const size_t split = m.params.token.size() - net::kBindingSecretBytes;
+    m.wire_token.assign(m.params.token.begin(), m.params.token.begin() + static_cast<std::ptrdiff_t>(split));
+    std::copy(m.params.token.begin() + static_cast<std::ptrdiff_t>(split), m.params.token.end(), m.token_secret.begin());
+  }
+  if (!net::make_kx_keypair(&m.kx)) {
+    m.fail(ConnectFailure::SocketError, ResultCode::Ok, "libsodium could not initialise (no entropy source?)");
+    return;
+  }
   m.state = ConnectionState::SendingConnect;
   m.connect_deadline = now + m.params.timeout;
   m.next_connect_send = now;

@@ -91,6 +91,9 @@ struct ServerStats {
   std::atomic<uint64_t> bytes_in{0};
   std::atomic<uint64_t> bytes_out{0};
   std::atomic<uint64_t> datagrams_dropped{0};  ///< failed verification (any DropReason)
+  /// Datagrams at a session's address that failed authentication: forged or corrupted seal,
+  /// replayed sequence, plaintext other than Connect, or sealed without a session. Dropped unanswered.
+  std::atomic<uint64_t> datagrams_unauthenticated{0};
   std::atomic<uint64_t> requests_applied{0};   ///< requests answered with Ok
   std::atomic<uint64_t> requests_rejected{0};  ///< requests answered with an error code
   std::atomic<uint64_t> requests_duplicate{0}; ///< resent requests deduplicated (answered again or ignored)

@@ -211,16 +211,36 @@ bool ServerCore::push_bounded(const Endpoint& to, std::span<const uint8_t> bytes
   return true;
 }
 
-uint32_t ServerCore::send(Session& s, std::span<const uint8_t> bytes, TimePoint now, Outbox& out) {
-  const Payload payload = out.store(bytes);
-  const uint32_t sequence = s.acks.on_send(now, bytes.size());
+uint32_t ServerCore::send(Session& s, std::span<const uint8_t> bytes, TimePoint now, Outbox& out, bool seal) {
+  const bool sealed = seal && s.protection.keyed;
+  const size_t wire_bytes = bytes.size() + (sealed ? net::kSealOverheadBytes : 0);
+  if (bytes.size() > seal_scratch_.size()) return 0;  // builders stay far below (a caller bug)
+  const uint32_t sequence = s.acks.on_send(now, wire_bytes);
+  if (sequence == 0) return 0;  // sequence space exhausted: never reuse a nonce
   const net::AckFields acks = s.acks.ack_fields();
-  wire::stamp_header(out.mutable_bytes(payload), wire::PacketHeader(sequence, acks.ack, acks.ack_bits));
-  out.push(s.endpoint, payload);
+  const wire::PacketHeader header(sequence, acks.ack, acks.ack_bits);
+  if (sealed) {
+    const auto plain = std::span<uint8_t>(seal_scratch_.data(), bytes.size());
+    std::copy(bytes.begin(), bytes.end(), plain.begin());
+    wire::stamp_header(plain, header);
+    const Payload payload = out.reserve(wire_bytes);
+    if (net::seal_packet(s.protection.send_key, sequence, plain, out.mutable_bytes(payload)) == 0) return 0;
+    out.push(s.endpoint, payload);
+  } else {
+    const Payload payload = out.store(bytes);
+    wire::stamp_header(out.mutable_bytes(payload), header);
+    out.push(s.endpoint, payload);
+  }
   s.bytes_out.refill(now);
-  s.bytes_out.tokens -= static_cast<double>(bytes.size());  // may go negative: snapshots then wait
-  s.bytes_sent += bytes.size();
+  s.bytes_out.tokens -= static_cast<double>(wire_bytes);  // may go negative: snapshots then wait
+  s.bytes_sent += wire_bytes;
   return sequence;
+}
+
+void ServerCore::drop_unauthenticated(const Endpoint& from, RejectReason reason, std::string_view detail,
+                                      TimePoint now) {
+  stats_.datagrams_unauthenticated.fetch_add(1, std::memory_order_relaxed);
+  rejects_.note(reason, from, detail, now);
 }
 
 void ServerCore::process_header(Session& s, const wire::Envelope& envelope, TimePoint now) {
@@ -240,7 +260,23 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
   stats_.datagrams_in.fetch_add(1, std::memory_order_relaxed);
   stats_.bytes_in.fetch_add(bytes.size(), std::memory_order_relaxed);
 
-  const wire::Verified v = wire::verify_datagram(bytes, wire::Direction::ClientToServer);
+  // A sealed datagram is authenticated before anything else is read: the replay window first,
+  // then the tag. Nothing that fails either is answered or has any effect.
+  std::span<const uint8_t> plain = bytes;
+  uint32_t sealed_sequence = 0;
+  if (net::is_sealed(bytes)) {
+    Session* s = sessions_.find(from);
+    if (s == nullptr) return drop_unauthenticated(from, RejectReason::Unauthenticated, "sealed, no session", now);
+    size_t plain_bytes = 0;
+    const net::OpenError e = net::open_session_packet(s->protection, bytes, unseal_buffer_, &plain_bytes, &sealed_sequence);
+    if (e != net::OpenError::None) {
+      return drop_unauthenticated(from, e == net::OpenError::Replayed ? RejectReason::Replayed : RejectReason::Unauthenticated,
+                                  {}, now);
+    }
+    plain = std::span<const uint8_t>(unseal_buffer_.data(), plain_bytes);
+  }
+
+  const wire::Verified v = wire::verify_datagram(plain, wire::Direction::ClientToServer);
   if (v.reason != wire::DropReason::None) {
     stats_.datagrams_dropped.fetch_add(1, std::memory_order_relaxed);
     if (v.reason == wire::DropReason::VersionMismatch) {
@@ -252,11 +288,17 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
   }
 
   const wire::Envelope& envelope = *v.envelope;
-  if (envelope.message_type() == Message::Connect) {
+  if (envelope.message_type() == Message::Connect && sealed_sequence == 0) {
     handle_connect(from, *envelope.message_as_Connect(), bytes.size(), now, out);
     return;
   }
   Session* session = sessions_.find(from);
+  if (session && (sealed_sequence == 0 || wire::header_of(envelope).sequence() != sealed_sequence)) {
+    // Plaintext at a session's address is anyone's (its source is trivially forged); a sealed
+    // one must carry the sequence it was sealed with.
+    return drop_unauthenticated(from, RejectReason::Unauthenticated,
+                                sealed_sequence == 0 ? "plaintext at a session's address" : "sequence mismatch", now);
+  }
   if (session) {
     // A flooding client is cut off here, before any work on its datagram; its resends get in later.
     if (!session->bytes_in.take(static_cast<double>(bytes.size()), now)) {
@@ -319,8 +361,14 @@ void ServerCore::handle_version_mismatch(const Endpoint& from, const wire::Envel
 void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, size_t request_bytes, TimePoint now,
                                 Outbox& out) {
   if (Session* existing = sessions_.find(from)) {
-    // Idempotent: the client resends Connect until an answer arrives; the first may be lost.
-    existing->last_heard = now;
+    // Idempotent: the client resends Connect until an answer arrives; the first may be lost. The
+    // Connect is not authenticated, so it answers only the key share that made the session (an
+    // off-path forger does not know it), no larger than the Connect, and keeps nothing alive.
+    const bool same_share = m.kx_public() != nullptr && m.kx_public()->size() == net::kKxPublicKeyBytes &&
+                            std::equal(m.kx_public()->begin(), m.kx_public()->end(), existing->client_kx_public.begin());
+    if (!same_share || request_bytes < wire::min_connect_bytes()) {
+      return drop_unauthenticated(from, RejectReason::Unauthenticated, "Connect at a session's address", now);
+    }
     send_accepted(*existing, now, out);
     return;
   }
@@ -355,6 +403,7 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
 
   uint32_t client_id = 0;
   uint32_t max_objects = static_cast<uint32_t>(config_.max_objects_per_client);
+  net::BindingSecret binding{};  // zeros: anonymous
   if (token_key_) {
     if (m.token() == nullptr || m.token()->size() == 0) {
       return reject(ResultCode::TokenRequired, "this server requires a connect token (from the game's backend)",
@@ -377,6 +426,7 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
     }
     client_id = static_cast<uint32_t>(claims.client_id);
     if (claims.max_objects != 0) max_objects = claims.max_objects;
+    binding = security::token_session_secret(*token_key_, std::span<const uint8_t>(m.token()->data(), m.token()->size()));
     if (Session* old = sessions_.find_client(client_id)) {
       // The same player connected again (new address or restarted game): the new session wins.
       const Endpoint old_endpoint = old->endpoint;
@@ -388,13 +438,32 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
     }
   }
   if (sessions_.full()) return reject(ResultCode::ServerFull, "server is full", RejectReason::ServerFull);
-  accept_session(from, m, client_id, max_objects, now, out);
+
+  // The packet keys: a fresh X25519 share per session, mixed with the token's secret.
+  SessionKeying keying;
+  std::copy(m.kx_public()->begin(), m.kx_public()->end(), keying.client_public.begin());  // 32: check_request
+  net::KxKeyPair server_kx;
+  net::SessionKeys keys;
+  if (!net::make_kx_keypair(&server_kx) || !net::server_session_keys(server_kx, keying.client_public, binding, &keys)) {
+    return reject(ResultCode::InvalidArgument, "kx_public: not a usable X25519 public key", RejectReason::BadConnect);
+  }
+  keying.server_public = server_kx.public_key;
+  keying.send_key = keys.server_to_client;
+  keying.receive_key = keys.client_to_server;
+  keying.token_bound = token_key_.has_value();
+  accept_session(from, m, client_id, max_objects, keying, now, out);
 }
 
 void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, uint32_t client_id,
-                                uint32_t max_objects, TimePoint now, Outbox& out) {
+                                uint32_t max_objects, const SessionKeying& keying, TimePoint now, Outbox& out) {
   Session* s = sessions_.add(from, sanitize_for_log(client_name_of(m), wire::kMaxClientNameBytes), now, client_id);
   if (s == nullptr) return;
+  s->protection.send_key = keying.send_key;
+  s->protection.receive_key = keying.receive_key;
+  s->protection.keyed = true;
+  s->server_kx_public = keying.server_public;
+  s->client_kx_public = keying.client_public;
+  s->token_bound = keying.token_bound;
   s->max_objects = max_objects;
   s->snapshots = std::make_unique<SnapshotSender>(sender_config_);
   if (!playback_) {  // spectators see the recording's snapshot ticks (playback writes them all at once)
@@ -427,12 +496,14 @@ void ServerCore::send_accepted(Session& s, TimePoint now, Outbox& out) {
                                           q.angular_velocity_fraction_bits};
   a.max_objects = s.max_objects;
   a.first_request_id = 1;
+  a.kx_public = s.server_kx_public;
+  a.token_bound = s.token_bound;
   if (playback_) {
     a.replay = true;
     a.replay_first_tick = playback_->playback().first_tick();
     a.replay_last_tick = playback_->playback().last_tick();
   }
-  send(s, wire::build_connect_accepted(fbb_, a), now, out);
+  send(s, wire::build_connect_accepted(fbb_, a), now, out, /*seal=*/false);  // the client has no keys yet
 }
 
 void ServerCore::reply_not_connected(const Endpoint& from, Message type, uint32_t request_id, size_t request_bytes,

@@ -126,12 +126,23 @@ class ServerCore {
 
  private:
   void handle_connect(const Endpoint& from, const wire::Connect& m, size_t request_bytes, TimePoint now, Outbox& out);
+  /// Session keys derived in handle_connect, handed to accept_session.
+  struct SessionKeying {
+    net::KxPublicKey server_public{};
+    net::KxPublicKey client_public{};
+    net::PacketKey send_key{};
+    net::PacketKey receive_key{};
+    bool token_bound = false;
+  };
   void accept_session(const Endpoint& from, const wire::Connect& m, uint32_t client_id, uint32_t max_objects,
-                      TimePoint now, Outbox& out);
+                      const SessionKeying& keying, TimePoint now, Outbox& out);
   void send_accepted(Session& s, TimePoint now, Outbox& out);
-  /// Queues `bytes` for `s`, stamping the packet header (sequence, acks) and debiting its budget.
-  /// Returns the sequence it went out with.
-  uint32_t send(Session& s, std::span<const uint8_t> bytes, TimePoint now, Outbox& out);
+  /// Queues `bytes` for `s`, stamping the packet header (sequence, acks), sealing it with the
+  /// session's send key (unless `seal` is false: ConnectAccepted, which carries the server's key
+  /// share) and debiting its budget. Returns the sequence it went out with (0: not sent).
+  uint32_t send(Session& s, std::span<const uint8_t> bytes, TimePoint now, Outbox& out, bool seal = true);
+  /// Counts and logs a datagram that failed authentication; it is dropped unanswered.
+  void drop_unauthenticated(const Endpoint& from, RejectReason reason, std::string_view detail, TimePoint now);
   /// Records the peer's sequence and processes its acks (snapshot baselines, events).
   void process_header(Session& s, const wire::Envelope& envelope, TimePoint now);
   void answer_slot(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out);
@@ -208,6 +219,10 @@ class ServerCore {
 
   // Buffers reused every wake-up (clear(), never shrink).
   flatbuffers::FlatBufferBuilder fbb_{2 * wire::kMaxDatagramBytes};
+  // A sealed datagram is opened into here (aligned: the FlatBuffer is then read in place), and an
+  // outgoing one is stamped here before it is sealed into the outbox.
+  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> unseal_buffer_{};
+  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> seal_scratch_{};
   std::vector<PendingRequest> queue_;
   // write_snapshots: the sessions due this wake-up and their payloads (same positions).
   struct DueSnapshot {

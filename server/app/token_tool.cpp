@@ -127,7 +127,8 @@ int run_token(const TokenFlags& f, std::ostream& out, std::ostream& err) {
   claims.client_id = client_id;
   claims.expires_unix_s = now + ttl_s;
   claims.max_objects = static_cast<uint32_t>(max_objects);
-  const security::Token token = security::seal_token(key, claims);
+  // The client token: the connect token and its session secret (docs/PROTOCOL.md, "Sealed packets").
+  const std::vector<uint8_t> token = security::issue_client_token(key, claims);
 
   out << to_hex(token) << '\n';
   out.flush();
@@ -155,7 +156,7 @@ int run_token_tool(int argc, const char* const* argv, std::ostream& out, std::os
   keygen->add_flag("--force", force, "Replace the file if it exists (tokens from the old key stop working)");
 
   TokenFlags f;
-  CLI::App* token = app.add_subcommand("token", "Print one hex connect token on stdout (summary on stderr)");
+  CLI::App* token = app.add_subcommand("token", "Print one hex client token (connect token and session secret) on stdout (summary on stderr)");
   token->add_option("--key", f.key_path, "Token key file (from impulse-server keygen; the server's --token-key)")
       ->required();
   token->add_option("--client-id", f.client_id, "Client id sealed in the token, 1..2^64-1")->required();

@@ -284,6 +284,26 @@ TokenError open_token(const TokenKey& key, std::span<const uint8_t> token, uint6
   return now_unix_s > opened.expires_unix_s ? TokenError::Expired : TokenError::None;
 }
 
+std::array<uint8_t, kTokenSecretBytes> token_session_secret(const TokenKey& key, std::span<const uint8_t> token) {
+  (void)init_crypto(nullptr);
+  std::vector<uint8_t> message(kTokenSecretDomain.size() + token.size());
+  std::memcpy(message.data(), kTokenSecretDomain.data(), kTokenSecretDomain.size());
+  if (!token.empty()) std::memcpy(message.data() + kTokenSecretDomain.size(), token.data(), token.size());
+  std::array<uint8_t, kTokenSecretBytes> secret{};
+  (void)crypto_generichash(secret.data(), secret.size(), message.data(), message.size(), key.bytes.data(),
+                           key.bytes.size());
+  return secret;
+}
+
+std::vector<uint8_t> issue_client_token(const TokenKey& key, const TokenClaims& claims) {
+  const Token token = seal_token(key, claims);
+  const auto secret = token_session_secret(key, token);
+  std::vector<uint8_t> bundle(kTokenBytes + kTokenSecretBytes);
+  std::memcpy(bundle.data(), token.data(), kTokenBytes);
+  std::memcpy(bundle.data() + kTokenBytes, secret.data(), kTokenSecretBytes);
+  return bundle;
+}
+
 // ---- Key files -----------------------------------------------------------------------------
 
 bool parse_token_key(std::string_view text, TokenKey* key, std::string* error) {

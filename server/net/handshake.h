@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <asio/ip/udp.hpp>
 
@@ -183,6 +184,27 @@ const char* to_string(TokenError error);
 /// @param claims      filled when the token authenticates (None or Expired, so the log can name
 ///                    the client), untouched otherwise; may be null
 TokenError open_token(const TokenKey& key, std::span<const uint8_t> token, uint64_t now_unix_s, TokenClaims* claims);
+
+// ---- Binding the session to the token ---------------------------------------------------------
+// netcode.io's connect token carries the session's packet keys for the client. Impulse's token
+// stays opaque to the client; instead the issuer hands the client a session secret with it, which
+// anyone with the token key recomputes from the token, and both sides mix it into the packet
+// keys (shared/net/packet_crypto.h). Someone who saw the token on the wire but not the secret
+// cannot derive the keys, even by replacing the key shares of the handshake.
+
+/// Size of a token's session secret [bytes].
+inline constexpr size_t kTokenSecretBytes = 32;
+/// Domain-separation message prefix of the session secret (20 ASCII bytes, no terminator).
+inline constexpr std::string_view kTokenSecretDomain = "impulse-token-secret";
+
+/// The session secret of `token`: BLAKE2b with a 32-byte output, keyed with the token key, over
+/// kTokenSecretDomain (20) || the token's bytes (as sent in Connect.token).
+std::array<uint8_t, kTokenSecretBytes> token_session_secret(const TokenKey& key, std::span<const uint8_t> token);
+
+/// What the issuer hands a client: the token followed by its session secret
+/// (kTokenBytes + kTokenSecretBytes = 101 bytes). The client sends all but the last 32 bytes as
+/// Connect.token and keeps the secret (impulse::ConnectParams::token).
+std::vector<uint8_t> issue_client_token(const TokenKey& key, const TokenClaims& claims);
 
 // ---- Key files -----------------------------------------------------------------------------
 // Format: one line of 64 hex characters (the 32 key bytes, lowercase when written; uppercase is

@@ -30,6 +30,12 @@ class Outbox {
     bytes_.insert(bytes_.end(), bytes.begin(), bytes.end());
     return p;
   }
+  /// Appends `n` zero bytes to the arena for the caller to fill (through mutable_bytes).
+  Payload reserve(size_t n) {
+    const Payload p{static_cast<uint32_t>(bytes_.size()), static_cast<uint32_t>(n)};
+    bytes_.resize(bytes_.size() + n);
+    return p;
+  }
   /// Queues a stored payload for `to`.
   void push(const Endpoint& to, Payload payload) { datagrams_.push_back({to, payload}); }
   /// store() + push() for a datagram with a single recipient.

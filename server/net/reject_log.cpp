@@ -57,6 +57,8 @@ const char* to_string(RejectReason reason) {
     case RejectReason::RequestTooOld: return "request id below the exactly-once window";
     case RejectReason::RequestTooFarAhead: return "request id beyond the exactly-once window";
     case RejectReason::ReadOnly: return "world-changing request to a replay (read-only spectators)";
+    case RejectReason::Unauthenticated: return "datagram failed authentication (forged, corrupted or unsealed; dropped)";
+    case RejectReason::Replayed: return "sealed datagram replayed or too old (replay window; dropped)";
     case RejectReason::Count: break;
   }
   return "unknown";

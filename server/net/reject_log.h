@@ -43,6 +43,9 @@ enum class RejectReason : uint8_t {
   RequestTooOld,    ///< a request id below the exactly-once window
   RequestTooFarAhead,  ///< a request id beyond the window (dropped; the client resends)
   ReadOnly,         ///< a world-changing request to a server that plays a recording (spectators)
+  Unauthenticated,  ///< at a session's address: a seal that does not verify, or plaintext other than Connect;
+                    ///< or a sealed datagram from an address without a session. Dropped unanswered
+  Replayed,         ///< a sealed datagram whose sequence the replay window already accepted (or too old)
   Count,
 };
 const char* to_string(RejectReason reason);

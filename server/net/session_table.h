@@ -20,6 +20,7 @@
 #include "server/net/snapshot_sender.h"
 #include "shared/wire/codec.h"
 #include "shared/net/packet_acks.h"
+#include "shared/net/packet_crypto.h"
 
 namespace impulse::server {
 
@@ -58,6 +59,11 @@ struct Session {
   TimePoint last_heard{};    ///< arrival of the latest datagram from this endpoint
   uint32_t max_objects = 0;  ///< live-object quota (0 = none): the token's, else the server's
   net::PacketAcks acks;      ///< sequences sent and received, RTT and loss
+  /// Packet keys and replay window: every datagram after ConnectAccepted is sealed (docs/PROTOCOL.md).
+  net::PacketProtection protection;
+  net::KxPublicKey server_kx_public{};  ///< resent in ConnectAccepted
+  net::KxPublicKey client_kx_public{};  ///< from the Connect that made the session
+  bool token_bound = false;  ///< the packet keys mix in the connect token's session secret
   RequestWindow requests;    ///< exactly-once admission of this client's requests
   EventChannel events;       ///< collision events until acked
   std::unique_ptr<SnapshotSender> snapshots;  ///< baselines, interest and priorities of this client

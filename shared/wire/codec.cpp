@@ -70,14 +70,14 @@ flatbuffers::Offset<flatbuffers::String> create_string(flatbuffers::FlatBufferBu
   return fbb.CreateString(t.data(), t.size());
 }
 
-// Largest n for which build(n) <= kMaxDatagramBytes, from the measured size of one element's
+// Largest n for which build(n) <= kMaxPlaintextBytes, from the measured size of one element's
 // message: capacity = (limit - overhead) / element, then confirmed (and corrected) by building.
 template <class BuildFn>
 uint32_t measure_capacity(size_t element_bytes, BuildFn&& build) {
   const size_t one = build(1);
   const size_t overhead = one - element_bytes;
-  uint32_t n = static_cast<uint32_t>((kMaxDatagramBytes - overhead) / element_bytes);
-  while (n > 1 && build(n) > kMaxDatagramBytes) --n;
+  uint32_t n = static_cast<uint32_t>((kMaxPlaintextBytes - overhead) / element_bytes);
+  while (n > 1 && build(n) > kMaxPlaintextBytes) --n;
   return n;
 }
 
@@ -338,6 +338,9 @@ Check check_request(const Connect& m) {
   if (m.token() != nullptr && m.token()->size() > kMaxTokenBytes) {
     return {ResultCode::InvalidArgument, range_messages().token};
   }
+  if (m.kx_public() == nullptr || m.kx_public()->size() != kKxPublicBytes) {
+    return {ResultCode::InvalidArgument, "kx_public: the client's X25519 public key, exactly 32 bytes, is required"};
+  }
   return {};
 }
 
@@ -405,7 +408,7 @@ std::span<const uint8_t> finish_unchecked(flatbuffers::FlatBufferBuilder& fbb, M
 std::span<const uint8_t> finish(flatbuffers::FlatBufferBuilder& fbb, Message type,
                                 flatbuffers::Offset<void> message) {
   const std::span<const uint8_t> bytes = finish_unchecked(fbb, type, message);
-  assert(bytes.size() <= kMaxDatagramBytes && "a builder produced an oversized datagram");
+  assert(bytes.size() <= kMaxPlaintextBytes && "a builder produced an oversized datagram");
   return bytes;
 }
 
@@ -425,19 +428,29 @@ PacketHeader header_of(const Envelope& envelope) {
 }
 
 size_t min_connect_bytes() {
-  // The largest Challenge the server can send: a Connect at least this large can never be
-  // amplified by its answer.
+  // The largest Challenge or ConnectAccepted the server can send: a Connect at least this large
+  // can never be amplified by its answer (a resent Connect is answered by ConnectAccepted).
   static const size_t bytes = [] {
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
     const std::vector<uint8_t> cookie(kMaxCookieBytes, 0xFF);
-    return build_challenge(fbb, cookie).size();
+    const size_t challenge = build_challenge(fbb, cookie).size();
+    AcceptedArgs a;  // every scalar non-default, so every field is present
+    a.client_id = UINT32_MAX;
+    a.tick_hz = a.snapshot_hz = UINT16_MAX;
+    a.tick = a.replay_first_tick = a.replay_last_tick = UINT64_MAX;
+    a.quantization = QuantizationArgs{1, 1, 1, 1, 1, 1, 1};
+    a.max_objects = a.first_request_id = UINT32_MAX;
+    a.replay = true;
+    a.kx_public.fill(0xFF);
+    a.token_bound = true;
+    return std::max(challenge, build_connect_accepted(fbb, a).size());
   }();
   return bytes;
 }
 
 std::span<const uint8_t> build_connect(flatbuffers::FlatBufferBuilder& fbb, std::string_view client_name,
                                        std::span<const uint8_t> cookie, std::span<const uint8_t> token,
-                                       uint16_t protocol_version) {
+                                       std::span<const uint8_t> kx_public, uint16_t protocol_version) {
   const size_t min_bytes = min_connect_bytes();
   auto build = [&](size_t padding_bytes) {
     fbb.Clear();
@@ -449,7 +462,10 @@ std::span<const uint8_t> build_connect(flatbuffers::FlatBufferBuilder& fbb, std:
     const std::vector<uint8_t> zeros(padding_bytes, 0);
     const auto padding = padding_bytes == 0 ? flatbuffers::Offset<flatbuffers::Vector<uint8_t>>()
                                             : fbb.CreateVector(zeros);
-    const auto message = CreateConnect(fbb, protocol_version, name, cookie_vec, token_vec, padding);
+    const auto kx_vec = kx_public.empty()
+                            ? flatbuffers::Offset<flatbuffers::Vector<uint8_t>>()
+                            : fbb.CreateVector(kx_public.data(), std::min(kx_public.size(), kKxPublicBytes));
+    const auto message = CreateConnect(fbb, protocol_version, name, cookie_vec, token_vec, padding, kx_vec);
     return finish(fbb, Message::Connect, message.Union());
   };
   const size_t unpadded = build(0).size();
@@ -580,10 +596,11 @@ std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& 
   const auto quantization =
       CreateQuantization(fbb, q.world_bound, q.position_fraction_bits, q.orientation_bits, q.max_linear_speed,
                          q.linear_velocity_fraction_bits, q.max_angular_speed, q.angular_velocity_fraction_bits);
+  const auto kx = fbb.CreateVector(args.kx_public.data(), args.kx_public.size());
   const auto message =
       CreateConnectAccepted(fbb, args.client_id, args.tick_hz, args.snapshot_hz, args.tick, quantization,
                             args.max_objects, args.first_request_id, args.replay, args.replay_first_tick,
-                            args.replay_last_tick);
+                            args.replay_last_tick, kx, args.token_bound);
   return finish(fbb, Message::ConnectAccepted, message.Union());
 }
 
@@ -654,13 +671,13 @@ size_t snapshot_payload_capacity() {
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
     const std::vector<uint8_t> probe(kMaxDatagramBytes, 0);
     const size_t overhead = build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(1)).size() - 1;
-    size_t n = kMaxDatagramBytes - overhead;
+    size_t n = kMaxPlaintextBytes - overhead;
     while (n > 0 && build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n)).size() >
-                        kMaxDatagramBytes) {
+                        kMaxPlaintextBytes) {
       --n;
     }
     // The 1-byte probe counted up to 3 bytes of vector alignment as overhead: grow back to the largest fit.
-    while (build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n + 1)).size() <= kMaxDatagramBytes) ++n;
+    while (build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n + 1)).size() <= kMaxPlaintextBytes) ++n;
     return n;
   }();
   return capacity;
@@ -669,7 +686,7 @@ size_t snapshot_payload_capacity() {
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
                                         std::span<const uint8_t> data) {
   const auto bytes = build_snapshot_unchecked(fbb, tick, data.first(std::min(data.size(), snapshot_payload_capacity())));
-  assert(bytes.size() <= kMaxDatagramBytes && "snapshot exceeds the datagram limit");
+  assert(bytes.size() <= kMaxPlaintextBytes && "snapshot exceeds the datagram limit");
   return bytes;
 }
 
@@ -682,7 +699,7 @@ uint32_t collision_events_per_datagram() {
     uint32_t n = kMaxEventsPerBlock;
     while (n > 1 && build_collision_events_block_unchecked(
                         fbb, std::span<const uint8_t>(probe).first(max_event_block_bytes(n)))
-                            .size() > kMaxDatagramBytes) {
+                            .size() > kMaxPlaintextBytes) {
       --n;
     }
     return n;
@@ -713,7 +730,7 @@ std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fb
   const bool cut = ok && (truncated || kept < hits.size());
   const auto bytes = build_raycast_result_unchecked(fbb, request_id, code, tick, hits.first(kept), cut,
                                                     ok ? std::string_view{} : message);
-  assert(bytes.size() <= kMaxDatagramBytes && "raycast result exceeds the datagram limit");
+  assert(bytes.size() <= kMaxPlaintextBytes && "raycast result exceeds the datagram limit");
   return bytes;
 }
 
@@ -733,7 +750,7 @@ std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& 
   }
   const auto message = CreateCollisionEvents(fbb, {}, vec);
   const auto bytes = finish_unchecked(fbb, Message::CollisionEvents, message.Union());
-  assert(bytes.size() <= kMaxDatagramBytes && "collision events exceed the datagram limit");
+  assert(bytes.size() <= kMaxPlaintextBytes && "collision events exceed the datagram limit");
   return bytes;
 }
 
@@ -741,7 +758,7 @@ std::span<const uint8_t> build_collision_events_block(flatbuffers::FlatBufferBui
                                                       std::span<const uint8_t> block) {
   const size_t limit = max_event_block_bytes(collision_events_per_datagram());
   const auto bytes = build_collision_events_block_unchecked(fbb, block.first(std::min(block.size(), limit)));
-  assert(bytes.size() <= kMaxDatagramBytes && "collision events exceed the datagram limit");
+  assert(bytes.size() <= kMaxPlaintextBytes && "collision events exceed the datagram limit");
   return bytes;
 }
 

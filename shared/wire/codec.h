@@ -3,6 +3,7 @@
 // wire data: every failure is a reason code the caller counts and logs.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,10 +22,18 @@ namespace impulse::wire {
 /// Version 2 added rotation, capsules, planes, sensors, materials and raycasts; version 3 the
 /// packet header, the cookie handshake, tokens, exactly-once requests, ownership, areas of
 /// interest and delta-compressed snapshots; version 4 bit-packed collision events
-/// (CollisionEvents.packed) (docs/PROTOCOL.md).
-inline constexpr uint16_t kProtocolVersion = 4;
+/// (CollisionEvents.packed); version 5 sealed packets after the handshake (Connect.kx_public,
+/// ConnectAccepted.kx_public, shared/net/packet_crypto.h) (docs/PROTOCOL.md).
+inline constexpr uint16_t kProtocolVersion = 5;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
+/// Bytes a sealed session datagram adds to its FlatBuffers plaintext: an 8-byte prefix and a
+/// 16-byte tag (net::kSealOverheadBytes, asserted equal in packet_crypto.cpp) [bytes].
+inline constexpr size_t kSealOverheadBytes = 24;
+/// Largest datagram any builder writes, so that it still fits kMaxDatagramBytes once sealed [bytes].
+inline constexpr size_t kMaxPlaintextBytes = kMaxDatagramBytes - kSealOverheadBytes;
+/// Size of Connect.kx_public and ConnectAccepted.kx_public, an X25519 public key [bytes].
+inline constexpr size_t kKxPublicBytes = 32;
 /// Longest client name or message string accepted [bytes].
 inline constexpr size_t kMaxStringBytes = 256;
 /// Longest Connect.client_name accepted [bytes]; check_request(Connect) rejects longer ones.
@@ -222,6 +231,8 @@ struct AcceptedArgs {
   bool replay = false;           ///< the server plays a recording; the client is a read-only spectator
   uint64_t replay_first_tick = 0;  ///< replay: the recording's first tick
   uint64_t replay_last_tick = 0;   ///< replay: the recording's last complete tick
+  std::array<uint8_t, kKxPublicBytes> kx_public{};  ///< the server's X25519 public key of this session
+  bool token_bound = false;      ///< the packet keys mix in the connect token's session secret
 };
 
 /// The smallest Connect the server answers [bytes]: the size of the largest possible Challenge,
@@ -231,8 +242,11 @@ size_t min_connect_bytes();
 /// rejects names longer than kMaxClientNameBytes), the server's `cookie` (empty on the first
 /// Connect) and a connect `token` (empty = anonymous), padded to min_connect_bytes().
 /// `protocol_version` is overridable for tests.
+/// `kx_public` is the client's X25519 public key (kKxPublicBytes; empty leaves the field absent,
+/// which the server refuses: for tests).
 std::span<const uint8_t> build_connect(flatbuffers::FlatBufferBuilder& fbb, std::string_view client_name,
                                        std::span<const uint8_t> cookie = {}, std::span<const uint8_t> token = {},
+                                       std::span<const uint8_t> kx_public = {},
                                        uint16_t protocol_version = kProtocolVersion);
 /// SetInterest: the client's area of interest (units of InterestArgs).
 std::span<const uint8_t> build_set_interest(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,

@@ -26,6 +26,7 @@
 #include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/fuzz_keys.h"
 #include "tests/fuzz/fuzz_server_scene.h"
 #include "tests/fuzz/packet_acks_ops.h"
 
@@ -74,7 +75,7 @@ std::vector<Seed> client_datagrams() {
   using wire::CreateObjectArgs;
 
   add("connect", wire::build_connect(fbb, "fuzz"));
-  add("connect_version_1", wire::build_connect(fbb, "old", {}, {}, 1));
+  add("connect_version_1", wire::build_connect(fbb, "old", {}, {}, {}, 1));
   add("connect_forged_cookie", wire::build_connect(fbb, "forger", std::vector<uint8_t>(24, 0xA5)));
   wire::InterestArgs sphere_area;
   sphere_area.kind = wire::InterestKind::Sphere;
@@ -181,9 +182,11 @@ Bytes encode_script(const Script& script, const std::vector<Seed>& client) {
 std::vector<Seed> server_replies(const std::vector<Script>& scripts, const std::vector<Seed>& client, int per_type) {
   std::vector<Seed> out;
   std::map<wire::Message, int> seen;
+  FuzzPeers peers;  // replaced per script below
   const auto collect = [&](server::Outbox& box) {
     for (const server::Outbox::Datagram& d : box.datagrams()) {
-      const Bytes bytes = copy(box.bytes_of(d));
+      // Seeds are plaintext: fuzz_client_datagram seals them itself.
+      const Bytes bytes = copy(peers.incoming(d.to, box.bytes_of(d)));
       const wire::Verified v = wire::verify_datagram(bytes, wire::Direction::ServerToClient);
       if (!v.envelope) continue;
       const wire::Message type = v.envelope->message_type();
@@ -203,6 +206,7 @@ std::vector<Seed> server_replies(const std::vector<Script>& scripts, const std::
     }
     server::TimePoint now = kFuzzStart;
     core.start(now);
+    peers = FuzzPeers{};
     server::Outbox box;
     flatbuffers::FlatBufferBuilder fbb;
     for (const Step& s : script.steps) {
@@ -214,7 +218,8 @@ std::vector<Seed> server_replies(const std::vector<Script>& scripts, const std::
       if (s.datagram[0] == '\0') {
         connect_session(core, fuzz_endpoint(s.endpoint), now, fbb, box);
       } else {
-        core.handle_datagram(fuzz_endpoint(s.endpoint), datagram_named(client, s.datagram), now, box);
+        const Bytes datagram = copy(peers.outgoing(s.endpoint, datagram_named(client, s.datagram)));
+        core.handle_datagram(fuzz_endpoint(s.endpoint), datagram, now, box);
       }
       collect(box);
     }
@@ -495,6 +500,17 @@ int main(int argc, char** argv) {
     ok &= writer.write("fuzz_verify_datagram", s);
   }
   for (const Seed& s : packet_acks_traces()) ok &= writer.write("fuzz_packet_acks", s);
+  // fuzz_unseal: real datagrams sealed with its fixed key (valid seals, so mutations start past
+  // the tag), and the plaintexts themselves (its second half seals the input).
+  uint32_t sequence = 1;
+  for (const std::vector<Seed>* seeds : {&client, &server}) {
+    for (const Seed& s : *seeds) {
+      Bytes sealed(s.bytes.size() + impulse::net::kSealOverheadBytes);
+      if (impulse::net::seal_packet(unseal_fuzz_key(), sequence++, s.bytes, sealed) == 0) continue;
+      ok &= writer.write("fuzz_unseal", {"sealed_" + s.name, sealed});
+      ok &= writer.write("fuzz_unseal", {"plain_" + s.name, s.bytes});
+    }
+  }
 
   for (const auto& [target, n] : writer.counts()) std::printf("%-24s %3d seeds\n", target.c_str(), n);
   return ok ? 0 : 1;

@@ -26,6 +26,7 @@
 #include "impulse/client.h"
 #include "impulse/schemas/impulse_generated.h"
 #include "server/app/server.h"
+#include "shared/net/packet_crypto.h"
 #include "shared/wire/codec.h"
 
 namespace impulse::test {
@@ -321,6 +322,13 @@ class RawSocket {
   const wire::Envelope* wait_from_server(wire::Message type, milliseconds timeout = kWaitTimeout) {
     asio::ip::udp::endpoint from;
     return wait_verified(type, wire::Direction::ServerToClient, timeout, &from);
+  }
+
+  /// Receives until a verified client->server datagram of `type` arrives (bounded); returns its
+  /// envelope (valid until the next receive on this socket) and sender, or null.
+  const wire::Envelope* wait_from_client(wire::Message type, asio::ip::udp::endpoint* from,
+                                         milliseconds timeout = kWaitTimeout) {
+    return wait_verified(type, wire::Direction::ClientToServer, timeout, from);
   }
 
   /// Receives everything queued now, without waiting; returns the datagram count.

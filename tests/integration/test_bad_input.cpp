@@ -7,6 +7,7 @@
 // it sent (anti-amplification), which is measured datagram by datagram.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <set>
@@ -62,18 +63,37 @@ struct Reply {
 /// header with the next sequence, as the client library sends them.
 class RawPeer {
  public:
-  explicit RawPeer(uint16_t server_port) : server_(RawSocket::server_endpoint(server_port)) {}
+  explicit RawPeer(uint16_t server_port) : server_(RawSocket::server_endpoint(server_port)) {
+    EXPECT_TRUE(net::make_kx_keypair(&kx));
+  }
 
   RawSocket socket;
 
   /// Sends `built` as is (no header stamped): what an address without a session sends.
   void send_raw(std::span<const uint8_t> bytes) { socket.send(bytes, server_); }
 
-  /// Sends `built` with the next packet sequence stamped in its header.
-  void send_in_session(std::span<const uint8_t> built) {
+  /// Sends `built` with the next packet sequence stamped in its header, sealed with the
+  /// session's key (as the client library sends it).
+  void send_in_session(std::span<const uint8_t> built) { socket.send(seal(built), server_); }
+
+  /// `built` stamped with the next sequence and sealed (protocol 5); as is before a session.
+  Bytes seal(std::span<const uint8_t> built) {
     Bytes b(built.begin(), built.end());
-    ASSERT_TRUE(wire::stamp_header(b, wire::PacketHeader(next_sequence_++, 0, 0)));
-    socket.send(b, server_);
+    const uint32_t sequence = next_sequence_++;
+    EXPECT_TRUE(wire::stamp_header(b, wire::PacketHeader(sequence, 0, 0)));
+    if (!protection.keyed) return b;
+    Bytes sealed(b.size() + net::kSealOverheadBytes);
+    EXPECT_NE(net::seal_packet(protection.send_key, sequence, b, sealed), 0u);
+    return sealed;
+  }
+
+  /// A received datagram as plaintext: opened when sealed (empty when it does not open).
+  std::span<const uint8_t> open(std::span<const uint8_t> bytes) {
+    if (!net::is_sealed(bytes)) return bytes;
+    size_t n = 0;
+    uint32_t sequence = 0;
+    if (net::open_session_packet(protection, bytes, opened_, &n, &sequence) != net::OpenError::None) return {};
+    return std::span<const uint8_t>(opened_.data(), n);
   }
 
   /// Sends `datagram`, then a barrier: a Ping padded so the server may answer it even without a
@@ -86,9 +106,13 @@ class RawPeer {
     const Bytes barrier = padded(wire::build_ping(socket.fbb, nonce), 200);
     if (in_session) {
       send_in_session(datagram);
-      send_in_session(barrier);
     } else {
       send_raw(datagram);
+    }
+    // In a session the barrier must be sealed: plaintext at a session's address is dropped.
+    if (protection.keyed) {
+      send_in_session(barrier);
+    } else {
       send_raw(barrier);
     }
     std::vector<Reply> replies;
@@ -97,7 +121,7 @@ class RawPeer {
       asio::ip::udp::endpoint from;
       const size_t n = socket.receive(milliseconds{5}, &from);
       if (n == 0) continue;
-      const wire::Verified v = wire::verify_datagram(socket.last(n), wire::Direction::ServerToClient);
+      const wire::Verified v = wire::verify_datagram(open(socket.last(n)), wire::Direction::ServerToClient);
       const wire::Message type = v.reason == wire::DropReason::None ? v.envelope->message_type() : wire::Message::NONE;
       if (type == wire::Message::Pong && v.envelope->message_as_Pong()->nonce() == nonce) return replies;
       if (type == wire::Message::Snapshot || type == wire::Message::CollisionEvents) continue;
@@ -111,7 +135,9 @@ class RawPeer {
   /// Connect -> Challenge -> Connect with the cookie -> ConnectAccepted. Returns the session's
   /// client id, or nullopt (with a test failure naming the step that failed).
   std::optional<uint32_t> handshake(std::string_view name) {
-    send_raw(wire::build_connect(socket.fbb, name));
+    EXPECT_TRUE(net::make_kx_keypair(&kx));
+    protection = net::PacketProtection{};
+    send_raw(wire::build_connect(socket.fbb, name, {}, {}, kx.public_key));
     const wire::Envelope* challenge = socket.wait_from_server(wire::Message::Challenge);
     if (challenge == nullptr || challenge->message_as_Challenge()->cookie() == nullptr) {
       ADD_FAILURE() << "no Challenge for the first Connect";
@@ -119,18 +145,32 @@ class RawPeer {
     }
     const auto* c = challenge->message_as_Challenge()->cookie();
     cookie = Bytes(c->begin(), c->end());
-    send_raw(wire::build_connect(socket.fbb, name, cookie));
+    send_raw(wire::build_connect(socket.fbb, name, cookie, {}, kx.public_key));
     const wire::Envelope* accepted = socket.wait_from_server(wire::Message::ConnectAccepted);
     if (accepted == nullptr) {
       ADD_FAILURE() << "no ConnectAccepted for the Connect with the cookie";
       return std::nullopt;
     }
     const wire::ConnectAccepted& m = *accepted->message_as_ConnectAccepted();
+    key_from(m);
     EXPECT_EQ(m.first_request_id(), 1u);
     EXPECT_NE(m.quantization(), nullptr);
     EXPECT_EQ(wire::header_of(*accepted).sequence(), 1u);  // the session's first datagram
     next_request_id = m.first_request_id();
     return m.client_id();
+  }
+
+  /// Derives the session's packet keys from the server's ConnectAccepted (anonymous mode).
+  void key_from(const wire::ConnectAccepted& m) {
+    net::KxPublicKey server_public{};
+    if (m.kx_public() != nullptr && m.kx_public()->size() == server_public.size()) {
+      std::copy(m.kx_public()->begin(), m.kx_public()->end(), server_public.begin());
+    }
+    net::SessionKeys keys;
+    EXPECT_TRUE(net::client_session_keys(kx, server_public, net::BindingSecret{}, &keys));
+    protection.send_key = keys.client_to_server;
+    protection.receive_key = keys.server_to_client;
+    protection.keyed = true;
   }
 
   /// One RequestResult as received.
@@ -150,7 +190,7 @@ class RawPeer {
       asio::ip::udp::endpoint from;
       const size_t n = socket.receive(milliseconds{5}, &from);
       if (n == 0) continue;
-      const wire::Verified v = wire::verify_datagram(socket.last(n), wire::Direction::ServerToClient);
+      const wire::Verified v = wire::verify_datagram(open(socket.last(n)), wire::Direction::ServerToClient);
       if (v.reason != wire::DropReason::None) continue;
       if (v.envelope->message_type() == wire::Message::Snapshot) ++seen;
       if (const auto* r = v.envelope->message_as_RequestResult()) {
@@ -158,6 +198,25 @@ class RawPeer {
       }
     }
     EXPECT_TRUE(seen >= snapshots || results.size() >= until) << "the session stopped receiving snapshots";
+  }
+
+  /// Receives for the duration of `snapshots` snapshot datagrams and counts the datagrams of
+  /// `type` meanwhile (tick-paced: answers queued for a tick arrive within it).
+  int count_for_snapshots(int snapshots, wire::Message type) {
+    int seen = 0;
+    int count = 0;
+    const Clock::time_point deadline = Clock::now() + kWaitTimeout;
+    for (int i = 0; i < kMaxIterations && Clock::now() < deadline && seen < snapshots; ++i) {
+      asio::ip::udp::endpoint from;
+      const size_t n = socket.receive(milliseconds{5}, &from);
+      if (n == 0) continue;
+      const wire::Verified v = wire::verify_datagram(open(socket.last(n)), wire::Direction::ServerToClient);
+      if (v.reason != wire::DropReason::None) continue;
+      if (v.envelope->message_type() == wire::Message::Snapshot) ++seen;
+      if (v.envelope->message_type() == type) ++count;
+    }
+    EXPECT_GE(seen, snapshots) << "the session stopped receiving snapshots";
+    return count;
   }
 
   /// Receives until `count` more RequestResults arrived (bounded by kWaitTimeout's worth of ticks).
@@ -168,6 +227,8 @@ class RawPeer {
   }
 
   Bytes cookie;                  ///< from the last handshake's Challenge
+  net::KxKeyPair kx;             ///< this peer's key share of the last handshake
+  net::PacketProtection protection;  ///< the session's keys once ConnectAccepted arrived
   uint32_t next_request_id = 1;  ///< from ConnectAccepted.first_request_id
   std::vector<Result> results;   ///< every RequestResult received by the waits above, in order
 
@@ -175,6 +236,7 @@ class RawPeer {
   asio::ip::udp::endpoint server_;
   uint32_t next_sequence_ = 1;
   uint64_t barrier_nonce_ = 0;
+  alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> opened_{};
 };
 
 class BadInput : public ::testing::Test {
@@ -452,9 +514,11 @@ TEST_F(BadInput, AForgedCookieGetsAFreshChallengeNeverASession) {
 
   // The genuine cookie does open a session (so the refusals above were about the cookie), and the
   // session closes again on Disconnect.
-  const std::vector<Reply> accepted = attacker_peer.send_and_collect(wire::build_connect(fbb, "forger", cookie));
-  ASSERT_FALSE(accepted.empty());
-  EXPECT_EQ(accepted[0].type, wire::Message::ConnectAccepted);
+  // (No barrier here: once the session exists, a plaintext Ping from its address is dropped.)
+  attacker_peer.send_raw(wire::build_connect(fbb, "forger", cookie, {}, attacker_peer.kx.public_key));
+  const wire::Envelope* accepted = attacker_peer.socket.wait_from_server(wire::Message::ConnectAccepted);
+  ASSERT_NE(accepted, nullptr);
+  attacker_peer.key_from(*accepted->message_as_ConnectAccepted());
   EXPECT_EQ(server.stats().clients.load(), 2u);
   attacker_peer.send_in_session(wire::build_disconnect(fbb, "done"));
   EXPECT_TRUE(good.poll_until([&] { return server.stats().clients.load() == 1u; }));
@@ -719,6 +783,155 @@ TEST_F(BadInput, AbsurdSizesAndMagnitudesAreRejectedWithInvalidArgument) {
   expect_rejected(c.apply_impulse(target, {0, 1e8f, 0}), invalid, "impulse out of range");
   expect_rejected(c.set_velocity(target, {2e4f, 0, 0}), invalid, "velocity out of range");
   expect_unchanged_and_serving();
+}
+
+// ---------------------------------------------------------------------- forged source after the handshake
+// Issue 16, rows D and E: datagrams "from" a connected player's address that the player did not
+// seal. The victim is a raw session whose socket the test controls, so the forgeries leave from
+// exactly its address and port: to the server they are indistinguishable from a spoofed source.
+
+namespace forged {
+
+/// A victim session with one dynamic sphere resting on the ground; returns the sphere's id.
+ObjectID victim_with_sphere(RawPeer& victim, ClientDriver& observer) {
+  if (!victim.handshake("victim").has_value()) return {};
+  wire::CreateObjectArgs args;
+  args.dims = {0.5f, 0.5f, 0.5f};
+  args.position = {-6.0f, 0.5f, 0.0f};
+  victim.send_in_session(wire::build_create_object(victim.socket.fbb, victim.next_request_id++, args));
+  victim.wait_results(1);
+  if (victim.results.size() != 1 || victim.results[0].code != wire::ResultCode::Ok) return {};
+  const ObjectID id = victim.results[0].id;
+  EXPECT_TRUE(observer.wait_snapshot_where(0, [&](const auto& objects) { return find_in(objects, id) != nullptr; }));
+  return id;
+}
+
+}  // namespace forged
+
+TEST_F(BadInput, ForgedDatagramsAtAPlayersAddressHaveNoEffectAndGetNoReply) {
+  RawPeer victim(server.port());
+  const ObjectID sphere = forged::victim_with_sphere(victim, good);
+  ASSERT_FALSE(sphere.is_null());
+  ASSERT_EQ(server.stats().clients.load(), 2u);
+  flatbuffers::FlatBufferBuilder fbb;
+
+  // Row D's attack, unsealed as an attacker must send it: a fire-and-forget SetVelocity, a
+  // DestroyObject for every request id 1..300, and a Disconnect; then the same as sealed-looking
+  // datagrams (the magic, a fresh sequence and a made-up tag) and as seals under a guessed key.
+  std::vector<Bytes> forgeries;
+  forgeries.push_back(to_bytes(wire::build_set_velocity(fbb, 0, sphere, {40.0f, 0.0f, 0.0f})));
+  for (uint32_t id = 1; id <= 300; ++id) forgeries.push_back(to_bytes(wire::build_destroy_object(fbb, id, sphere)));
+  forgeries.push_back(to_bytes(wire::build_disconnect(fbb, "forged")));
+  const size_t plaintext_count = forgeries.size();
+  net::PacketKey guessed{};
+  for (size_t i = 0; i < plaintext_count; i += 10) {
+    Bytes fake_seal = {'I', 'M', 'P', 'S', 0, 0, 0, 0};
+    const uint32_t sequence = 1000 + static_cast<uint32_t>(i);
+    std::memcpy(fake_seal.data() + 4, &sequence, 4);
+    fake_seal.insert(fake_seal.end(), forgeries[i].begin(), forgeries[i].end());
+    fake_seal.resize(fake_seal.size() + net::kSealTagBytes, 0xA5);
+    forgeries.push_back(fake_seal);
+    Bytes sealed(forgeries[i].size() + net::kSealOverheadBytes);
+    ASSERT_NE(net::seal_packet(guessed, sequence + 1, forgeries[i], sealed), 0u);
+    forgeries.push_back(sealed);
+  }
+
+  const uint64_t unauthenticated = server.stats().datagrams_unauthenticated.load();
+  size_t replies = 0;
+  size_t reply_bytes = 0;
+  for (const Bytes& f : forgeries) {
+    // Each is followed by a sealed barrier Ping: every answer to the forgery would arrive first.
+    const std::vector<Reply> r = victim.send_and_collect(f);
+    replies += r.size();
+    for (const Reply& reply : r) reply_bytes += reply.bytes;
+  }
+  EXPECT_EQ(replies, 0u) << reply_bytes << " bytes answered " << forgeries.size() << " forgeries";
+  victim.receive_for_snapshots(3);  // answers queued for a tick (a DestroyObject's) would come now
+  EXPECT_EQ(victim.results.size(), 1u) << "a forged request was answered";
+  EXPECT_EQ(server.stats().datagrams_unauthenticated.load() - unauthenticated, forgeries.size());
+
+  // Zero effects: the session lives, the sphere exists and rests, and the victim's exactly-once
+  // window still expects its own next request id (2), which is applied and answered as such.
+  EXPECT_EQ(server.stats().clients.load(), 2u) << "a forged Disconnect ended the session";
+  const uint64_t tick = good.wait_snapshot_after(good.snapshots.rbegin()->first + 1);
+  ASSERT_NE(tick, 0u);
+  const ObjectState* s = find_in(good.snapshots[tick], sphere);
+  ASSERT_NE(s, nullptr) << "a forged DestroyObject destroyed the victim's sphere";
+  EXPECT_LT(length(s->velocity), 0.5f) << "a forged SetVelocity moved the victim's sphere";
+  ASSERT_EQ(victim.next_request_id, 2u);
+  wire::CreateObjectArgs args;
+  args.position = {-9.0f, 0.5f, 0.0f};
+  victim.send_in_session(wire::build_create_object(fbb, victim.next_request_id++, args));
+  victim.wait_results(1);
+  ASSERT_EQ(victim.results.size(), 2u);
+  EXPECT_EQ(victim.results[1].request_id, 2u);
+  EXPECT_EQ(victim.results[1].code, wire::ResultCode::Ok) << "the forged ids desynchronised the request window";
+  EXPECT_TRUE(good.client.connected());
+  EXPECT_EQ(good.client.stats().datagrams_dropped, 0u);
+}
+
+TEST_F(BadInput, NoReplyToAnUnauthenticatedDatagramAtAPlayersAddressIsLargerThanIt) {
+  RawPeer victim(server.port());
+  const ObjectID sphere = forged::victim_with_sphere(victim, good);
+  ASSERT_FALSE(sphere.is_null());
+  flatbuffers::FlatBufferBuilder& fbb = attacker.fbb;
+
+  // Row E: a raycast through every body (its answered duplicate drew 12.8x), Connects small and
+  // padded, with another key share and with the victim's own (a resend: answered, never larger),
+  // and Pings of every size.
+  std::vector<std::pair<std::string, Bytes>> probes = {
+      {"raycast, all hits", to_bytes(wire::build_raycast(fbb, 1, {-20.0f, 0.5f, 0.0f}, {40.0f, 0.0f, 0.0f}, true))},
+      {"unpadded Connect", make_connect(wire::kProtocolVersion, wire::kProtocolVersion, "x", false)},
+      {"padded Connect, another key share", to_bytes(wire::build_connect(fbb, "x", {}, {}, Bytes(32, 7)))},
+      {"Connect resend (the victim's key share)", to_bytes(wire::build_connect(fbb, "victim", victim.cookie, {}, victim.kx.public_key))},
+      {"Ping", to_bytes(wire::build_ping(fbb, 77))},
+      {"padded Ping", padded(wire::build_ping(fbb, 78), 200)},
+      {"SetInterest", to_bytes(wire::build_set_interest(fbb, 2, wire::InterestArgs{}))},
+      {"sealed magic, garbage", Bytes{'I', 'M', 'P', 'S', 9, 9, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18}},
+  };
+  double worst = 0;
+  std::string worst_name;
+  for (const auto& [name, bytes] : probes) {
+    SCOPED_TRACE(name);
+    size_t out = 0;
+    for (const Reply& r : victim.send_and_collect(bytes)) out += r.bytes;
+    const double ratio = static_cast<double>(out) / static_cast<double>(bytes.size());
+    EXPECT_LE(ratio, 1.0) << out << " bytes out for " << bytes.size() << " in";
+    if (ratio >= worst) {
+      worst = ratio;
+      worst_name = name;
+    }
+  }
+  std::printf("worst reply/request ratio at a player's address: %.3f (%s)\n", worst, worst_name.c_str());
+  EXPECT_LE(worst, 1.0);
+  EXPECT_EQ(server.stats().clients.load(), 2u);
+}
+
+TEST_F(BadInput, AReplayedSealedDatagramIsDroppedByTheReplayWindow) {
+  RawPeer victim(server.port());
+  const ObjectID sphere = forged::victim_with_sphere(victim, good);
+  ASSERT_FALSE(sphere.is_null());
+  flatbuffers::FlatBufferBuilder fbb;
+
+  // A captured raycast (answered once), replayed byte for byte: no second answer.
+  const Bytes raycast = victim.seal(wire::build_raycast(fbb, victim.next_request_id++, {-20.0f, 0.5f, 0.0f},
+                                                         {40.0f, 0.0f, 0.0f}, true));
+  victim.socket.send(raycast, RawSocket::server_endpoint(server.port()));
+  EXPECT_EQ(victim.count_for_snapshots(3, wire::Message::RaycastResult), 1) << "the raycast is answered once";
+  const uint64_t unauthenticated = server.stats().datagrams_unauthenticated.load();
+  const std::vector<Reply> replayed = victim.send_and_collect(raycast);
+  EXPECT_TRUE(replayed.empty()) << replayed.size() << " replies to a replay";
+  EXPECT_EQ(victim.count_for_snapshots(3, wire::Message::RaycastResult), 0) << "a replayed raycast was answered";
+  EXPECT_EQ(server.stats().datagrams_unauthenticated.load(), unauthenticated + 1);
+
+  // A captured fire-and-forget impulse, replayed 20 times: applied once.
+  const uint64_t unsequenced = server.stats().requests_unsequenced.load();
+  const Bytes impulse = victim.seal(wire::build_apply_impulse(fbb, 0, sphere, {0.0f, 2.0f, 0.0f}));
+  victim.socket.send(impulse, RawSocket::server_endpoint(server.port()));
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(victim.send_and_collect(impulse).empty());
+  EXPECT_EQ(server.stats().requests_unsequenced.load(), unsequenced + 1) << "a replayed push was applied again";
+  EXPECT_EQ(server.stats().datagrams_unauthenticated.load(), unauthenticated + 21);
+  EXPECT_EQ(server.stats().clients.load(), 2u);
 }
 
 }  // namespace

@@ -28,6 +28,17 @@ void send_stamped(RawSocket& from, std::span<const uint8_t> built, uint32_t sequ
   from.send(bytes, to);
 }
 
+/// Sends `built` stamped with header {sequence, 0, 0} and sealed with `key`, as a server sends
+/// every datagram of a session after ConnectAccepted (protocol 5).
+void send_sealed(RawSocket& from, std::span<const uint8_t> built, uint32_t sequence, const net::PacketKey& key,
+                 const udp::endpoint& to) {
+  std::vector<uint8_t> bytes(built.begin(), built.end());
+  ASSERT_TRUE(wire::stamp_header(bytes, wire::PacketHeader(sequence, 0, 0)));
+  std::vector<uint8_t> sealed(bytes.size() + net::kSealOverheadBytes);
+  ASSERT_NE(net::seal_packet(key, sequence, bytes, sealed), 0u);
+  from.send(sealed, to);
+}
+
 /// Polls `client` until it has received one more datagram (bounded). True when it did.
 bool poll_one_datagram(Client& client) {
   const uint64_t target = client.stats().datagrams_in + 1;
@@ -78,8 +89,14 @@ TEST(ClientTransport, HandsTheCoreEachDatagramsRealSenderSoStrangersAreDropped) 
   ASSERT_TRUE(client.connect_async("127.0.0.1", fake.port(), params));
 
   // A minimal handshake, driven by poll(): a Challenge for the first Connect, then an accept.
-  const std::optional<udp::endpoint> client_endpoint = fake.wait_for(wire::Message::Connect);
-  ASSERT_TRUE(client_endpoint.has_value());
+  udp::endpoint endpoint;
+  const wire::Envelope* connect = fake.wait_from_client(wire::Message::Connect, &endpoint);
+  ASSERT_NE(connect, nullptr);
+  const auto* client_kx = connect->message_as_Connect()->kx_public();
+  ASSERT_TRUE(client_kx != nullptr && client_kx->size() == net::kKxPublicKeyBytes);
+  net::KxPublicKey client_public{};
+  std::copy(client_kx->begin(), client_kx->end(), client_public.begin());
+  const std::optional<udp::endpoint> client_endpoint = endpoint;
   EXPECT_EQ(client_endpoint->port(), client.local_port());
   const std::array<uint8_t, 32> cookie{};
   fake.send(wire::build_challenge(fake.fbb, cookie), *client_endpoint);
@@ -95,23 +112,28 @@ TEST(ClientTransport, HandsTheCoreEachDatagramsRealSenderSoStrangersAreDropped) 
                                                  q.orientation_bits, q.max_linear_speed,
                                                  q.linear_velocity_fraction_bits, q.max_angular_speed,
                                                  q.angular_velocity_fraction_bits};
+  net::KxKeyPair server_kx;
+  ASSERT_TRUE(net::make_kx_keypair(&server_kx));
+  net::SessionKeys keys;
+  ASSERT_TRUE(net::server_session_keys(server_kx, client_public, net::BindingSecret{}, &keys));
+  accepted.kx_public = server_kx.public_key;
   send_stamped(fake, wire::build_connect_accepted(fake.fbb, accepted), 1, *client_endpoint);
   ASSERT_TRUE(poll_one_datagram(client));
   ASSERT_TRUE(client.connected()) << client.connection_error().message;
 
-  // A Pong for the client's Ping from another socket on the same host: well formed, with the
-  // next sequence, but not from the server: dropped.
+  // A Pong for the client's Ping from another socket on the same host: well formed and sealed
+  // with the session's key, with the next sequence, but not from the server: dropped.
   const uint64_t nonce = client.ping();
   ASSERT_NE(nonce, 0u);
   RawSocket stranger;
-  send_stamped(stranger, wire::build_pong(stranger.fbb, nonce, 1042, 8'683'333), 2, *client_endpoint);
+  send_sealed(stranger, wire::build_pong(stranger.fbb, nonce, 1042, 8'683'333), 2, keys.server_to_client, *client_endpoint);
   const uint64_t dropped_before = client.stats().datagrams_dropped;
   ASSERT_TRUE(poll_one_datagram(client));
   EXPECT_EQ(client.stats().datagrams_dropped, dropped_before + 1);
   EXPECT_FALSE(client.last_rtt().has_value());
 
   // The same datagram from the server is used.
-  send_stamped(fake, wire::build_pong(fake.fbb, nonce, 1042, 8'683'333), 2, *client_endpoint);
+  send_sealed(fake, wire::build_pong(fake.fbb, nonce, 1042, 8'683'333), 2, keys.server_to_client, *client_endpoint);
   ASSERT_TRUE(poll_one_datagram(client));
   EXPECT_EQ(client.stats().datagrams_dropped, dropped_before + 1);
   EXPECT_TRUE(client.last_rtt().has_value());

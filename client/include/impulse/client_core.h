@@ -74,7 +74,10 @@ struct PeerAddress {
 /// What connect() needs besides the server's address and the time.
 struct ConnectParams {
   std::string name = "impulse-client";   ///< for the server's logs; truncated to 64 bytes
-  std::vector<uint8_t> token;             ///< a connect token from the game's backend; empty = anonymous
+  /// A client token from the game's backend (impulse-server token): the server's connect token
+  /// followed by its 32-byte session secret, which never leaves the client and keys the
+  /// session's packets. Empty = anonymous.
+  std::vector<uint8_t> token;
   std::chrono::milliseconds timeout{5000};  ///< give up (Failed, TimedOut) after this long
   std::string server_label;               ///< "host:port" for messages; empty = "the server"
 };

@@ -32,6 +32,10 @@ struct ClientStats {
   /// datagrams that verified but were dropped later (unexpected sender, a message the client
   /// never asked for, a bad snapshot payload or event block).
   std::array<uint64_t, kDropReasonCount> drops_by_reason{};
+  /// Datagrams from the server's address dropped unread because they failed authentication: a
+  /// seal that does not verify (forged, corrupted), a replayed sequence, or plaintext other than
+  /// ConnectAccepted after the handshake. Not in datagrams_dropped.
+  uint64_t datagrams_unauthenticated = 0;
   uint64_t send_errors = 0;           ///< send_to failed (the datagram is lost)
   uint64_t snapshots_completed = 0;
   uint64_t snapshots_superseded = 0;  ///< incomplete snapshots abandoned for a newer tick

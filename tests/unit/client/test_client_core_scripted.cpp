@@ -33,6 +33,7 @@
 #include "impulse/schemas/impulse_generated.h"
 #include "server/net/snapshot_sender.h"
 #include "shared/math.h"
+#include "shared/net/packet_crypto.h"
 #include "shared/object_id.h"
 #include "shared/wire/codec.h"
 #include "shared/wire/event_codec.h"
@@ -107,6 +108,7 @@ struct HandshakeLog {
   Bytes cookie;                        ///< of the Connect that completed the round trip
   Bytes token;
   std::string name;
+  net::KxPublicKey kx_public{};        ///< the client's key share
 };
 
 /// A scripted server, the network between it and one ClientCore, and the virtual clock. The
@@ -173,9 +175,18 @@ class ScriptedServer {
       ADD_FAILURE() << "the client sent a datagram of " << sent.bytes.size() << " bytes";
       return nullptr;
     }
-    std::copy(sent.bytes.begin(), sent.bytes.end(), rx_.begin());
+    size_t size = sent.bytes.size();
+    if (net::is_sealed(sent.bytes)) {
+      uint32_t sequence = 0;
+      const net::OpenError e = net::open_session_packet(protection, sent.bytes, rx_, &size, &sequence);
+      EXPECT_EQ(e, net::OpenError::None) << "the client sealed a datagram the server cannot open";
+      if (e != net::OpenError::None) return nullptr;
+    } else {
+      EXPECT_FALSE(protection.keyed) << "the client sent plaintext in a session";
+      std::copy(sent.bytes.begin(), sent.bytes.end(), rx_.begin());
+    }
     const wire::Verified v =
-        wire::verify_datagram(std::span<const uint8_t>(rx_.data(), sent.bytes.size()), wire::Direction::ClientToServer);
+        wire::verify_datagram(std::span<const uint8_t>(rx_.data(), size), wire::Direction::ClientToServer);
     EXPECT_EQ(v.reason, wire::DropReason::None) << "the client sent a datagram the server would drop";
     return v.reason == wire::DropReason::None ? v.envelope : nullptr;
   }
@@ -195,7 +206,8 @@ class ScriptedServer {
 
   flatbuffers::FlatBufferBuilder& fbb() { return fbb_; }
 
-  /// Sends a copy of `built` with header {sequence, 0, 0} (sequence 0: left unstamped) from `from`.
+  /// Sends a copy of `built` with header {sequence, 0, 0} (sequence 0: left unstamped) from `from`;
+  /// in a session (once accept() keyed it) a stamped datagram is sealed, as the server seals it.
   void send_as(std::span<const uint8_t> built, uint32_t sequence, const PeerAddress& from = server_address()) {
     ASSERT_LE(built.size(), tx_.size());
     std::copy(built.begin(), built.end(), tx_.begin());
@@ -203,9 +215,23 @@ class ScriptedServer {
     if (sequence != 0) {
       ASSERT_TRUE(wire::stamp_header(bytes, wire::PacketHeader(sequence, 0, 0)));
     }
-    client_.receive(bytes, from, now_);
+    if (sequence != 0 && protection.keyed) {
+      const size_t n = net::seal_packet(protection.send_key, sequence, bytes, sealed_);
+      ASSERT_NE(n, 0u);
+      last_sealed = Bytes(sealed_.begin(), sealed_.begin() + static_cast<std::ptrdiff_t>(n));
+      client_.receive(std::span<const uint8_t>(sealed_.data(), n), from, now_);
+    } else {
+      client_.receive(bytes, from, now_);
+    }
     collect();
   }
+
+  /// The server's key share of the last accept_with() and the session's keys once it sent it;
+  /// `binding` is the token's session secret, used when the fake says token_bound.
+  net::KxKeyPair server_kx;
+  net::PacketProtection protection;
+  net::BindingSecret binding{};
+  Bytes last_sealed;  ///< the last sealed datagram sent (for replay tests)
   /// Sends `built` stamped with the next sequence; returns that sequence.
   uint32_t send(std::span<const uint8_t> built) {
     const uint32_t sequence = next_sequence++;
@@ -241,6 +267,9 @@ class ScriptedServer {
         log.cookie = cookie;
         log.token = to_bytes(m.token());
         log.name = m.client_name() ? m.client_name()->str() : std::string{};
+        if (m.kx_public() != nullptr && m.kx_public()->size() == log.kx_public.size()) {
+          std::copy(m.kx_public()->begin(), m.kx_public()->end(), log.kx_public.begin());
+        }
         answer(*this, m);
         return true;
       }
@@ -269,9 +298,26 @@ class ScriptedServer {
   flatbuffers::FlatBufferBuilder fbb_{2048};
   alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> tx_{};
   alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> rx_{};
+  std::array<uint8_t, wire::kMaxDatagramBytes> sealed_{};
 };
 
 using Answer = std::function<void(ScriptedServer&, const wire::Connect&)>;
+
+/// Sends ConnectAccepted `a` with a fresh key share (plaintext, as the server does) and keys the
+/// fake's session, so everything it sends afterwards is sealed.
+void accept_with(ScriptedServer& fake, wire::AcceptedArgs a, bool token_bound = false) {
+  ASSERT_TRUE(net::make_kx_keypair(&fake.server_kx));
+  a.kx_public = fake.server_kx.public_key;
+  a.token_bound = token_bound;
+  fake.protection = net::PacketProtection{};
+  fake.send(wire::build_connect_accepted(fake.fbb(), a));
+  net::SessionKeys keys;
+  ASSERT_TRUE(net::server_session_keys(fake.server_kx, fake.log.kx_public,
+                                       token_bound ? fake.binding : net::BindingSecret{}, &keys));
+  fake.protection.send_key = keys.server_to_client;
+  fake.protection.receive_key = keys.client_to_server;
+  fake.protection.keyed = true;
+}
 
 /// The ConnectAccepted of the fake sessions: client 42, 120 Hz ticks, 30 Hz snapshots, tick 1000,
 /// the given quantisation (the default), a quota of 250 objects.
@@ -284,8 +330,9 @@ void accept(ScriptedServer& fake, const wire::QuantizationConfig& quant = {}) {
   a.quantization = to_args(quant);
   a.max_objects = 250;
   a.first_request_id = 1;
-  fake.send(wire::build_connect_accepted(fake.fbb(), a));
+  accept_with(fake, a);
 }
+
 
 /// A connect (with `token`) through a fake handshake that ends with `answer`; returns the
 /// client's error (kind None when it connected). The fake answers at once, so the connect is

@@ -13,6 +13,7 @@
 
 #include "server/app/server_core.h"
 #include "server/app/step_clock.h"
+#include "shared/net/packet_crypto.h"
 #include "shared/wire/event_codec.h"
 #include "shared/wire/snapshot_codec.h"
 
@@ -62,11 +63,95 @@ class CoreTest : public ::testing::Test {
 
   static Endpoint endpoint(uint16_t port) { return Endpoint(asio::ip::make_address("127.0.0.1"), port); }
 
-  /// Feeds one datagram at the current fake time; returns what the core queued in reply.
+  /// Feeds one datagram at the current fake time; returns what the core queued in reply. Like a
+  /// real client, a peer with a session seals everything but Connect (the header's sequence, or
+  /// the peer's next one when the test left it 0); receive_raw sends the bytes as given.
   std::vector<Sent> receive(const Endpoint& from, std::span<const uint8_t> bytes) {
+    return receive_raw(from, seal_for(from, bytes));
+  }
+  std::vector<Sent> receive_raw(const Endpoint& from, std::span<const uint8_t> bytes) {
     const Bytes aligned = copy(bytes);
     core_.handle_datagram(from, aligned, now_, out_);
     return drain();
+  }
+  /// A Connect carrying the fixture's key share (the same for every test peer).
+  std::span<const uint8_t> build_connect(std::string_view name, std::span<const uint8_t> cookie = {},
+                                         std::span<const uint8_t> token = {}) {
+    return wire::build_connect(fbb_, name, cookie, token, kx().public_key);
+  }
+  static const net::KxKeyPair& kx() {
+    static const net::KxKeyPair pair = [] {
+      net::KxKeyPair p;
+      EXPECT_TRUE(net::make_kx_keypair(&p));
+      return p;
+    }();
+    return pair;
+  }
+  /// The packet protection of each test peer, keyed when the core sent it ConnectAccepted.
+  struct PeerKeys {
+    net::PacketProtection protection;
+    uint32_t next_sequence = 0;
+  };
+  std::map<uint16_t, PeerKeys> peers_;        // by client port
+  std::map<uint16_t, net::BindingSecret> binding_;  // token session secrets, by client port (default zeros)
+  Bytes seal_for(const Endpoint& from, std::span<const uint8_t> bytes) {
+    const auto it = peers_.find(from.port());
+    const wire::Verified v = wire::verify_datagram(bytes, wire::Direction::ClientToServer);
+    if (it == peers_.end() || !it->second.protection.keyed || v.reason != wire::DropReason::None ||
+        v.envelope->message_type() == Message::Connect) {
+      return copy(bytes);
+    }
+    Bytes plain = copy(bytes);
+    wire::PacketHeader h = wire::header_of(*v.envelope);
+    PeerKeys& peer = it->second;
+    if (h.sequence() == 0) {
+      h = wire::PacketHeader(peer.next_sequence + 1, h.ack(), h.ack_bits());
+      EXPECT_TRUE(wire::stamp_header(plain, h));
+    }
+    peer.next_sequence = std::max(peer.next_sequence, h.sequence());
+    Bytes sealed(plain.size() + net::kSealOverheadBytes);
+    EXPECT_NE(net::seal_packet(peer.protection.send_key, h.sequence(), plain, sealed), 0u);
+    return sealed;
+  }
+  /// Opens a datagram to a keyed test peer (every session datagram but ConnectAccepted is sealed);
+  /// derives the peer's keys from a ConnectAccepted.
+  Bytes unseal_for(const Endpoint& to, std::span<const uint8_t> bytes) {
+    const auto it = peers_.find(to.port());
+    if (!net::is_sealed(bytes)) {
+      const wire::Verified v = wire::verify_datagram(bytes, wire::Direction::ServerToClient);
+      if (v.reason == wire::DropReason::None && v.envelope->message_type() == Message::ConnectAccepted) {
+        const auto* kx_public = v.envelope->message_as_ConnectAccepted()->kx_public();
+        net::KxPublicKey server_public{};
+        if (kx_public != nullptr && kx_public->size() == server_public.size()) {
+          std::copy(kx_public->begin(), kx_public->end(), server_public.begin());
+        }
+        net::SessionKeys keys;
+        const bool bound = v.envelope->message_as_ConnectAccepted()->token_bound();
+        EXPECT_TRUE(net::client_session_keys(kx(), server_public, bound ? binding_[to.port()] : net::BindingSecret{},
+                                             &keys));
+        PeerKeys peer;
+        peer.protection.send_key = keys.client_to_server;
+        peer.protection.receive_key = keys.server_to_client;
+        peer.protection.keyed = true;
+        // A resent ConnectAccepted of the same session keeps the peer's state.
+        const auto old = peers_.find(to.port());
+        if (old == peers_.end() || old->second.protection.receive_key != peer.protection.receive_key) {
+          peers_.insert_or_assign(to.port(), peer);
+        }
+      }
+      return copy(bytes);
+    }
+    if (it == peers_.end()) {
+      ADD_FAILURE() << "a sealed datagram to a peer without keys";
+      return {};
+    }
+    Bytes plain(bytes.size());
+    size_t n = 0;
+    uint32_t sequence = 0;
+    const net::OpenError e = net::open_session_packet(it->second.protection, bytes, plain, &n, &sequence);
+    EXPECT_EQ(e, net::OpenError::None) << "the core sealed a datagram its peer cannot open";
+    plain.resize(e == net::OpenError::None ? n : 0);
+    return plain;
   }
   /// Advances the fake clock and runs one wake-up; returns what was queued.
   std::vector<Sent> advance(std::chrono::nanoseconds dt, int* steps = nullptr) {
@@ -78,8 +163,9 @@ class CoreTest : public ::testing::Test {
   std::vector<Sent> drain() {
     std::vector<Sent> sent;
     for (const Outbox::Datagram& d : out_.datagrams()) {
-      Sent s{d.to, copy(out_.bytes_of(d))};
-      EXPECT_LE(s.bytes.size(), wire::kMaxDatagramBytes);
+      EXPECT_LE(out_.bytes_of(d).size(), wire::kMaxDatagramBytes);
+      last_wire_bytes_ = out_.bytes_of(d).size();
+      Sent s{d.to, unseal_for(d.to, out_.bytes_of(d))};
       EXPECT_EQ(wire::verify_datagram(s.bytes, wire::Direction::ServerToClient).reason, wire::DropReason::None);
       sent.push_back(std::move(s));
     }
@@ -90,7 +176,7 @@ class CoreTest : public ::testing::Test {
   /// Runs the cookie round trip: Connect, expect a Challenge no larger than the Connect, then
   /// Connect with its cookie. Returns the answers to the second Connect.
   std::vector<Sent> handshake(const Endpoint& from, std::string_view name = "tester") {
-    const Bytes first = copy(wire::build_connect(fbb_, name));
+    const Bytes first = copy(build_connect(name));
     const auto challenge = receive(from, first);
     if (challenge.size() != 1 || challenge[0].type() != Message::Challenge) {
       ADD_FAILURE() << "no Challenge for the first Connect";
@@ -98,7 +184,7 @@ class CoreTest : public ::testing::Test {
     }
     EXPECT_LE(challenge[0].bytes.size(), first.size());
     const auto* cookie = challenge[0].envelope()->message_as_Challenge()->cookie();
-    return receive(from, wire::build_connect(fbb_, name, Bytes(cookie->begin(), cookie->end())));
+    return receive(from, build_connect(name, Bytes(cookie->begin(), cookie->end())));
   }
 
   /// Connects `from` and returns its client id (0 on failure). Keeps a snapshot receiver with
@@ -186,6 +272,7 @@ class CoreTest : public ::testing::Test {
     return events;
   }
   std::map<uint16_t, wire::SnapshotReceiver> receivers_;  // by client port
+  size_t last_wire_bytes_ = 0;  // size on the wire (sealed) of the last datagram drained
   /// The next request id of `from`: each session's requests count from 1 (exactly-once window).
   uint32_t next_id(const Endpoint& from) { return ++next_request_[from.port()]; }
   std::map<uint16_t, uint32_t> next_request_;

@@ -21,7 +21,7 @@ TEST_F(CoreTest, ConnectIsAcceptedAndIdempotent) {
   EXPECT_EQ(accepted->tick(), 0u);
 
   // A Connect resent from a connected address gets the same session's ConnectAccepted at once.
-  const auto again = receive(a, wire::build_connect(fbb_, "alice"));
+  const auto again = receive(a, build_connect("alice"));
   ASSERT_EQ(again.size(), 1u);
   ASSERT_EQ(again[0].type(), Message::ConnectAccepted);
   EXPECT_EQ(again[0].envelope()->message_as_ConnectAccepted()->client_id(), 1u);
@@ -42,7 +42,7 @@ TEST_F(CoreTest, ServerFullAndBadConnectsAreRejected) {
   EXPECT_TRUE(sent.empty());
   EXPECT_EQ(core_.sessions().size(), 1u);
 
-  sent = receive(endpoint(4), wire::build_connect(fbb_, std::string(65, 'n')));  // refused before the cookie
+  sent = receive(endpoint(4), build_connect(std::string(65, 'n')));  // refused before the cookie
   ASSERT_EQ(sent.size(), 1u);
   ASSERT_EQ(sent[0].type(), Message::ConnectRejected);
   EXPECT_EQ(sent[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::InvalidArgument);
@@ -270,7 +270,7 @@ TEST_F(CoreTest, ShutdownDisconnectsEveryoneAndRefusesNewClients) {
     EXPECT_EQ(s.envelope()->message_as_Disconnect()->reason()->str(), "server shutting down");
   }
   EXPECT_EQ(core_.sessions().size(), 0u);
-  const auto refused = receive(endpoint(3), wire::build_connect(fbb_, "late"));  // refused before the cookie
+  const auto refused = receive(endpoint(3), build_connect("late"));  // refused before the cookie
   ASSERT_EQ(refused.size(), 1u);
   ASSERT_EQ(refused[0].type(), Message::ConnectRejected);
   EXPECT_EQ(refused[0].envelope()->message_as_ConnectRejected()->reason(), ResultCode::ShuttingDown);

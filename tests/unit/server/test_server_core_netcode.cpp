@@ -38,20 +38,20 @@ TEST_F(CoreTest, NoSessionWithoutTheCookieRoundTripAndNoAmplification) {
     return sent;
   };
   // 1. A Connect without a cookie: a Challenge, and no session.
-  auto sent = send(wire::build_connect(fbb_, "spoofer"));
+  auto sent = send(build_connect("spoofer"));
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].type(), Message::Challenge);
   EXPECT_EQ(core_.sessions().size(), 0u);
   // 2. A forged cookie (right length, wrong MAC): challenged again, no session.
   std::vector<uint8_t> forged(security::kCookieBytes, 0x5A);
-  sent = send(wire::build_connect(fbb_, "spoofer", forged));
+  sent = send(build_connect("spoofer", forged));
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].type(), Message::Challenge);
   // 3. A real cookie, but issued to another address: no session.
-  const auto other = receive(endpoint(6001), wire::build_connect(fbb_, "other"));
+  const auto other = receive(endpoint(6001), build_connect("other"));
   ASSERT_EQ(other.size(), 1u);
   const auto* cookie = other[0].envelope()->message_as_Challenge()->cookie();
-  sent = send(wire::build_connect(fbb_, "spoofer", Bytes(cookie->begin(), cookie->end())));
+  sent = send(build_connect("spoofer", Bytes(cookie->begin(), cookie->end())));
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].type(), Message::Challenge);
   // 4. An unpadded Connect is not answered at all.
@@ -69,11 +69,11 @@ TEST_F(CoreTest, NoSessionWithoutTheCookieRoundTripAndNoAmplification) {
   EXPECT_EQ(core_.rejects().count(RejectReason::BadCookie), 2u);
 
   // A stale cookie (two slots later) is refused too; a fresh one then connects.
-  const auto first = receive(spoofed, wire::build_connect(fbb_, "late"));
+  const auto first = receive(spoofed, build_connect("late"));
   const auto* late_cookie = first[0].envelope()->message_as_Challenge()->cookie();
   const Bytes kept(late_cookie->begin(), late_cookie->end());
   now_ += 2 * security::kCookieSlotLength;
-  sent = receive(spoofed, wire::build_connect(fbb_, "late", kept));
+  sent = receive(spoofed, build_connect("late", kept));
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].type(), Message::Challenge);
   EXPECT_NE(connect(spoofed), 0u);
@@ -87,10 +87,11 @@ class TokenTest : public CoreTest {
     core_.set_unix_time_source([] { return uint64_t{1'800'000'000}; });
   }
   std::vector<Sent> connect_with(const Endpoint& from, std::span<const uint8_t> token) {
-    const auto challenge = receive(from, wire::build_connect(fbb_, "player", {}, token));
+    binding_[from.port()] = security::token_session_secret(key_, token);
+    const auto challenge = receive(from, build_connect("player", {}, token));
     if (challenge.size() != 1 || challenge[0].type() != Message::Challenge) return challenge;
     const auto* cookie = challenge[0].envelope()->message_as_Challenge()->cookie();
-    return receive(from, wire::build_connect(fbb_, "player", Bytes(cookie->begin(), cookie->end()), token));
+    return receive(from, build_connect("player", Bytes(cookie->begin(), cookie->end()), token));
   }
   static ResultCode rejection(const std::vector<Sent>& sent) {
     if (sent.size() != 1 || sent[0].type() != Message::ConnectRejected) return ResultCode::Ok;

@@ -697,9 +697,18 @@ TEST(CheckRaycast, OriginAndTranslationBounds) {
 TEST(CheckConnect, NameLengthAndProtocolVersion) {
   flatbuffers::FlatBufferBuilder fbb;
   auto check = [&](std::string_view name, uint16_t version = kProtocolVersion) {
-    const auto d = decode<Connect>(build_connect(fbb, name, {}, {}, version), Direction::ClientToServer);
+    const Bytes kx(kKxPublicBytes, 9);
+    const auto d = decode<Connect>(build_connect(fbb, name, {}, {}, kx, version), Direction::ClientToServer);
     return check_request(*d.message);
   };
+  {  // protocol 5: the key share is required, exactly 32 bytes
+    const Check absent = check_request(*decode<Connect>(build_connect(fbb, "k"), Direction::ClientToServer).message);
+    EXPECT_EQ(absent.code, ResultCode::InvalidArgument);
+    EXPECT_NE(absent.message.find("kx_public"), std::string_view::npos);
+    const Bytes short_kx(31, 9);
+    EXPECT_EQ(check_request(*decode<Connect>(build_connect(fbb, "k", {}, {}, short_kx), Direction::ClientToServer).message).code,
+              ResultCode::InvalidArgument);
+  }
   EXPECT_TRUE(check("").ok());
   EXPECT_TRUE(check(std::string(kMaxClientNameBytes, 'a')).ok());
   const Check long_name = check(std::string(kMaxClientNameBytes + 1, 'a'));
@@ -830,7 +839,10 @@ TEST(Builders, ClientMessagesRoundTrip) {
   {  // the second Connect echoes the cookie and carries a token
     const Bytes cookie = counting_bytes(40, 9);
     const Bytes token = counting_bytes(120, 200);
-    const auto d = decode<Connect>(build_connect(fbb, "bob", cookie, token), Direction::ClientToServer);
+    const Bytes kx = counting_bytes(kKxPublicBytes, 1);
+    const auto d = decode<Connect>(build_connect(fbb, "bob", cookie, token, kx), Direction::ClientToServer);
+    ASSERT_NE(d.message->kx_public(), nullptr);
+    EXPECT_EQ(Bytes(d.message->kx_public()->begin(), d.message->kx_public()->end()), kx);
     EXPECT_EQ(d.message->client_name()->str(), "bob");
     ASSERT_NE(d.message->cookie(), nullptr);
     EXPECT_EQ(Bytes(d.message->cookie()->begin(), d.message->cookie()->end()), cookie);
@@ -840,7 +852,7 @@ TEST(Builders, ClientMessagesRoundTrip) {
   }
   {  // oversized cookie and token arguments are cut to their bounds, so check_request passes
     const auto d = decode<Connect>(build_connect(fbb, "carol", counting_bytes(kMaxCookieBytes + 10),
-                                                 counting_bytes(kMaxTokenBytes + 10)),
+                                                 counting_bytes(kMaxTokenBytes + 10), counting_bytes(kKxPublicBytes + 10)),
                                    Direction::ClientToServer);
     EXPECT_EQ(d.message->cookie()->size(), kMaxCookieBytes);
     EXPECT_EQ(d.message->token()->size(), kMaxTokenBytes);
