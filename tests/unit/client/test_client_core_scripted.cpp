@@ -188,6 +188,12 @@ class ScriptedServer {
     const wire::Verified v =
         wire::verify_datagram(std::span<const uint8_t>(rx_.data(), size), wire::Direction::ClientToServer);
     EXPECT_EQ(v.reason, wire::DropReason::None) << "the client sent a datagram the server would drop";
+    if (v.reason == wire::DropReason::None) {
+      if (const wire::Connect* c = v.envelope->message_as_Connect(); c && c->kx_public() &&
+                                                                     c->kx_public()->size() == log.kx_public.size()) {
+        std::copy(c->kx_public()->begin(), c->kx_public()->end(), log.kx_public.begin());  // the key share
+      }
+    }
     return v.reason == wire::DropReason::None ? v.envelope : nullptr;
   }
   /// Reads until a datagram of `type` (others are read and ignored); null when none is pending.
@@ -537,23 +543,41 @@ TEST(ClientCoreScripted, EchoesTheChallengeCookieAndSendsItsToken) {
   Bytes token(120);
   for (size_t i = 0; i < token.size(); ++i) token[i] = static_cast<uint8_t>(i * 7);
   fake.connect(connect_params("player-one", token));
-  ASSERT_TRUE(fake.serve_handshake([](ScriptedServer& f, const wire::Connect&) { accept(f); }));
+  // A client token is the server's token followed by its 32-byte session secret: the secret is
+  // never sent, and keys the session's packets when the server says token_bound.
+  std::copy(token.end() - 32, token.end(), fake.binding.begin());
+  ASSERT_TRUE(fake.serve_handshake([](ScriptedServer& f, const wire::Connect&) {
+    wire::AcceptedArgs a;
+    a.client_id = 42;
+    a.tick_hz = 120;
+    a.snapshot_hz = 30;
+    a.quantization = to_args(wire::QuantizationConfig{});
+    accept_with(f, a, /*token_bound=*/true);
+  }));
   ASSERT_TRUE(client.connected()) << client.connection_error().message;
   EXPECT_EQ(fake.log.without_cookie, 1);  // the first Connect carried none (answered at once: not resent)
   EXPECT_EQ(fake.log.with_wrong_cookie, 0);
   EXPECT_EQ(fake.log.cookie, kCookie);
-  EXPECT_EQ(fake.log.token, token);
+  EXPECT_EQ(fake.log.token, Bytes(token.begin(), token.end() - 32));
   EXPECT_EQ(fake.log.name, "player-one");
   EXPECT_GE(fake.log.smallest_connect, wire::min_connect_bytes());
   EXPECT_EQ(client.client_id(), 42u);
   EXPECT_EQ(fake.now(), kStart);  // each answer was echoed at once: the handshake took no time
   EXPECT_EQ(client.connection_error().kind, ConnectFailure::None);
+  // Both ends derived the same bound keys: the client's next datagram opens at the fake server
+  // (next() fails the test otherwise), and the fake's sealed Pong is taken.
+  const uint64_t nonce = client.ping();
+  fake.step();
+  ASSERT_NE(fake.next_of(wire::Message::Ping), nullptr);
+  fake.send(wire::build_pong(fake.fbb(), nonce, 1001, 1000));
+  EXPECT_EQ(client.stats().datagrams_unauthenticated, 0u);
+  EXPECT_TRUE(client.last_rtt().has_value());
 }
 
 TEST(ClientCoreScripted, ResendsTheEchoedCookieEvery250msUntilAccepted) {
   ClientCore client;
   ScriptedServer fake(client);
-  const Bytes token(16, 0x3C);
+  const Bytes token(48, 0x3C);  // 16 bytes sent, a 32-byte secret kept
   fake.connect(connect_params("slow-path", token));
   // The server's Challenge takes 100 ms to arrive; the cookie goes back in the same instant.
   fake.advance(100ms);
@@ -568,7 +592,7 @@ TEST(ClientCoreScripted, ResendsTheEchoedCookieEvery250msUntilAccepted) {
   while (const wire::Envelope* e = fake.next_of(wire::Message::Connect)) {
     const wire::Connect& m = *e->message_as_Connect();
     EXPECT_EQ(to_bytes(m.cookie()), kCookie);
-    EXPECT_EQ(to_bytes(m.token()), token);
+    EXPECT_EQ(to_bytes(m.token()), Bytes(16, 0x3C));
     EXPECT_EQ(m.client_name()->str(), "slow-path");
     EXPECT_GE(fake.last_size(), wire::min_connect_bytes());
     sent_at.push_back(ms_since_start(fake.last_at()));
@@ -613,7 +637,7 @@ TEST(ClientCoreScripted, ReportsTokenRefusalsWithWhatToDo) {
           f.send_unstamped(wire::build_connect_rejected(f.fbb(), code, "token check failed"));
         },
         token);
-    EXPECT_EQ(fake.log.token, token);
+    EXPECT_EQ(fake.log.token, token.empty() ? token : Bytes(token.begin(), token.end() - 32));
     EXPECT_EQ(error.kind, ConnectFailure::Rejected);
     EXPECT_EQ(error.code, static_cast<ResultCode>(code));
     EXPECT_NE(error.message.find(std::string("rejected the connection: ") + wire::EnumNameResultCode(code) +
@@ -995,7 +1019,8 @@ TEST_F(ClientCoreScriptedSession, StaleAndDuplicateSnapshotsAreIgnored) {
   fake.send_as(wire::build_snapshot(fake.fbb(), 1030, older_payload), older);  // late
   fake.send_as(wire::build_snapshot(fake.fbb(), 1031, newer_payload), newer);  // duplicated
   EXPECT_TRUE(deliver(2).empty());
-  EXPECT_EQ(client.stats().snapshot_parts_stale, 2u);
+  EXPECT_EQ(client.stats().snapshot_parts_stale, 1u);             // the late one
+  EXPECT_EQ(client.stats().datagrams_unauthenticated, 1u);        // the duplicate: the replay window
   EXPECT_EQ(client.stats().snapshots_completed, 1u);
   EXPECT_EQ(client.stats().snapshots_rejected, 0u);
   EXPECT_EQ(client.snapshot_tick(), 1031u);
@@ -1239,9 +1264,9 @@ TEST_F(ClientCoreScriptedSession, DropsMalformedAndHostileDatagrams) {
   fake.send_raw(std::span<const uint8_t>(garbage.data(), 3));              // Empty (too short)
   fake.send(wire::build_ping(fake.fbb(), 7));                              // WrongDirection
   fake.send(wire::build_pong(fake.fbb(), 999, 1, 2));                      // a pong nobody asked for
-  fake.send_unstamped(wire::build_snapshot(fake.fbb(), 1050, Bytes(16, 0)));  // a snapshot without a sequence
+  fake.send_unstamped(wire::build_snapshot(fake.fbb(), 1050, Bytes(16, 0)));  // plaintext in a session
   fake.send(wire::build_challenge(fake.fbb(), kCookie));                   // handshake answers mid-session
-  fake.send_unstamped(wire::build_connect_rejected(fake.fbb(), wire::ResultCode::ServerFull, "late"));
+  fake.send_unstamped(wire::build_connect_rejected(fake.fbb(), wire::ResultCode::ServerFull, "late"));  // plaintext
   wire::AcceptedArgs other;
   other.client_id = 43;
   fake.send(wire::build_connect_accepted(fake.fbb(), other));              // someone else's session
@@ -1249,9 +1274,10 @@ TEST_F(ClientCoreScriptedSession, DropsMalformedAndHostileDatagrams) {
   fake.send(wire::finish(fake.fbb(), wire::Message::Snapshot, wire::CreateSnapshot(fake.fbb(), 1051).Union()));
 
   EXPECT_TRUE(deliver(9).empty());
-  EXPECT_EQ(client.stats().datagrams_dropped, 9u);
+  EXPECT_EQ(client.stats().datagrams_dropped, 7u);
+  EXPECT_EQ(client.stats().datagrams_unauthenticated, 2u);  // the two plaintext ones
   const auto& by_reason = client.stats().drops_by_reason;
-  EXPECT_EQ(by_reason[static_cast<size_t>(wire::DropReason::None)], 6u);
+  EXPECT_EQ(by_reason[static_cast<size_t>(wire::DropReason::None)], 4u);
   EXPECT_EQ(by_reason[static_cast<size_t>(wire::DropReason::BadIdentifier)], 1u);
   EXPECT_EQ(by_reason[static_cast<size_t>(wire::DropReason::Empty)], 1u);
   EXPECT_EQ(by_reason[static_cast<size_t>(wire::DropReason::WrongDirection)], 1u);
@@ -1264,7 +1290,7 @@ TEST_F(ClientCoreScriptedSession, DropsMalformedAndHostileDatagrams) {
   fake.send_raw(Bytes(wire::kMaxDatagramBytes + 1, 0x00));
   EXPECT_TRUE(deliver(1).empty());
   EXPECT_EQ(by_reason[static_cast<size_t>(wire::DropReason::Oversized)], 1u);
-  EXPECT_EQ(client.stats().datagrams_dropped, 10u);
+  EXPECT_EQ(client.stats().datagrams_dropped, 8u);
 
   // A stranger's datagrams are dropped even when well formed: another port of the server's
   // host, and the server's port on another host.
@@ -1278,8 +1304,21 @@ TEST_F(ClientCoreScriptedSession, DropsMalformedAndHostileDatagrams) {
   other_host.bytes[3] = 2;
   for (const PeerAddress& stranger : {other_port, other_host}) fake.send_as(datagram, fake.next_sequence, stranger);
   EXPECT_TRUE(deliver(2).empty());
-  EXPECT_EQ(client.stats().datagrams_dropped, 12u);
+  EXPECT_EQ(client.stats().datagrams_dropped, 10u);
   EXPECT_TRUE(client.objects().empty());
+
+  // Forged seals from the server's address: the magic with garbage, and a seal under another key.
+  Bytes fake_seal = {'I', 'M', 'P', 'S', 200, 0, 0, 0};
+  fake_seal.insert(fake_seal.end(), datagram.begin(), datagram.end());
+  fake_seal.resize(fake_seal.size() + net::kSealTagBytes, 0x5A);
+  fake.send_raw(fake_seal);
+  Bytes wrong_key(datagram.size() + net::kSealOverheadBytes);
+  ASSERT_NE(net::seal_packet(net::PacketKey{}, 201, datagram, wrong_key), 0u);
+  fake.send_raw(wrong_key);
+  EXPECT_TRUE(deliver(2).empty());
+  EXPECT_EQ(client.stats().datagrams_unauthenticated, 4u);
+  EXPECT_TRUE(client.objects().empty());
+  EXPECT_TRUE(client.connected());
 
   // The session still works after all that: the same datagram from the server applies.
   fake.send_as(datagram, fake.next_sequence++);

@@ -64,8 +64,8 @@ class CoreTest : public ::testing::Test {
   static Endpoint endpoint(uint16_t port) { return Endpoint(asio::ip::make_address("127.0.0.1"), port); }
 
   /// Feeds one datagram at the current fake time; returns what the core queued in reply. Like a
-  /// real client, a peer with a session seals everything but Connect (the header's sequence, or
-  /// the peer's next one when the test left it 0); receive_raw sends the bytes as given.
+  /// real client, a peer with a session numbers (its own next sequence; the test's acks are kept)
+  /// and seals everything but Connect; receive_raw sends the bytes as given.
   std::vector<Sent> receive(const Endpoint& from, std::span<const uint8_t> bytes) {
     return receive_raw(from, seal_for(from, bytes));
   }
@@ -95,20 +95,19 @@ class CoreTest : public ::testing::Test {
   std::map<uint16_t, PeerKeys> peers_;        // by client port
   std::map<uint16_t, net::BindingSecret> binding_;  // token session secrets, by client port (default zeros)
   Bytes seal_for(const Endpoint& from, std::span<const uint8_t> bytes) {
+    Bytes plain = copy(bytes);  // aligned (a builder's span may not be)
     const auto it = peers_.find(from.port());
-    const wire::Verified v = wire::verify_datagram(bytes, wire::Direction::ClientToServer);
+    const wire::Verified v = wire::verify_datagram(plain, wire::Direction::ClientToServer);
     if (it == peers_.end() || !it->second.protection.keyed || v.reason != wire::DropReason::None ||
         v.envelope->message_type() == Message::Connect) {
-      return copy(bytes);
+      return plain;
     }
-    Bytes plain = copy(bytes);
-    wire::PacketHeader h = wire::header_of(*v.envelope);
+    // The peer numbers its datagrams itself, as a client does (a test's own sequence would
+    // collide with the ones given before); the acks the test stamped are kept.
+    const wire::PacketHeader given = wire::header_of(*v.envelope);
     PeerKeys& peer = it->second;
-    if (h.sequence() == 0) {
-      h = wire::PacketHeader(peer.next_sequence + 1, h.ack(), h.ack_bits());
-      EXPECT_TRUE(wire::stamp_header(plain, h));
-    }
-    peer.next_sequence = std::max(peer.next_sequence, h.sequence());
+    const wire::PacketHeader h(++peer.next_sequence, given.ack(), given.ack_bits());
+    EXPECT_TRUE(wire::stamp_header(plain, h));
     Bytes sealed(plain.size() + net::kSealOverheadBytes);
     EXPECT_NE(net::seal_packet(peer.protection.send_key, h.sequence(), plain, sealed), 0u);
     return sealed;
@@ -151,6 +150,10 @@ class CoreTest : public ::testing::Test {
     const net::OpenError e = net::open_session_packet(it->second.protection, bytes, plain, &n, &sequence);
     EXPECT_EQ(e, net::OpenError::None) << "the core sealed a datagram its peer cannot open";
     plain.resize(e == net::OpenError::None ? n : 0);
+    // A Disconnect ends the session: like a client, the peer forgets its keys (and then sends
+    // plaintext again, which an address without a session is answered for).
+    const wire::Verified v = wire::verify_datagram(plain, wire::Direction::ServerToClient);
+    if (v.reason == wire::DropReason::None && v.envelope->message_type() == Message::Disconnect) peers_.erase(it);
     return plain;
   }
   /// Advances the fake clock and runs one wake-up; returns what was queued.

@@ -66,8 +66,25 @@ class TokenToolTest : public ::testing::Test {
     EXPECT_TRUE(security::load_token_key(key_path_, &key, &error)) << error;
     return key;
   }
+  /// Decodes the single stdout line of `token` (the client token: the token and its session
+  /// secret) into the token's bytes, checking the secret.
+  static std::vector<uint8_t> token_of(const ToolRun& r, const security::TokenKey* key = nullptr) {
+    std::vector<uint8_t> bundle = client_token_of(r);
+    if (bundle.size() != security::kTokenBytes + security::kTokenSecretBytes) {
+      ADD_FAILURE() << "a client token is " << security::kTokenBytes + security::kTokenSecretBytes << " bytes, not "
+                    << bundle.size();
+      return bundle;
+    }
+    const std::vector<uint8_t> token(bundle.begin(), bundle.begin() + security::kTokenBytes);
+    if (key != nullptr) {
+      const auto secret = security::token_session_secret(*key, token);
+      EXPECT_TRUE(std::equal(secret.begin(), secret.end(), bundle.begin() + security::kTokenBytes))
+          << "the client token's secret is not the token's session secret";
+    }
+    return token;
+  }
   /// Decodes the single stdout line of `token` into bytes.
-  static std::vector<uint8_t> token_of(const ToolRun& r) {
+  static std::vector<uint8_t> client_token_of(const ToolRun& r) {
     EXPECT_FALSE(r.out.empty());
     EXPECT_EQ(r.out.back(), '\n');
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "exactly one line";
@@ -127,9 +144,9 @@ TEST_F(TokenToolTest, TokenOpensWithTheKeyAndCarriesTheFlags) {
   const ToolRun r = run_tool({"token", "--key", key_path_, "--client-id", "424242", "--ttl", "300", "--max-objects", "64",
                           "--now", "1700000000"});
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::vector<uint8_t> token = token_of(r);
+  const std::vector<uint8_t> token = token_of(r, &key);
   ASSERT_EQ(token.size(), security::kTokenBytes);
-  EXPECT_EQ(r.out.size(), 2 * security::kTokenBytes + 1);
+  EXPECT_EQ(r.out.size(), 2 * (security::kTokenBytes + security::kTokenSecretBytes) + 1);
 
   security::TokenClaims claims;
   ASSERT_EQ(security::open_token(key, token, 1'700'000'000, &claims), security::TokenError::None);

@@ -727,8 +727,9 @@ TEST(CheckConnect, CookieAndTokenLengthBounds) {
     const auto name = fbb.CreateString("raw");
     const Bytes cookie = counting_bytes(cookie_bytes);
     const Bytes token = counting_bytes(token_bytes);
+    const auto kx = fbb.CreateVector(counting_bytes(kKxPublicBytes));
     const auto m = CreateConnect(fbb, kProtocolVersion, name, cookie_bytes ? fbb.CreateVector(cookie) : 0,
-                                 token_bytes ? fbb.CreateVector(token) : 0);
+                                 token_bytes ? fbb.CreateVector(token) : 0, 0, kx);
     const auto d = decode<Connect>(finish(fbb, Message::Connect, m.Union()), Direction::ClientToServer);
     return check_request(*d.message);
   };
@@ -1109,10 +1110,22 @@ TEST(Builders, LongStringsAreTruncatedSoTheDatagramFits) {
 
 // --- Handshake sizes (anti-amplification) ------------------------------------------------------
 
-TEST(HandshakeSizes, MinConnectBytesIsTheLargestChallenge) {
+TEST(HandshakeSizes, MinConnectBytesIsTheLargestChallengeOrConnectAccepted) {
   flatbuffers::FlatBufferBuilder fbb;
-  const size_t largest = build_challenge(fbb, counting_bytes(kMaxCookieBytes, 0xFF)).size();
-  EXPECT_EQ(min_connect_bytes(), largest);
+  const size_t challenge = build_challenge(fbb, counting_bytes(kMaxCookieBytes, 0xFF)).size();
+  AcceptedArgs a;  // every field present and at its widest
+  a.client_id = UINT32_MAX;
+  a.tick_hz = a.snapshot_hz = UINT16_MAX;
+  a.tick = a.replay_first_tick = a.replay_last_tick = UINT64_MAX;
+  a.quantization = QuantizationArgs{1, 1, 1, 1, 1, 1, 1};
+  a.max_objects = a.first_request_id = UINT32_MAX;
+  a.replay = a.token_bound = true;
+  a.kx_public.fill(0xFF);
+  const size_t accepted = build_connect_accepted(fbb, a).size();
+  EXPECT_EQ(min_connect_bytes(), std::max(challenge, accepted));
+  EXPECT_GT(accepted, challenge) << "protocol 5: the ConnectAccepted with its key share is the larger";
+  // A resent Connect is answered by ConnectAccepted: never larger than it.
+  EXPECT_LE(build_connect_accepted(fbb, AcceptedArgs{}).size(), min_connect_bytes());
   // No cookie the server could put in a Challenge makes it larger than the minimum Connect.
   for (size_t n = 0; n <= kMaxCookieBytes + 8; ++n) {
     EXPECT_LE(build_challenge(fbb, counting_bytes(n)).size(), min_connect_bytes()) << n << "-byte cookie";
@@ -1127,7 +1140,8 @@ TEST(HandshakeSizes, EveryConnectIsPaddedToTheMinimumAndNoFurther) {
     for (const size_t cookie : {size_t{0}, size_t{16}, kMaxCookieBytes}) {
       for (const size_t token : {size_t{0}, size_t{32}, kMaxTokenBytes}) {
         SCOPED_TRACE(testing::Message() << "name " << name << ", cookie " << cookie << ", token " << token);
-        const Bytes b = copy(build_connect(fbb, std::string(name, 'n'), counting_bytes(cookie), counting_bytes(token)));
+        const Bytes b = copy(build_connect(fbb, std::string(name, 'n'), counting_bytes(cookie), counting_bytes(token),
+                                          counting_bytes(kKxPublicBytes)));
         EXPECT_GE(b.size(), min_bytes);
         const Verified v = verify(b, Direction::ClientToServer);
         ASSERT_EQ(v.reason, DropReason::None);
@@ -1241,17 +1255,17 @@ size_t raw_snapshot_bytes(size_t payload_bytes) {
 
 TEST(SnapshotPayload, CapacityIsTight) {
   const size_t capacity = snapshot_payload_capacity();
-  EXPECT_EQ(capacity, 1124u);  // measured; docs/PROTOCOL.md quotes it
-  EXPECT_LE(raw_snapshot_bytes(capacity), kMaxDatagramBytes);
+  EXPECT_EQ(capacity, 1100u);  // measured (1124 before protocol 5's 24-byte seal); docs/PROTOCOL.md quotes it
+  EXPECT_LE(raw_snapshot_bytes(capacity), kMaxPlaintextBytes);
   // One more byte would not fit; try a few beyond it too (vector alignment is not monotonic).
   for (size_t extra = 1; extra <= 8; ++extra) {
-    EXPECT_GT(raw_snapshot_bytes(capacity + extra), kMaxDatagramBytes) << "capacity + " << extra;
+    EXPECT_GT(raw_snapshot_bytes(capacity + extra), kMaxPlaintextBytes) << "capacity + " << extra;
   }
   // The codec's own builder agrees: a full payload fits at the worst-case tick.
   flatbuffers::FlatBufferBuilder fbb;
   const Bytes full = counting_bytes(capacity);
   const Bytes b = copy(build_snapshot(fbb, UINT64_MAX, full));
-  EXPECT_LE(b.size(), kMaxDatagramBytes);
+  EXPECT_LE(b.size(), kMaxPlaintextBytes);
   const Verified v = verify(b, Direction::ServerToClient);
   ASSERT_EQ(v.reason, DropReason::None);
   const Snapshot* s = v.envelope->message_as_Snapshot();
@@ -1268,7 +1282,7 @@ TEST(SnapshotPayload, EveryPayloadSizeRoundTripsAndOversizedOnesAreCut) {
     for (uint8_t& x : payload) x = static_cast<uint8_t>(rng.next());
     const uint64_t tick = n % 2 == 0 ? UINT64_MAX - n : n;
     const Bytes b = copy(build_snapshot(fbb, tick, payload));
-    ASSERT_LE(b.size(), kMaxDatagramBytes) << n << "-byte payload";
+    ASSERT_LE(b.size(), kMaxPlaintextBytes) << n << "-byte payload";
     const Verified v = verify(b, Direction::ServerToClient);
     ASSERT_EQ(v.reason, DropReason::None) << n;
     const Snapshot* s = v.envelope->message_as_Snapshot();
@@ -1296,9 +1310,9 @@ TEST(CollisionEventsSplit, CapacityIsTightForTheWorstCaseBlock) {
     FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kProtocolVersion, Message::CollisionEvents, message.Union(), &header));
     return static_cast<size_t>(fbb.GetSize());
   };
-  EXPECT_LE(raw_size(capacity), kMaxDatagramBytes);
-  EXPECT_GT(raw_size(capacity + 1), kMaxDatagramBytes);
-  EXPECT_EQ(capacity, 16u);  // measured; documented in docs/PROTOCOL.md
+  EXPECT_LE(raw_size(capacity), kMaxPlaintextBytes);
+  EXPECT_GT(raw_size(capacity + 1), kMaxPlaintextBytes);
+  EXPECT_EQ(capacity, 15u);  // measured (16 before protocol 5's seal); documented in docs/PROTOCOL.md
 }
 
 TEST(CollisionEventsSplit, FitsAndTruncatesAtCapacityKeepingEveryEvent) {
@@ -1316,7 +1330,7 @@ TEST(CollisionEventsSplit, FitsAndTruncatesAtCapacityKeepingEveryEvent) {
                           i % 2 == 0 ? ContactEventType::End : ContactEventType::Begin);
     }
     const Bytes b = copy(build_collision_events(fbb, events, quantization));
-    ASSERT_LE(b.size(), kMaxDatagramBytes);
+    ASSERT_LE(b.size(), kMaxPlaintextBytes);
     const Verified v = verify(b, Direction::ServerToClient);
     ASSERT_EQ(v.reason, DropReason::None);
     const auto* e = v.envelope->message_as_CollisionEvents();
@@ -1354,7 +1368,7 @@ TEST(CollisionEventsSplit, RawBlocksAreCarriedVerbatimUpToTheCapacity) {
   for (const size_t n : {size_t{0}, size_t{5}, limit, limit + 1, size_t{2000}}) {
     const Bytes block = counting_bytes(n, 7);
     const Bytes b = copy(build_collision_events_block(fbb, block));
-    ASSERT_LE(b.size(), kMaxDatagramBytes) << n;
+    ASSERT_LE(b.size(), kMaxPlaintextBytes) << n;
     const Verified v = verify(b, Direction::ServerToClient);
     ASSERT_EQ(v.reason, DropReason::None) << n;
     const auto* packed = v.envelope->message_as_CollisionEvents()->packed();
@@ -1377,7 +1391,7 @@ TEST(RaycastResultSplit, FitsAndTruncatesToTheNearestHits) {
     }
     for (const bool truncated_by_caller : {false, true}) {
       const Bytes b = copy(build_raycast_result(fbb, UINT32_MAX, ResultCode::Ok, UINT64_MAX, hits, truncated_by_caller, {}));
-      ASSERT_LE(b.size(), kMaxDatagramBytes) << n << " hits";
+      ASSERT_LE(b.size(), kMaxPlaintextBytes) << n << " hits";
       const Verified v = verify(b, Direction::ServerToClient);
       ASSERT_EQ(v.reason, DropReason::None);
       const auto* r = v.envelope->message_as_RaycastResult();
@@ -1393,7 +1407,7 @@ TEST(RaycastResultSplit, FitsAndTruncatesToTheNearestHits) {
   // The capacity is tight: one more hit would not fit.
   hits.assign(capacity + 1, RayHitEntry());
   const size_t one = build_raycast_result(fbb, UINT32_MAX, ResultCode::Ok, UINT64_MAX, std::span(hits).first(1), true, {}).size();
-  EXPECT_GT(one + capacity * sizeof(RayHitEntry), kMaxDatagramBytes);
+  EXPECT_GT(one + capacity * sizeof(RayHitEntry), kMaxPlaintextBytes);
 }
 
 }  // namespace
