@@ -33,7 +33,9 @@ Bytes make_connect(uint16_t envelope_version, uint16_t field_version, const std:
     const auto name_offset = fbb.CreateString(name);
     const Bytes zeros(padding, 0);
     const auto padding_offset = padding ? fbb.CreateVector(zeros) : 0;
-    const auto connect = wire::CreateConnect(fbb, field_version, name_offset, 0, 0, padding_offset);
+    const Bytes kx(wire::kKxPublicBytes, 0x09);  // a key share, as protocol 5 requires
+    const auto kx_offset = fbb.CreateVector(kx);
+    const auto connect = wire::CreateConnect(fbb, field_version, name_offset, 0, 0, padding_offset, kx_offset);
     wire::FinishEnvelopeBuffer(fbb, wire::CreateEnvelope(fbb, envelope_version, wire::Message::Connect,
                                                          connect.Union()));
     return Bytes(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
@@ -487,9 +489,11 @@ TEST_F(BadInput, AForgedCookieGetsAFreshChallengeNeverASession) {
     return c ? Bytes(c->begin(), c->end()) : Bytes{};
   };
   flatbuffers::FlatBufferBuilder& fbb = attacker_peer.socket.fbb;
-  const Bytes cookie = challenge_cookie(attacker_peer.send_and_collect(wire::build_connect(fbb, "forger")));
+  const Bytes cookie =
+      challenge_cookie(attacker_peer.send_and_collect(wire::build_connect(fbb, "forger", {}, {}, attacker_peer.kx.public_key)));
   ASSERT_FALSE(cookie.empty());
-  const Bytes others_cookie = challenge_cookie(other.send_and_collect(wire::build_connect(fbb, "other")));
+  const Bytes others_cookie =
+      challenge_cookie(other.send_and_collect(wire::build_connect(fbb, "other", {}, {}, other.kx.public_key)));
   ASSERT_FALSE(others_cookie.empty());
 
   std::vector<Bytes> forged;
@@ -504,7 +508,7 @@ TEST_F(BadInput, AForgedCookieGetsAFreshChallengeNeverASession) {
   forged.push_back(others_cookie);  // valid, but for another address: the MAC covers address and port
   for (const Bytes& f : forged) {
     SCOPED_TRACE(testing::Message() << f.size() << "-byte forged cookie");
-    const Bytes connect = to_bytes(wire::build_connect(fbb, "forger", f));
+    const Bytes connect = to_bytes(wire::build_connect(fbb, "forger", f, {}, attacker_peer.kx.public_key));
     const std::vector<Reply> replies = attacker_peer.send_and_collect(connect);
     const Bytes fresh = challenge_cookie(replies);  // a fresh Challenge, never an accept
     EXPECT_FALSE(fresh.empty());
