@@ -339,8 +339,8 @@ int main(int argc, char** argv) {
   demo->add_flag("--keep", keep_bodies, "leave the spawned bodies in the world when done");
   std::string token_hex;
   demo->add_option("--token", token_hex,
-                   "connect token (hex) from the game's backend or `impulse-server token`, for servers run with "
-                   "--token-key")
+                   "client token (hex: the connect token and its session secret) from the game's backend or "
+                   "`impulse-server token`, for servers run with --token-key")
       ->envname("IMPULSE_TOKEN");
 
   int timeout_ms = 1000;

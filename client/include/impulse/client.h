@@ -54,8 +54,9 @@ class Client : private ClientCore {
   /// previous session.
   /// @param name  client name for the server's logs, truncated to 64 bytes
   /// @return true when accepted; otherwise false with *error saying what to do (may be null).
-  /// @param token  a connect token from the game's backend (impulse-server token for tests);
-  ///                empty for a server without --token-key
+  /// @param token  a client token from the game's backend (impulse-server token for tests): the
+  ///                connect token followed by its 32-byte session secret; empty for a server
+  ///                without --token-key
   bool connect(std::string_view host, uint16_t port, std::chrono::milliseconds timeout,
                std::string* error, std::string_view name = "impulse-client", std::span<const uint8_t> token = {});
 
