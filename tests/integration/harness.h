@@ -90,6 +90,8 @@ struct ServerOptions {
   net::LinkConditions link;
   /// Installed before the server runs (Server::set_snapshot_observer); empty = none.
   server::SnapshotObserver observer;
+  /// --token-key: connect tokens required (empty = anonymous clients).
+  std::string token_key_file;
 };
 
 /// A real Server bound to 127.0.0.1 on an ephemeral port, running on its own thread.
@@ -132,6 +134,7 @@ class RunningServer {
     config.stats_interval_s = 3600;
     config.log_level = "off";
     config.record_file = options.record_file;
+    config.token_key_file = options.token_key_file;
     config.record_dir = options.record_dir;
     if (options.record_rotate_minutes > 0) config.record_rotate_minutes = options.record_rotate_minutes;
     if (options.keyframe_seconds > 0) config.keyframe_seconds = options.keyframe_seconds;
