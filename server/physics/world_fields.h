@@ -3,7 +3,7 @@
 // hash of world_hash and awake_hash (world_hash.cpp), so a field added here is saved, restored and
 // hashed at once, and none of them can fall out of step with the others.
 //
-// `Io` is the visitor: it provides u8, u16, u32, i32, u64, f32, vec, quat, id, flag(b, what),
+// `Io` is the visitor: it provides u8, u16, u32, i32, u64, f32, flag(b, what),
 // enumeration(e, last, what) and expect(condition, what); `S` is the struct, const when saving or
 // hashing. The readers check what they read (`what` names the field in their error messages).
 #pragma once
@@ -12,9 +12,29 @@
 
 namespace impulse::physics::detail {
 
+// Vectors, quaternions and ids as their scalar fields (V is const when saving or hashing).
+template <class Io, class V>
+void io_vec(Io& io, V& v) {
+  io.f32(v.x);
+  io.f32(v.y);
+  io.f32(v.z);
+}
+template <class Io, class Q>
+void io_quat(Io& io, Q& q) {
+  io.f32(q.x);
+  io.f32(q.y);
+  io.f32(q.z);
+  io.f32(q.w);
+}
+template <class Io, class I>
+void io_id(Io& io, I& id) {
+  io.u32(id.index);
+  io.u32(id.generation);
+}
+
 template <class Io, class S>
 void io_settings(Io& io, S& s) {
-  io.vec(s.gravity);
+  io_vec(io, s.gravity);
   io.f32(s.cell_size);
   io.u32(s.max_cells_per_body);
   io.f32(s.speculative_margin);
@@ -40,19 +60,19 @@ void io_settings(Io& io, S& s) {
 
 template <class Io, class S>
 void io_pose(Io& io, S& p) {
-  io.vec(p.position);
-  io.quat(p.orientation);
-  io.vec(p.aabb.min);
-  io.vec(p.aabb.max);
+  io_vec(io, p.position);
+  io_quat(io, p.orientation);
+  io_vec(io, p.aabb.min);
+  io_vec(io, p.aabb.max);
 }
 
 template <class Io, class S>
 void io_motion(Io& io, S& m) {
-  io.vec(m.velocity);
-  io.vec(m.angular_velocity);
-  io.vec(m.force);
-  io.vec(m.torque);
-  io.vec(m.inv_inertia);
+  io_vec(io, m.velocity);
+  io_vec(io, m.angular_velocity);
+  io_vec(io, m.force);
+  io_vec(io, m.torque);
+  io_vec(io, m.inv_inertia);
   io.f32(m.inv_mass);
   io.f32(m.linear_damping);
   io.f32(m.angular_damping);
@@ -62,7 +82,7 @@ template <class Io, class S>
 void io_shape(Io& io, S& s) {
   io.enumeration(s.kind, ShapeKind::Plane, "shape kind");
   io.f32(s.radius);
-  io.vec(s.half_extents);
+  io_vec(io, s.half_extents);
   io.f32(s.half_height);
 }
 
@@ -88,10 +108,10 @@ void io_info(Io& io, S& i) {
 
 template <class Io, class S>
 void io_record(Io& io, S& r) {
-  io.id(r.contact.a);
-  io.id(r.contact.b);
-  io.vec(r.contact.point);
-  io.vec(r.contact.normal);
+  io_id(io, r.contact.a);
+  io_id(io, r.contact.b);
+  io_vec(io, r.contact.point);
+  io_vec(io, r.contact.normal);
   io.f32(r.contact.depth);
   io.u8(r.point_count);
   io.flag(r.sensor, "contact sensor flag");
@@ -100,21 +120,21 @@ void io_record(Io& io, S& r) {
   }
   for (int i = 0; i < r.point_count; ++i) {
     auto& p = r.points[i];
-    io.vec(p.point);
+    io_vec(io, p.point);
     io.f32(p.separation);
     io.u32(p.feature);
     io.f32(p.normal_impulse);
-    io.vec(p.friction_impulse);
+    io_vec(io, p.friction_impulse);
   }
 }
 
 template <class Io, class S>
 void io_event(Io& io, S& e) {
   io.enumeration(e.type, ContactEventType::End, "event type");
-  io.id(e.a);
-  io.id(e.b);
-  io.vec(e.point);
-  io.vec(e.normal);
+  io_id(io, e.a);
+  io_id(io, e.b);
+  io_vec(io, e.point);
+  io_vec(io, e.normal);
 }
 
 // A material-pair override: its key (min id << 16 | max id) and the mixed values.

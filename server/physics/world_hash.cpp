@@ -18,14 +18,7 @@ namespace impulse::physics {
 
 namespace {
 
-using detail::io_info;
-using detail::io_material;
-using detail::io_material_pair;
-using detail::io_motion;
-using detail::io_pose;
-using detail::io_record;
-using detail::io_settings;
-using detail::io_shape;
+using namespace detail;  // the field lists (world_fields.h)
 
 // The visitor of world_fields.h that feeds the hash: every field becomes one little-endian 32-bit
 // word (two for a u64), written into a word buffer hashed in one XXH3 pass at the end. Hashing the
@@ -52,21 +45,6 @@ class HashWords {
     u32(static_cast<uint32_t>(v >> 32));
   }
   void f32(float f) { u32(std::bit_cast<uint32_t>(f)); }
-  void vec(Vec3 v) {
-    f32(v.x);
-    f32(v.y);
-    f32(v.z);
-  }
-  void quat(Quat q) {
-    f32(q.x);
-    f32(q.y);
-    f32(q.z);
-    f32(q.w);
-  }
-  void id(ObjectID id) {
-    u32(id.index);
-    u32(id.generation);
-  }
   void flag(bool b, const char* /*what*/) { u32(b ? 1u : 0u); }
   template <class E>
   void enumeration(E e, E /*last*/, const char* /*what*/) {
@@ -101,7 +79,7 @@ constexpr size_t kWordsPerSettings = sizeof(WorldSettings);
 // One body: its id, then every column's fields (world_fields.h).
 void hash_body(HashWords& h, ObjectID id, const BodyColumns& b, uint32_t d) {
   h.reserve(kWordsPerBody);
-  h.id(id);
+  io_id(h, id);
   io_pose(h, b.pose[d]);
   io_motion(h, b.motion[d]);
   io_shape(h, b.shape[d]);

@@ -85,15 +85,7 @@
 namespace impulse::physics {
 namespace {
 
-using detail::io_event;
-using detail::io_info;
-using detail::io_material;
-using detail::io_material_pair;
-using detail::io_motion;
-using detail::io_pose;
-using detail::io_record;
-using detail::io_settings;
-using detail::io_shape;
+using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
 constexpr uint32_t kFormatVersion = 1;
@@ -155,21 +147,6 @@ class Writer {
   void i32(int32_t v) { put(static_cast<uint32_t>(v), 4); }
   void u64(uint64_t v) { put(v, 8); }
   void f32(float v) { put(std::bit_cast<uint32_t>(v), 4); }
-  void vec(Vec3 v) {
-    f32(v.x);
-    f32(v.y);
-    f32(v.z);
-  }
-  void quat(Quat q) {
-    f32(q.x);
-    f32(q.y);
-    f32(q.z);
-    f32(q.w);
-  }
-  void id(ObjectID id) {
-    u32(id.index);
-    u32(id.generation);
-  }
   void flag(bool b, const char* /*what*/) { u8(b ? 1 : 0); }
   template <class E>
   void enumeration(E e, E /*last*/, const char* /*what*/) {
@@ -208,21 +185,6 @@ class Reader {
   void i32(int32_t& v) { v = static_cast<int32_t>(static_cast<uint32_t>(get(4))); }
   void u64(uint64_t& v) { v = get(8); }
   void f32(float& v) { v = std::bit_cast<float>(static_cast<uint32_t>(get(4))); }
-  void vec(Vec3& v) {
-    f32(v.x);
-    f32(v.y);
-    f32(v.z);
-  }
-  void quat(Quat& q) {
-    f32(q.x);
-    f32(q.y);
-    f32(q.z);
-    f32(q.w);
-  }
-  void id(ObjectID& id) {
-    u32(id.index);
-    u32(id.generation);
-  }
   void flag(bool& b, const char* what) {
     const uint64_t v = get(1);
     if (v > 1) fail(std::string(what) + " is " + std::to_string(v) + ", not a bool (0 or 1)");
