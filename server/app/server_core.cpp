@@ -336,14 +336,15 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
       rejects_.note(RejectReason::BadConnect, from, "Connect shorter than the minimum: pad it", now);
       return;
     }
-    if (!existing->bytes_in.take(static_cast<double>(request_bytes), now)) {
-      rejects_.note(RejectReason::RateLimited, from, "receive byte rate", now);
-      return;
-    }
     // Once the client has spoken after its ConnectAccepted it never sends Connect again: this one
-    // is a stale duplicate or forged, and answering it would reflect at the player.
+    // is a stale duplicate or forged, and answering it would reflect at the player. Dropped before
+    // the receive budget, so a forged flood cannot spend the player's budget on it.
     if (existing->confirmed) {
       rejects_.note(RejectReason::BadConnect, from, "Connect on a confirmed session (stale or forged)", now);
+      return;
+    }
+    if (!existing->bytes_in.take(static_cast<double>(request_bytes), now)) {
+      rejects_.note(RejectReason::RateLimited, from, "receive byte rate", now);
       return;
     }
     // The client resends Connect until an answer arrives (the first may be lost). Only a valid

@@ -148,8 +148,16 @@ TEST_F(BudgetTest, AConnectFloodAtALiveSessionDrawsNothingAndLeavesItsSnapshots)
   }
   EXPECT_EQ(out, 0u) << "bytes in " << in;
   EXPECT_EQ(snapshots, 30u);
-  // The session's receive budget paid for the flood: its bucket is lower than full.
-  EXPECT_LT(core_.sessions().sessions()[0].bytes_in.tokens, core_.sessions().sessions()[0].bytes_in.burst);
+  EXPECT_EQ(core_.rejects().count(RejectReason::BadConnect), static_cast<uint64_t>(kTickHz * (2000 / kTickHz)));
+}
+
+TEST_F(BudgetTest, AConnectBeforeConfirmationPaysTheSessionsReceiveBudget) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  const double full = core_.sessions().sessions()[0].bytes_in.tokens;
+  const Bytes forged = copy(wire::build_connect(fbb_, "forged"));
+  EXPECT_TRUE(receive(a, forged).empty());
+  EXPECT_LE(core_.sessions().sessions()[0].bytes_in.tokens, full - static_cast<double>(forged.size()) + 1.0);
 }
 
 TEST_F(BudgetTest, DuplicatesOfAnAnsweredRequestCountAgainstTheRequestRate) {
