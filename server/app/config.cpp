@@ -188,7 +188,8 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
                  "without it anonymous clients are accepted")
       ->envname("IMPULSE_TOKEN_KEY");
   app.add_option("--authority", config.authority,
-                 "owner: clients push/destroy only objects they created (or shared ones); any: every object")
+                 "owner: clients push/destroy only objects they created (and push shared ones and the scene's, which no "
+                 "client may destroy); any: every object")
       ->envname("IMPULSE_AUTHORITY")->capture_default_str();
   app.add_option("--max-objects-per-client", config.max_objects_per_client,
                  "Live objects one client may own, 0..1000000 (0 = no limit; a token may set its own)")

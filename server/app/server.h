@@ -52,8 +52,9 @@ struct ServerConfig {
   /// --token-key: a key file (impulse-server keygen); clients must then present a connect token
   /// sealed with it. Empty = anonymous clients are accepted (local use).
   std::string token_key_file;
-  /// --authority: "owner" = a client may push or destroy only objects it created (or shared
-  /// ones and the scene's); "any" = every client may touch every object.
+  /// --authority: "owner" = a client may push or destroy only objects it created, and push shared
+  /// ones and the scene's (scene bodies cannot be destroyed by clients); "any" = every client may
+  /// touch every object.
   std::string authority = "owner";
   int max_objects_per_client = 1024;      ///< --max-objects-per-client: live objects a client may own; 0 = no limit
   /// --max-objects-per-address: anonymous mode only (no --token-key): live objects all sessions

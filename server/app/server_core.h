@@ -89,7 +89,8 @@ class ServerCore {
   /// once, processes the packet header's acks, and admits requests exactly once and in order
   /// (range-check failures are answered at once, the rest queued for the next tick boundary).
   /// Anything refused is counted and logged through the RejectLog. Replies to an address without
-  /// a session are never larger than the datagram that caused them.
+  /// a session are never larger than the datagram that caused them; a Connect at a session's
+  /// address is answered only before the session is confirmed and with the address's cookie.
   void handle_datagram(const Endpoint& from, std::span<const uint8_t> bytes, TimePoint now, Outbox& out);
 
   /// One wake-up at `now`: if steps are due, applies the queued requests (in arrival order,
