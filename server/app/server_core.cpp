@@ -516,8 +516,9 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
   r.client_id = session->client_id;
   if (r.request_id == 0 && wire::rule_of(r.type).fire_and_forget) return queue_unsequenced(*session, r, check, now);
 
-  // Every arrival the window does not admit costs a request too (admitted ones pay in
-  // admit_requests), so resending an answered request cannot draw answers faster than the rate.
+  // Every arrival the window answers without admitting it (a duplicate of an answered request,
+  // one too old, id 0) costs a request too (admitted ones pay in admit_requests), so resending an
+  // answered request cannot draw answers faster than the rate.
   auto over_rate = [&] {
     if (session->request_rate.take(1.0, now)) return false;
     rejects_.note(RejectReason::RateLimited, from, "duplicate requests over --max-requests-per-second", now);
@@ -529,8 +530,9 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
       admit_requests(*session, now, out);
       return;
     case Arrival::Duplicate:
+      // Not charged: it draws no reply, and a client with many requests in flight resends them
+      // all every few tens of milliseconds.
       stats_.requests_duplicate.fetch_add(1, std::memory_order_relaxed);
-      over_rate();
       return;  // its answer is coming
     case Arrival::AnsweredBefore: {
       stats_.requests_duplicate.fetch_add(1, std::memory_order_relaxed);
@@ -557,7 +559,6 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
       return;
     case Arrival::TooFarAhead:
       rejects_.note(RejectReason::RequestTooFarAhead, from, {}, now);
-      over_rate();
       return;
     case Arrival::Invalid:
       rejects_.note(RejectReason::InvalidArgument, from, "request_id 0", now);
