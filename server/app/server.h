@@ -52,10 +52,20 @@ struct ServerConfig {
   /// --token-key: a key file (impulse-server keygen); clients must then present a connect token
   /// sealed with it. Empty = anonymous clients are accepted (local use).
   std::string token_key_file;
-  /// --authority: "owner" = a client may push or destroy only objects it created (or shared
-  /// ones and the scene's); "any" = every client may touch every object.
+  /// --authority: "owner" = a client may push or destroy only objects it created, and push shared
+  /// ones and the scene's (scene bodies cannot be destroyed by clients); "any" = every client may
+  /// touch every object.
   std::string authority = "owner";
   int max_objects_per_client = 1024;      ///< --max-objects-per-client: live objects a client may own; 0 = no limit
+  /// --max-objects-per-address: anonymous mode only (no --token-key): live objects all sessions
+  /// from one IP address may own together, objects kept after their creator left included, so
+  /// reconnecting (a new port, a new session) does not reset the quota. -1 = the same as
+  /// max_objects_per_client; 0 = no limit.
+  int max_objects_per_address = -1;
+  /// --on-disconnect: what happens to a client's objects when its session ends (Disconnect or
+  /// timeout; not when a token's client id replaces its own session): "destroy" (default: a
+  /// departed player's things leave with it, and nothing accumulates) or "keep".
+  std::string on_disconnect = "destroy";
   int max_requests_per_second = 1000;     ///< --max-requests-per-second: per client; over it: RateLimited
   int max_kbytes_in_per_second = 256;     ///< --max-kbytes-in-per-second: per client received [KiB/s]; over it: dropped
   int max_kbps_per_client = 1024;         ///< --max-kbps-per-client: send budget per client [kbit/s]

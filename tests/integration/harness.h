@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -92,6 +93,8 @@ struct ServerOptions {
   server::SnapshotObserver observer;
   /// --token-key: connect tokens required (empty = anonymous clients).
   std::string token_key_file;
+  /// Changes any other ServerConfig field after the ones above are set; empty = none.
+  std::function<void(server::ServerConfig&)> configure;
 };
 
 /// A real Server bound to 127.0.0.1 on an ephemeral port, running on its own thread.
@@ -144,6 +147,7 @@ class RunningServer {
     config.sim_duplicate = options.link.duplicate;
     config.sim_reorder = options.link.reorder;
     config.sim_seed = options.link.seed;
+    if (options.configure) options.configure(config);
     return config;
   }
 
