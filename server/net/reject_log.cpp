@@ -57,6 +57,7 @@ const char* to_string(RejectReason reason) {
     case RejectReason::RequestTooOld: return "request id below the exactly-once window";
     case RejectReason::RequestTooFarAhead: return "request id beyond the exactly-once window";
     case RejectReason::ReadOnly: return "world-changing request to a replay (read-only spectators)";
+    case RejectReason::NonFiniteBody: return "body removed by the step's guard: its state was not finite";
     case RejectReason::Count: break;
   }
   return "unknown";

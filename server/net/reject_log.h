@@ -43,6 +43,7 @@ enum class RejectReason : uint8_t {
   RequestTooOld,    ///< a request id below the exactly-once window
   RequestTooFarAhead,  ///< a request id beyond the window (dropped; the client resends)
   ReadOnly,         ///< a world-changing request to a server that plays a recording (spectators)
+  NonFiniteBody,    ///< the step's guard removed a body whose state was not finite
   Count,
 };
 const char* to_string(RejectReason reason);
