@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -89,6 +90,8 @@ struct ServerOptions {
   net::LinkConditions link;
   /// Installed before the server runs (Server::set_snapshot_observer); empty = none.
   server::SnapshotObserver observer;
+  /// Applied to the server's configuration last (other limits, flags under test); empty = none.
+  std::function<void(server::ServerConfig&)> configure;
 };
 
 /// A real Server bound to 127.0.0.1 on an ephemeral port, running on its own thread.
@@ -140,6 +143,7 @@ class RunningServer {
     config.sim_duplicate = options.link.duplicate;
     config.sim_reorder = options.link.reorder;
     config.sim_seed = options.link.seed;
+    if (options.configure) options.configure(config);
     return config;
   }
 
