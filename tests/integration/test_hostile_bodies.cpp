@@ -7,6 +7,11 @@
 #include <map>
 #include <mutex>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
 #include "server/physics/world.h"
 #include "tests/integration/harness.h"
 
@@ -249,6 +254,30 @@ TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
   ASSERT_TRUE(p99.has_value());
   EXPECT_LE(*p99, 16.6);
   EXPECT_GE(during, 0.95 * baseline);
+}
+
+// Row H: control characters in a scene's name reached the log raw (a newline forges a log line,
+// an escape sequence drives the operator's terminal). The start-up line now escapes them.
+TEST(HostileBodies, ControlCharactersInASceneNameAreEscapedInTheLog) {
+  std::ostringstream captured;
+  const auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(captured)));
+  {
+    ServerOptions options;
+    options.scene_json = R"({ "name": "evil\nFAKE LOG LINE\u001b[2J", "bodies": [] })";
+    options.configure = [](server::ServerConfig& c) { c.log_level = "info"; };
+    RunningServer server(options);
+    ASSERT_TRUE(server.started()) << server.error();
+  }
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(spdlog::level::off);
+  const std::string log = captured.str();
+  EXPECT_NE(log.find("scene \"evil\\x0aFAKE LOG LINE\\x1b[2J\""), std::string::npos) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << "a raw escape reached the log";
+  EXPECT_EQ(log.find("\nFAKE LOG LINE"), std::string::npos) << "a raw newline reached the log";
+  // The start-up budget line is printed.
+  EXPECT_NE(log.find("budget: clients may own 5000 live objects together"), std::string::npos) << log;
 }
 
 }  // namespace
