@@ -160,7 +160,7 @@ double snapshot_rate(ClientDriver& driver, milliseconds window, const std::funct
 // 60), then its quota of the largest boxes it may create (4 m), all aimed at one spot, then the
 // rest of its quota in a lattice that does not overlap, every box sent at the lattice's centre
 // fast enough to arrive within one step (so they tunnel into one pile rather than collide on the
-// way), spinning at the angular speed limit.
+// way), spinning at the angular speed limit, and stopped about one tick later.
 // Timing is meaningless under ASan: there the test checks the refusals only.
 TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
   ServerOptions options;
@@ -189,7 +189,8 @@ TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
   std::vector<ObjectID> accepted;
   std::map<ObjectID, Vec3> in_lattice;
   size_t huge_refused = 0, pile_refused = 0, lattice_refused = 0, sent_velocities = 0;
-  int stage = 0;  // 0: the pile's answers due; 1: the lattice's; 2: velocities sent
+  int stage = 0;
+  Clock::time_point sent_at;  // 0: the pile's answers due; 1: the lattice's; 2: velocities sent
   auto step_attack = [&] {
     for (const RequestResult& r : hostile.results) {
       auto in = [&](const std::vector<uint32_t>& ids) { return std::find(ids.begin(), ids.end(), r.request_id) != ids.end(); };
@@ -229,6 +230,11 @@ TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
         ++sent_velocities;
       }
       stage = 2;
+      sent_at = Clock::now();
+    } else if (stage == 2 && Clock::now() - sent_at > milliseconds{17}) {
+      // About one tick later: stop them where they meet, so the pile stays overlapped.
+      for (const auto& entry : in_lattice) hostile.client.set_velocity(entry.first, {0, 0, 0});
+      stage = 3;
     }
   };
   // The victim keeps polling while the hostile client attacks, for 4 s.
@@ -248,7 +254,7 @@ TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
               huge_refused, pile_refused, in_lattice.size(), lattice_refused, sent_velocities, accepted.size(), quota,
               baseline, during, 100.0 * during / baseline, p99.value_or(-1.0), worst.value_or(-1.0));
   EXPECT_EQ(huge_refused, 100u);
-  EXPECT_EQ(stage, 2) << "the attack did not run to its end";
+  EXPECT_EQ(stage, 3) << "the attack did not run to its end";
   EXPECT_GT(sent_velocities, 200u);
   if (kSanitized) GTEST_SKIP() << "timing under a sanitizer is meaningless; refusals checked";
   ASSERT_TRUE(p99.has_value());
