@@ -67,8 +67,9 @@ struct ServerConfig {
   /// tested against every moving body each step. 0 = the world's limit (1000 m).
   double max_client_extent = 4.0;
   /// --max-spawn-overlaps: a body a client creates may overlap (AABB with the speculative margin) at
-  /// most this many bodies; more is QuotaExceeded. Bounds the contact pairs one burst of creates
-  /// can add (N bodies piled in one spot make N^2/2). 0 = no limit.
+  /// most this many dynamic or kinematic bodies (static ones are not counted); more is
+  /// QuotaExceeded. Bounds the contact pairs one burst of creates can add (N bodies piled in one
+  /// spot make N^2/2). 0 = no limit.
   int max_spawn_overlaps = 8;
   int max_requests_per_second = 1000;     ///< --max-requests-per-second: per client; over it: RateLimited
   int max_kbytes_in_per_second = 256;     ///< --max-kbytes-in-per-second: per client received [KiB/s]; over it: dropped

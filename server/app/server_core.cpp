@@ -678,10 +678,17 @@ wire::ResultCode ServerCore::check_client_body(const PendingRequest& r, std::str
     box.min -= Vec3{margin, margin, margin};
     box.max += Vec3{margin, margin, margin};
     world_.overlap_aabb(box, spawn_overlaps_);
-    if (spawn_overlaps_.size() > static_cast<size_t>(config_.max_spawn_overlaps)) {
-      refusal_text_ = fmt::format("position: the new body would overlap {} bodies, more than --max-spawn-overlaps {}; "
-                                  "spawn it in free space",
-                                  spawn_overlaps_.size(), config_.max_spawn_overlaps);
+    // Static bodies are not counted: they never pair with each other, so a level of static tiles
+    // costs one contact per tile a body touches, not a pile's N^2/2.
+    size_t movable = 0;
+    for (const ObjectID id : spawn_overlaps_) {
+      const std::optional<physics::BodyState> b = world_.get_object(id);
+      if (b && b->kind != physics::BodyKind::Static) ++movable;
+    }
+    if (movable > static_cast<size_t>(config_.max_spawn_overlaps)) {
+      refusal_text_ = fmt::format("position: the new body would overlap {} dynamic or kinematic bodies, more than "
+                                  "--max-spawn-overlaps {}; spawn it in free space",
+                                  movable, config_.max_spawn_overlaps);
       *message = refusal_text_;
       return ResultCode::QuotaExceeded;
     }
