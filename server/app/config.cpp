@@ -91,6 +91,14 @@ std::string validate_config(const ServerConfig& c) {
   if (c.max_spawn_overlaps < 0 || c.max_spawn_overlaps > 1000000) {
     return fmt::format("--max-spawn-overlaps must be in 0..1000000 (0 = no limit; got {})", c.max_spawn_overlaps);
   }
+  if (c.max_objects_per_address < -1 || c.max_objects_per_address > 1000000) {
+    return fmt::format("--max-objects-per-address must be in -1..1000000 (-1 = as --max-objects-per-client, 0 = no "
+                       "limit; got {})",
+                       c.max_objects_per_address);
+  }
+  if (c.on_disconnect != "destroy" && c.on_disconnect != "keep") {
+    return fmt::format("--on-disconnect must be \"destroy\" or \"keep\" (got \"{}\")", c.on_disconnect);
+  }
   if (c.max_requests_per_second < 0 || c.max_requests_per_second > 1000000) {
     return fmt::format("--max-requests-per-second must be in 0..1000000 (0 = no limit; got {})", c.max_requests_per_second);
   }
@@ -194,7 +202,8 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
                  "without it anonymous clients are accepted")
       ->envname("IMPULSE_TOKEN_KEY");
   app.add_option("--authority", config.authority,
-                 "owner: clients push/destroy only objects they created (or shared ones); any: every object")
+                 "owner: clients push/destroy only objects they created (and push shared ones and the scene's, which no "
+                 "client may destroy); any: every object")
       ->envname("IMPULSE_AUTHORITY")->capture_default_str();
   app.add_option("--max-objects-per-client", config.max_objects_per_client,
                  "Live objects one client may own, 0..1000000 (0 = no limit; a token may set its own)")
@@ -210,6 +219,13 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   app.add_option("--max-spawn-overlaps", config.max_spawn_overlaps,
                  "Bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)")
       ->envname("IMPULSE_MAX_SPAWN_OVERLAPS")->capture_default_str();
+  app.add_option("--max-objects-per-address", config.max_objects_per_address,
+                 "Anonymous mode: live objects all sessions from one IP address may own together, kept objects "
+                 "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)")
+      ->envname("IMPULSE_MAX_OBJECTS_PER_ADDRESS")->capture_default_str();
+  app.add_option("--on-disconnect", config.on_disconnect,
+                 "destroy: a client's objects are destroyed when its session ends; keep: they stay")
+      ->envname("IMPULSE_ON_DISCONNECT")->capture_default_str();
   app.add_option("--max-requests-per-second", config.max_requests_per_second,
                  "Requests per second per client before RateLimited answers (0 = no limit)")
       ->envname("IMPULSE_MAX_REQUESTS_PER_SECOND")->capture_default_str();
@@ -270,13 +286,15 @@ std::string describe_config(const ServerConfig& c) {
       "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
       "max_steps_per_frame={} threads={} stats_interval={}s log_level={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
-      "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
+      "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
+      "max_objects_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
       c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,
-      c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
+      c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps,
+      c.max_objects_per_address, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
       c.position_fraction_bits,
       c.sim_loss > 0 || c.sim_latency_ms > 0 || c.sim_jitter_ms > 0 || c.sim_duplicate > 0 || c.sim_reorder > 0
           ? fmt::format(" SIMULATED LINK loss={} latency={}ms jitter={}ms duplicate={} reorder={} seed={}", c.sim_loss,

@@ -40,6 +40,7 @@ std::unique_ptr<PlaybackDriver> PlaybackDriver::open(physics::World& world, cons
 }
 
 void PlaybackDriver::start(TimePoint now) {
+  seek_tokens_at_ = now;
   last_ = now;
   last_snapshot_ = now;
   last_status_ = now;
@@ -124,7 +125,7 @@ void PlaybackDriver::end_of_recording() {
 }
 
 wire::ResultCode PlaybackDriver::control(wire::ReplayAction action, uint64_t tick, float speed, const std::string& who,
-                                         std::string* message) {
+                                         std::string* message, TimePoint now) {
   switch (action) {
     case wire::ReplayAction::Pause:
       paused_ = true;
@@ -147,12 +148,15 @@ wire::ResultCode PlaybackDriver::control(wire::ReplayAction action, uint64_t tic
       spdlog::info("replay: speed {}x at tick {} by {}", speed_, playback_.tick(), who);
       return wire::ResultCode::Ok;
     case wire::ReplayAction::Seek: {
-      spdlog::info("replay: seek to tick {} by {}", tick, who);
-      std::string error;
-      if (!seek(tick, &error)) {
-        *message = "seek failed: " + error;
+      if (tick < playback_.first_tick() || tick > playback_.last_tick()) {
+        *message = fmt::format("seek failed: tick {} is outside the recording's ticks {}..{}", tick,
+                               playback_.first_tick(), playback_.last_tick());
         return wire::ResultCode::InvalidArgument;
       }
+      if (pending_seek_) ++coalesced_seeks_;
+      pending_seek_ = tick;
+      pending_seek_by_ = who;
+      seek_step(now);  // starts at once when the start rate allows; a short seek also ends here
       return wire::ResultCode::Ok;
     }
   }
@@ -163,9 +167,64 @@ wire::ResultCode PlaybackDriver::control(wire::ReplayAction action, uint64_t tic
 bool PlaybackDriver::snapshot_due(TimePoint now, bool crossed_snapshot_tick) const {
   const auto period = std::chrono::nanoseconds(1'000'000'000LL / snapshot_hz_);
   const auto since = now - last_snapshot_;
-  // A quarter period of slack while paused absorbs wake-up jitter.
+  // A quarter period of slack while paused (or seeking, when no tick is played) absorbs wake-up
+  // jitter.
   return snapshot_now_ || (crossed_snapshot_tick && (speed_ <= 1.0 || since >= period / 2)) ||
-         (paused_ && since >= period - period / 4);
+         ((paused_ || seeking()) && since >= period - period / 4);
+}
+
+bool PlaybackDriver::seek_step(TimePoint now) {
+  using SteadyClock = std::chrono::steady_clock;
+  if (pending_seek_) {
+    const double elapsed = now > seek_tokens_at_ ? std::chrono::duration<double>(now - seek_tokens_at_).count() : 0.0;
+    seek_tokens_ = std::min(kSeekStartBurst, seek_tokens_ + elapsed * kSeekStartsPerSecond);
+    if (now > seek_tokens_at_) seek_tokens_at_ = now;
+    if (seek_tokens_ >= 1.0) {
+      seek_tokens_ -= 1.0;
+      const uint64_t tick = *pending_seek_;
+      pending_seek_.reset();
+      seek_from_ = playback_.tick();
+      seek_started_ = SteadyClock::now();
+      std::string error;
+      if (playback_.seek_start(tick, &error)) {
+        seek_target_ = tick;
+        spdlog::info("replay: seek from tick {} to tick {} by {} (from tick {})", seek_from_, tick, pending_seek_by_,
+                     playback_.tick());
+      } else {
+        seek_target_.reset();
+        spdlog::error("replay: seek to tick {} by {} failed: {}; now at tick {}", tick, pending_seek_by_, error,
+                      playback_.tick());
+        accumulator_ = std::chrono::nanoseconds{0};
+        snapshot_now_ = true;
+      }
+    }
+  }
+  if (seek_target_) {
+    // A quarter of a recorded tick period of work per wake-up, at least one tick: the rest of the
+    // wake-up (events, snapshots) keeps its time.
+    const auto budget = step_ / 4;
+    const auto t0 = SteadyClock::now();
+    while (playback_.tick() < *seek_target_) {
+      if (playback_.advance() != record::AdvanceStatus::Ticked) {
+        spdlog::error("replay: seek to tick {} stopped at tick {}: {}", *seek_target_, playback_.tick(),
+                      playback_.error());
+        seek_target_.reset();
+        break;
+      }
+      if (SteadyClock::now() - t0 >= budget) break;
+    }
+    if (seek_target_ && playback_.tick() >= *seek_target_) {
+      spdlog::info("replay: at tick {} after {:.1f} ms (seek from tick {})", playback_.tick(),
+                   std::chrono::duration<double, std::milli>(SteadyClock::now() - seek_started_).count(), seek_from_);
+      seek_target_.reset();
+    }
+    if (!seek_target_) {
+      // The world jumped: spectators get the new state at once, and the clock starts afresh.
+      accumulator_ = std::chrono::nanoseconds{0};
+      snapshot_now_ = true;
+    }
+  }
+  return seeking();
 }
 
 void PlaybackDriver::snapshot_written(TimePoint now) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/app/server.h"
@@ -49,10 +50,24 @@ class PlaybackDriver {
   /// Plays the next recorded tick; at the last tick pauses or, with --loop, seeks to the first.
   Played play_one();
 
-  /// Applies a spectator's ReplayControl (already range-checked): `who` names it in the log.
-  /// Returns the result code and, on failure, sets *message.
+  /// Applies a spectator's ReplayControl (already range-checked) at `now`: `who` names it in the
+  /// log. Returns the result code and, on failure, sets *message. A Seek is answered Ok once it
+  /// is queued; see seek_step() for when the world gets there.
   wire::ResultCode control(wire::ReplayAction action, uint64_t tick, float speed, const std::string& who,
-                           std::string* message);
+                           std::string* message, TimePoint now);
+
+  /// Spectators' seeks never block the tick: a Seek replaces any seek not yet started (the
+  /// latest wins), seeks start at most kSeekStartsPerSecond (burst kSeekStartBurst; a start
+  /// restores one keyframe), and a started seek re-simulates from its keyframe to its target at
+  /// most a quarter of a recorded tick period of work per wake-up (at least one tick), the
+  /// spectators seeing the fast-forward. Call once per wake-up; returns true while a seek is
+  /// pending or running (no recorded tick is played then).
+  bool seek_step(TimePoint now);
+  bool seeking() const { return pending_seek_.has_value() || seek_target_.has_value(); }
+  /// Seeks that replaced a pending one before it started, since open().
+  uint64_t coalesced_seeks() const { return coalesced_seeks_; }
+  static constexpr double kSeekStartsPerSecond = 5;
+  static constexpr double kSeekStartBurst = 5;
 
   /// Whether spectators get a snapshot at this wake-up: at the recording's snapshot ticks
   /// (`crossed_snapshot_tick`; at most two per snapshot period of wall time above speed 1), once
@@ -81,6 +96,15 @@ class PlaybackDriver {
   TimePoint last_status_{};
   bool snapshot_now_ = false;  // the world jumped (seek): send at once
   uint64_t played_ticks_ = 0;  // since the last status line
+  // Spectators' seeks (seek_step): the one not yet started, the one running, the start bucket.
+  std::optional<uint64_t> pending_seek_;
+  std::string pending_seek_by_;
+  std::optional<uint64_t> seek_target_;
+  uint64_t seek_from_ = 0;
+  std::chrono::steady_clock::time_point seek_started_{};
+  double seek_tokens_ = kSeekStartBurst;
+  TimePoint seek_tokens_at_{};
+  uint64_t coalesced_seeks_ = 0;
 };
 
 }  // namespace impulse::server

@@ -52,8 +52,9 @@ struct ServerConfig {
   /// --token-key: a key file (impulse-server keygen); clients must then present a connect token
   /// sealed with it. Empty = anonymous clients are accepted (local use).
   std::string token_key_file;
-  /// --authority: "owner" = a client may push or destroy only objects it created (or shared
-  /// ones and the scene's); "any" = every client may touch every object.
+  /// --authority: "owner" = a client may push or destroy only objects it created, and push shared
+  /// ones and the scene's (scene bodies cannot be destroyed by clients); "any" = every client may
+  /// touch every object.
   std::string authority = "owner";
   // What one client's bodies may cost the step (docs/SECURITY.md; the defaults are sized to the
   // capacity benchmark on a 2-core machine: 256 clients, 5,000 bodies, tick p99 11.5 ms).
@@ -71,6 +72,15 @@ struct ServerConfig {
   /// QuotaExceeded. Bounds the contact pairs one burst of creates can add (N bodies piled in one
   /// spot make N^2/2). 0 = no limit.
   int max_spawn_overlaps = 8;
+  /// --max-objects-per-address: anonymous mode only (no --token-key): live objects all sessions
+  /// from one IP address may own together, objects kept after their creator left included, so
+  /// reconnecting (a new port, a new session) does not reset the quota. -1 = the same as
+  /// max_objects_per_client; 0 = no limit.
+  int max_objects_per_address = -1;
+  /// --on-disconnect: what happens to a client's objects when its session ends (Disconnect or
+  /// timeout; not when a token's client id replaces its own session): "destroy" (default: a
+  /// departed player's things leave with it, and nothing accumulates) or "keep".
+  std::string on_disconnect = "destroy";
   int max_requests_per_second = 1000;     ///< --max-requests-per-second: per client; over it: RateLimited
   int max_kbytes_in_per_second = 256;     ///< --max-kbytes-in-per-second: per client received [KiB/s]; over it: dropped
   int max_kbps_per_client = 1024;         ///< --max-kbps-per-client: send budget per client [kbit/s]

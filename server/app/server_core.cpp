@@ -145,6 +145,9 @@ ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& st
       authority_any_(config.authority == "any"),
       unix_now_(&system_unix_now) {
   queue_.reserve(256);
+  address_quota_ = static_cast<uint32_t>(config.max_objects_per_address < 0 ? config.max_objects_per_client
+                                                                            : config.max_objects_per_address);
+  destroy_on_disconnect_ = config.on_disconnect != "keep";
   world_.set_worker_pool(&pool_);
   sender_config_.quant.world_bound_m = static_cast<float>(config.world_bound);
   sender_config_.quant.position_fraction_bits = static_cast<uint8_t>(config.position_fraction_bits);
@@ -179,7 +182,7 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
       return false;
     }
     if (owners_.size() <= r.id.index) owners_.resize(r.id.index + 1);
-    owners_[r.id.index] = Ownership{r.id.generation, 0, true};  // the scene is everyone's
+    owners_[r.id.index] = Ownership{r.id.generation, 0, true, false, {}};  // the scene: everyone may push it
     journal_.scene_body(r.id, bodies[i]);
   }
   publish_stats();
@@ -206,6 +209,11 @@ uint32_t ServerCore::live_objects_of(uint32_t client_id) const {
   return it == live_objects_.end() ? 0 : it->second;
 }
 
+uint32_t ServerCore::live_objects_of_address(const asio::ip::address& address) const {
+  const auto it = live_by_address_.find(address);
+  return it == live_by_address_.end() ? 0 : it->second;
+}
+
 uint64_t ServerCore::server_time_us() const {
   const uint64_t whole = world_.tick() * 1'000'000ull / static_cast<uint64_t>(config_.tick_hz);
   return whole + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(clock_.accumulator).count());
@@ -223,8 +231,9 @@ uint32_t ServerCore::send(Session& s, std::span<const uint8_t> bytes, TimePoint 
   const net::AckFields acks = s.acks.ack_fields();
   wire::stamp_header(out.mutable_bytes(payload), wire::PacketHeader(sequence, acks.ack, acks.ack_bits));
   out.push(s.endpoint, payload);
-  s.bytes_out.refill(now);
-  s.bytes_out.tokens -= static_cast<double>(bytes.size());  // may go negative: snapshots then wait
+  // May go negative (snapshots then wait), by at most one burst: a flood of answers cannot starve
+  // the session's snapshots after it ends.
+  s.bytes_out.charge(static_cast<double>(bytes.size()), now);
   s.bytes_sent += bytes.size();
   return sequence;
 }
@@ -270,6 +279,7 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
       return;
     }
     session->last_heard = now;
+    session->confirmed = true;
     process_header(*session, envelope, now);
   }
   switch (envelope.message_type()) {
@@ -296,6 +306,7 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
                    session->client_id,
                    sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes));
       journal_.session(record::ClientEventType::Disconnect, session->client_id, world_.tick(), to_string(from), {});
+      note_departed(*session);
       remove_session(from);
       return;
     }
@@ -325,7 +336,34 @@ void ServerCore::handle_version_mismatch(const Endpoint& from, const wire::Envel
 void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, size_t request_bytes, TimePoint now,
                                 Outbox& out) {
   if (Session* existing = sessions_.find(from)) {
-    // Idempotent: the client resends Connect until an answer arrives; the first may be lost.
+    // Anyone can put a session's address on a Connect, so it pays like any datagram from there:
+    // the minimum size and the session's receive budget, before any work.
+    if (request_bytes < wire::min_connect_bytes()) {
+      rejects_.note(RejectReason::BadConnect, from, "Connect shorter than the minimum: pad it", now);
+      return;
+    }
+    // Once the client has spoken after its ConnectAccepted it never sends Connect again: this one
+    // is a stale duplicate or forged, and answering it would reflect at the player. Dropped before
+    // the receive budget, so a forged flood cannot spend the player's budget on it.
+    if (existing->confirmed) {
+      rejects_.note(RejectReason::BadConnect, from, "Connect on a confirmed session (stale or forged)", now);
+      return;
+    }
+    if (!existing->bytes_in.take(static_cast<double>(request_bytes), now)) {
+      rejects_.note(RejectReason::RateLimited, from, "receive byte rate", now);
+      return;
+    }
+    // The client resends Connect until an answer arrives (the first may be lost). Only a valid
+    // cookie shows that this Connect comes from the address, so only then is it answered (the
+    // ConnectAccepted may be larger than the Connect).
+    const std::span<const uint8_t> resent_cookie =
+        m.cookie() ? std::span<const uint8_t>(m.cookie()->data(), m.cookie()->size()) : std::span<const uint8_t>{};
+    const security::CookieError resent_error = security::verify_cookie(
+        cookie_key_, security::to_peer_address(from), resent_cookie, security::cookie_time_slot(now - epoch_));
+    if (resent_error != security::CookieError::None) {
+      rejects_.note(RejectReason::BadCookie, from, security::to_string(resent_error), now);
+      return;
+    }
     existing->last_heard = now;
     send_accepted(*existing, now, out);
     return;
@@ -484,15 +522,27 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
   r.client_id = session->client_id;
   if (r.request_id == 0 && wire::rule_of(r.type).fire_and_forget) return queue_unsequenced(*session, r, check, now);
 
+  // Every arrival the window answers without admitting it (a duplicate of an answered request,
+  // one too old, id 0) costs a request too (admitted ones pay in admit_requests), so resending an
+  // answered request cannot draw answers faster than the rate.
+  auto over_rate = [&] {
+    if (session->request_rate.take(1.0, now)) return false;
+    rejects_.note(RejectReason::RateLimited, from, "duplicate requests over --max-requests-per-second", now);
+    stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  };
   switch (session->requests.arrive(r, check.code, check.message)) {
     case Arrival::Accepted:
       admit_requests(*session, now, out);
       return;
     case Arrival::Duplicate:
+      // Not charged: it draws no reply, and a client with many requests in flight resends them
+      // all every few tens of milliseconds.
       stats_.requests_duplicate.fetch_add(1, std::memory_order_relaxed);
       return;  // its answer is coming
     case Arrival::AnsweredBefore: {
       stats_.requests_duplicate.fetch_add(1, std::memory_order_relaxed);
+      if (over_rate()) return;
       const RequestSlot* slot = session->requests.find(r.request_id);
       if (slot->request.type == Message::Raycast && slot->code == ResultCode::Ok) {
         // A read: the lost answer is recomputed against the world of the next tick.
@@ -507,6 +557,7 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
     }
     case Arrival::TooOld:
       rejects_.note(RejectReason::RequestTooOld, from, {}, now);
+      if (over_rate()) return;
       send(*session,
            wire::build_request_result(fbb_, r.request_id, ResultCode::RequestTooOld, r.id,
                                       "request_id: older than the server's window; it was answered long ago"),
@@ -517,6 +568,7 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
       return;
     case Arrival::Invalid:
       rejects_.note(RejectReason::InvalidArgument, from, "request_id 0", now);
+      if (over_rate()) return;
       send(*session,
            wire::build_request_result(fbb_, 0, ResultCode::InvalidArgument, r.id,
                                       "request_id: must be >= 1 (the client's request sequence)"),
@@ -570,7 +622,7 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       // Only a replay gets here (a live server refused it in the range check).
       std::string message;
       const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
-      const ResultCode code = playback_->control(r.replay_action, r.replay_tick, r.replay_speed, who, &message);
+      const ResultCode code = playback_->control(r.replay_action, r.replay_tick, r.replay_speed, who, &message, now);
       publish_stats();  // a seek moved the world
       if (code == ResultCode::Ok) {
         stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
@@ -629,7 +681,17 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
     }
     const uint32_t quota = s ? s->max_objects : static_cast<uint32_t>(config_.max_objects_per_client);
     if (quota != 0 && live_objects_of(r.client_id) >= quota) {
-      *message = "the client's live-object quota is used up: destroy some of its objects first";
+      refusal_ = fmt::format("the client's live-object quota ({} objects: --max-objects-per-client or its token) is "
+                             "used up: destroy some of its objects first",
+                             quota);
+      *message = refusal_;
+      return ResultCode::QuotaExceeded;
+    }
+    if (!token_key_ && address_quota_ != 0 && live_objects_of_address(r.from.address()) >= address_quota_) {
+      refusal_ = fmt::format("this IP address's live-object quota ({} objects: --max-objects-per-address; its "
+                             "anonymous sessions share it, objects kept after they left included) is used up",
+                             address_quota_);
+      *message = refusal_;
       return ResultCode::QuotaExceeded;
     }
     return check_client_body(r, message);
@@ -637,6 +699,11 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
   if (!wire::rule_of(r.type).addresses_object || authority_any_) return ResultCode::Ok;
   if (r.id.index >= owners_.size()) return ResultCode::Ok;  // the World answers StaleId
   const Ownership& o = owners_[r.id.index];
+  if (r.type == Message::DestroyObject && o.generation == r.id.generation && o.client_id == 0 &&
+      !o.removed_non_finite) {
+    *message = "id: scene bodies cannot be destroyed by clients (--authority owner)";
+    return ResultCode::NotOwner;
+  }
   if (o.generation != r.id.generation || o.shared || o.client_id == r.client_id) return ResultCode::Ok;
   *message = "id: the object belongs to another client and was not created as shared";
   return ResultCode::NotOwner;
@@ -699,15 +766,21 @@ wire::ResultCode ServerCore::check_client_body(const PendingRequest& r, std::str
 void ServerCore::note_applied(const PendingRequest& r, ObjectID id) {
   if (r.type == Message::CreateObject) {
     if (owners_.size() <= id.index) owners_.resize(id.index + 1);
-    owners_[id.index] = Ownership{id.generation, r.client_id, r.shared};
+    const bool anonymous = !token_key_;
+    owners_[id.index] = Ownership{id.generation, r.client_id, r.shared, anonymous, r.from.address()};
     ++live_objects_[r.client_id];
     if (r.client_id != 0) ++client_objects_;
+    if (anonymous) ++live_by_address_[r.from.address()];
   } else if (r.type == Message::DestroyObject && id.index < owners_.size()) {
     Ownership& o = owners_[id.index];
     if (o.generation == id.generation && o.client_id != 0) {
       auto it = live_objects_.find(o.client_id);
       if (it != live_objects_.end() && it->second > 0) --it->second;
       if (client_objects_ > 0) --client_objects_;
+      if (o.charged_to_address) {
+        auto a = live_by_address_.find(o.address);
+        if (a != live_by_address_.end() && --a->second == 0) live_by_address_.erase(a);
+      }
     }
     o = Ownership{};
   }
@@ -725,6 +798,11 @@ void ServerCore::note_removed_bodies(TimePoint now) {
         if (it != live_objects_.end() && it->second > 0) --it->second;
         if (client_objects_ > 0) --client_objects_;
       }
+      if (o.charged_to_address) {
+        auto a = live_by_address_.find(o.address);
+        if (a != live_by_address_.end() && --a->second == 0) live_by_address_.erase(a);
+        o.charged_to_address = false;
+      }
       // Nobody owns it now; shared, so a request on it passes authorize() and the World answers
       // StaleId, which apply_request explains with kRemovedNonFiniteMessage.
       o.client_id = 0;
@@ -737,6 +815,33 @@ void ServerCore::note_removed_bodies(TimePoint now) {
                       : std::string{},
                   now);
   }
+}
+
+void ServerCore::note_departed(const Session& s) {
+  if (destroy_on_disconnect_ && !playback_ && live_objects_of(s.client_id) > 0) departed_.push_back(s.client_id);
+}
+
+void ServerCore::destroy_departed() {
+  for (const uint32_t client : departed_) {
+    // A token's client id may have connected again since: it keeps its objects.
+    if (live_objects_of(client) == 0 || sessions_.find_client(client) != nullptr) continue;
+    uint32_t destroyed = 0;
+    for (uint32_t index = 0; index < owners_.size(); ++index) {
+      const Ownership o = owners_[index];
+      if (o.client_id != client || o.generation == 0) continue;
+      PendingRequest r;
+      r.type = Message::DestroyObject;
+      r.client_id = client;
+      r.id = ObjectID{index, o.generation};
+      const AppliedRequest applied = apply_to_world(world_, r);
+      journal_.applied(r, describe(applied.error, r.type).code, r.id);
+      note_applied(r, r.id);  // a StaleId (gone some other way) clears the entry too
+      if (applied.error == physics::Error::Ok) ++destroyed;
+    }
+    live_objects_.erase(client);
+    spdlog::info("client id={} left: its {} objects destroyed (--on-disconnect destroy)", client, destroyed);
+  }
+  departed_.clear();
 }
 
 void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& out) {
@@ -782,6 +887,8 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
 
 void ServerCore::apply_requests(TimePoint now, Outbox& out) {
   for (const PendingRequest& r : queue_) apply_request(r, now, out);
+  // After the queue, so requests a client sent before it left cannot leave objects behind.
+  if (!departed_.empty()) destroy_departed();
 }
 
 void ServerCore::answer_raycasts(Outbox& out) {
@@ -926,6 +1033,7 @@ void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
   sessions_.take_expired(now - client_timeout_, &expired_);
   if (expired_.empty()) return;
   for (Session& s : expired_) {
+    note_departed(s);
     send(s, wire::build_disconnect(fbb_, "timed out: no datagram within the client timeout"), now, out);
     spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
                  to_string(s.endpoint), s.name, s.client_id,
@@ -987,7 +1095,12 @@ double ServerCore::playback_speed() const { return playback_ ? playback_->speed(
 // The same wake-up as a live one, but the ticks come from the recording (its requests, then a
 // step, per tick) at the playback's clock instead of the request queue and the StepClock.
 int ServerCore::update_playback(TimePoint now, Outbox& out) {
-  const int due = playback_->take_due(now, clock_, config_.max_steps_per_frame);
+  int due = playback_->take_due(now, clock_, config_.max_steps_per_frame);
+  // A spectator's seek in progress: a bounded slice of it, and no recorded tick this wake-up.
+  if (playback_->seeking()) {
+    playback_->seek_step(now);
+    due = 0;
+  }
   int ticks = 0;
   bool crossed_snapshot_tick = false;
   events_.clear();

@@ -89,7 +89,8 @@ class ServerCore {
   /// once, processes the packet header's acks, and admits requests exactly once and in order
   /// (range-check failures are answered at once, the rest queued for the next tick boundary).
   /// Anything refused is counted and logged through the RejectLog. Replies to an address without
-  /// a session are never larger than the datagram that caused them.
+  /// a session are never larger than the datagram that caused them; a Connect at a session's
+  /// address is answered only before the session is confirmed and with the address's cookie.
   void handle_datagram(const Endpoint& from, std::span<const uint8_t> bytes, TimePoint now, Outbox& out);
 
   /// One wake-up at `now`: if steps are due, applies the queued requests (in arrival order,
@@ -123,6 +124,9 @@ class ServerCore {
   uint32_t owner_of(ObjectID id) const;
   /// Live objects owned by `client_id`.
   uint32_t live_objects_of(uint32_t client_id) const;
+  /// Anonymous mode: live objects charged to the IP address `address` (its sessions' objects,
+  /// kept objects of departed sessions included).
+  uint32_t live_objects_of_address(const asio::ip::address& address) const;
 
  private:
   void handle_connect(const Endpoint& from, const wire::Connect& m, size_t request_bytes, TimePoint now, Outbox& out);
@@ -148,6 +152,12 @@ class ServerCore {
   /// After a step: the bodies the World's guard removed (non-finite state) leave their owner's
   /// count, are counted and logged, and keep a mark so a later request on them says why.
   void note_removed_bodies(TimePoint now);
+  /// A session ended (Disconnect, timeout): with --on-disconnect destroy its objects go at the
+  /// next tick boundary (destroy_departed).
+  void note_departed(const Session& s);
+  /// Destroys the objects of the clients in departed_ that have not come back, through
+  /// apply_to_world and the journal like any request (so a replay does the same).
+  void destroy_departed();
   void write_events(TimePoint now, Outbox& out);
   /// Writes a snapshot to every session whose snapshot_phase is marked in `phase_due` (all of them
   /// when it is empty), building the snapshot source once if any is due.
@@ -205,10 +215,19 @@ class ServerCore {
     uint32_t generation = 0;
     uint32_t client_id = 0;  ///< 0 = the scene (everyone's)
     bool shared = true;
+    bool charged_to_address = false;  ///< anonymous mode: counted in live_by_address_[address]
+    asio::ip::address address;        ///< the creator's IP address
     bool removed_non_finite = false;  ///< the step's guard removed it (its state was not finite)
   };
   std::vector<Ownership> owners_;
   std::map<uint32_t, uint32_t> live_objects_;  // client id -> live objects it owns (ordered: deterministic)
+  // Anonymous mode: IP address -> live objects of its sessions, so a new port or a reconnect
+  // does not reset the quota (--max-objects-per-address).
+  std::map<asio::ip::address, uint32_t> live_by_address_;
+  uint32_t address_quota_ = 0;         // --max-objects-per-address resolved; 0 = none
+  bool destroy_on_disconnect_ = true;  // --on-disconnect destroy
+  std::vector<uint32_t> departed_;     // client ids whose sessions ended since the last tick
+  mutable std::string refusal_;        // authorize()'s message when it names a configured limit
   uint32_t client_objects_ = 0;                // live objects owned by clients, all together
   mutable std::vector<ObjectID> spawn_overlaps_;  // check_client_body's query result, reused
   mutable std::string refusal_text_;              // check_client_body's message, formatted with the limit

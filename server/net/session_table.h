@@ -42,6 +42,14 @@ struct TokenBucket {
     tokens -= n;
     return true;
   }
+  /// Takes `n` tokens even when there are not enough, but leaves a debt of at most `burst`: a
+  /// burst of sends that must go out delays later ones by at most burst / rate seconds, so a flood
+  /// of them cannot starve the bucket's owner after it ends.
+  void charge(double n, TimePoint now) {
+    if (rate <= 0) return;
+    refill(now);
+    tokens = std::max(tokens - n, -burst);
+  }
   void refill(TimePoint now) {
     const double dt = std::chrono::duration<double>(now - last).count();
     last = now;
@@ -66,6 +74,9 @@ struct Session {
   TokenBucket bytes_in;      ///< received bytes per second
   TokenBucket bytes_out;     ///< the bandwidth budget (--max-kbps-per-client), bytes
   uint64_t bytes_sent = 0;   ///< every datagram sent to this session [bytes]
+  /// A datagram other than Connect arrived from the endpoint: the client has its ConnectAccepted,
+  /// so a later Connect from this address is a stale duplicate or forged and gets no answer.
+  bool confirmed = false;
   /// Live servers send this session's snapshots at the ticks t where is_snapshot_tick(t + phase):
   /// sessions are spread over the tick_hz / snapshot_hz ticks between snapshots, so each tick
   /// writes a share of them instead of one tick writing all.

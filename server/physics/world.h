@@ -194,11 +194,13 @@ class World {
   /// are split into batches of whole contact-connected groups of movable bodies, and a body's
   /// updates happen in the same order within its group either way (see World::solve).
   void set_worker_pool(const WorkerPool* pool) { pool_ = pool; }
-  /// Hash of all body state (ids, kinds, shapes, poses, velocities, accumulated forces and
-  /// torques, mass, inertia, damping, materials, sensor flag, sleep state and timers) and of the
-  /// contact caches (manifold points and their warm-starting impulses), bit-exact: XXH3-64
-  /// (xxHash) of those fields serialised little-endian, the dense columns in storage order and
-  /// the sorted contact lists. O(live + contacts), about 0.1 KB per body. Not reentrant: it
+  /// Hash of the settings, all body state (every field of every body column: ids, poses and
+  /// AABBs, velocities, accumulated forces and torques, inverse mass and inertia, damping,
+  /// shapes, materials, kinds, sensor and sleep state, island and awake-list bookkeeping), the
+  /// contact caches (manifold points and their warm-starting impulses) and the material pairs,
+  /// bit-exact: XXH3-64 (xxHash) of the fields that save_state writes, through the same field
+  /// lists (world_fields.h), as little-endian 32-bit words, the dense columns in storage order
+  /// and the sorted contact lists. O(live + contacts), about 0.2 KB per body. Not reentrant: it
   /// serialises into a scratch buffer owned by the world (like the query cache).
   uint64_t world_hash() const { return hash_state(false); }
   /// Hash of what a step can change: the tick, the live and resting-contact counts, the number

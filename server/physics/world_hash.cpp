@@ -1,9 +1,9 @@
-// World::world_hash and awake_hash: the state a step reads, serialised little-endian into 32-bit
-// words and hashed in one XXH3-64 pass (Y. Collet, xxHash, https://github.com/Cyan4973/xxHash).
+// World::world_hash and awake_hash: the state a step reads, through the field lists it is saved by
+// (world_fields.h), as little-endian 32-bit words hashed in one XXH3-64 pass (Y. Collet, xxHash,
+// https://github.com/Cyan4973/xxHash).
 #include <algorithm>
 #include <bit>
 #include <cstddef>
-#include <cstring>
 #include <vector>
 
 #include <xxhash.h>
@@ -12,16 +12,20 @@
 #endif
 
 #include "server/physics/world.h"
+#include "server/physics/world_fields.h"
 
 namespace impulse::physics {
 
 namespace {
 
-// Serialises state fields little-endian into a word buffer for one XXH3 pass: hashing the bytes
-// at once is several times faster than a byte-at-a-time hash fed field by field.
-class StateBytes {
+using namespace detail;  // the field lists (world_fields.h)
+
+// The visitor of world_fields.h that feeds the hash: every field becomes one little-endian 32-bit
+// word (two for a u64), written into a word buffer hashed in one XXH3 pass at the end. Hashing the
+// buffer at once is several times faster than a byte-at-a-time hash fed field by field.
+class HashWords {
  public:
-  explicit StateBytes(std::vector<uint32_t>& out) : out_(out) {}
+  explicit HashWords(std::vector<uint32_t>& out) : out_(out) {}
   // Room for `words` more, once per record; the buffer only grows (and keeps its size across
   // calls), so nothing is zero-filled per call. Words are written in place: 4-byte stores that
   // cannot alias the world's floats or the vector's pointers, so the loop stays in registers.
@@ -29,35 +33,25 @@ class StateBytes {
     if (size_ + words > out_.size()) out_.resize(std::max(2 * out_.size(), size_ + words));
     data_ = out_.data();
   }
-  void add_u32(uint32_t v) {
+  void u32(uint32_t v) {
     if constexpr (std::endian::native != std::endian::little) v = __builtin_bswap32(v);
     data_[size_++] = v;  // the bytes in memory are little-endian either way
   }
-  void add_float(float f) { add_u32(std::bit_cast<uint32_t>(f)); }
-  // `words` 4-byte fields (floats and 32-bit integers, no padding) as they lie at `src`.
-  void add_raw(const void* src, size_t words) {
-    if constexpr (std::endian::native == std::endian::little) {
-      std::memcpy(data_ + size_, src, 4 * words);
-      size_ += words;
-    } else {
-      for (size_t i = 0; i < words; ++i) {
-        uint32_t v;
-        std::memcpy(&v, static_cast<const uint8_t*>(src) + 4 * i, 4);
-        add_u32(v);
-      }
-    }
+  void u8(uint8_t v) { u32(v); }
+  void u16(uint16_t v) { u32(v); }
+  void i32(int32_t v) { u32(static_cast<uint32_t>(v)); }
+  void u64(uint64_t v) {
+    u32(static_cast<uint32_t>(v));
+    u32(static_cast<uint32_t>(v >> 32));
   }
-  void add_vec(Vec3 v) {
-    add_float(v.x);
-    add_float(v.y);
-    add_float(v.z);
+  void f32(float f) { u32(std::bit_cast<uint32_t>(f)); }
+  void flag(bool b, const char* /*what*/) { u32(b ? 1u : 0u); }
+  template <class E>
+  void enumeration(E e, E /*last*/, const char* /*what*/) {
+    u32(static_cast<uint32_t>(e));
   }
-  void add_quat(Quat q) {
-    add_float(q.x);
-    add_float(q.y);
-    add_float(q.z);
-    add_float(q.w);
-  }
+  bool expect(bool /*condition*/, const char* /*what*/) { return true; }  // a world's own state passes
+
   uint64_t hash() const {
 #if defined(__x86_64__)
     // The same function as XXH3_64bits, on the widest vector unit this CPU has (libxxhash picks
@@ -74,89 +68,62 @@ class StateBytes {
   size_t size_ = 0;  // words written by this hash
 };
 
-// world_hash copies these runs of fields whole (add_raw): they must be 4-byte fields, packed, in
-// the order the hash lists them.
-static_assert(sizeof(Vec3) == 12 && sizeof(Quat) == 16);
-static_assert(offsetof(Pose, orientation) == offsetof(Pose, position) + sizeof(Vec3));
-static_assert(offsetof(Motion, velocity) == 0 && offsetof(Motion, angular_velocity) == 12 &&
-              offsetof(Motion, force) == 24 && offsetof(Motion, torque) == 36 && offsetof(Motion, inv_inertia) == 48 &&
-              offsetof(Motion, inv_mass) == 60 && offsetof(Motion, linear_damping) == 64 &&
-              offsetof(Motion, angular_damping) == 68 && sizeof(Motion) == 72);
-static_assert(offsetof(ContactPointState, point) == 0 && offsetof(ContactPointState, separation) == 12 &&
-              offsetof(ContactPointState, feature) == 16 && offsetof(ContactPointState, normal_impulse) == 20 &&
-              offsetof(ContactPointState, friction_impulse) == 24 && sizeof(ContactPointState) == 36);
+// Upper bounds of the words one body and one contact record take (HashWords::reserve): a field
+// takes at least as many bytes in its struct as words here (a u8 one byte and one word, a u64
+// eight bytes and two words).
+constexpr size_t kWordsPerBody =
+    sizeof(ObjectID) + sizeof(Pose) + sizeof(Motion) + sizeof(Shape) + sizeof(Material) + sizeof(BodyInfo);
+constexpr size_t kWordsPerRecord = sizeof(ContactRecord);
+constexpr size_t kWordsPerSettings = sizeof(WorldSettings);
 
-// Words world_hash writes per body and per contact record (StateBytes::reserve).
-constexpr size_t kHashWordsPerBody = 40;
-constexpr size_t kHashWordsPerRecord = 6 + kMaxManifoldPoints * 9;
-
-}  // namespace
-
-namespace {
-
-// One body's hashed fields (kHashWordsPerBody words).
-void hash_body(StateBytes& h, ObjectID id, const Pose& p, const Motion& m, const Shape& s, const Material& mat,
-               const BodyInfo& info) {
-  h.reserve(kHashWordsPerBody);
-  h.add_u32(id.index);
-  h.add_u32(id.generation);
-  h.add_u32(static_cast<uint32_t>(info.kind));
-  h.add_u32((info.sleeping ? 1u : 0u) | (info.sensor ? 2u : 0u));
-  h.add_float(info.sleep_timer);
-  h.add_float(info.mass);
-  h.add_u32(static_cast<uint32_t>(s.kind));
-  h.add_float(s.radius);
-  h.add_vec(s.half_extents);
-  h.add_float(s.half_height);
-  h.add_raw(&p.position, 7);  // position, orientation
-  h.add_raw(&m, 18);          // velocity, angular velocity, force, torque, inverse inertia and mass, dampings
-  h.add_float(mat.restitution);
-  h.add_float(mat.friction);
-  h.add_u32(mat.id);
+// One body: its id, then every column's fields (world_fields.h).
+void hash_body(HashWords& h, ObjectID id, const BodyColumns& b, uint32_t d) {
+  h.reserve(kWordsPerBody);
+  io_id(h, id);
+  io_pose(h, b.pose[d]);
+  io_motion(h, b.motion[d]);
+  io_shape(h, b.shape[d]);
+  io_material(h, b.material[d]);
+  io_info(h, b.info[d]);
 }
 
-// A contact list: its length, then each record's pair, normal, point count and points with their
-// warm-starting impulses.
-void hash_contacts(StateBytes& h, const std::vector<ContactRecord>& list) {
+// A contact list: its length, then each record with its points and warm-starting impulses.
+void hash_contacts(HashWords& h, const std::vector<ContactRecord>& list) {
   h.reserve(1);
-  h.add_u32(static_cast<uint32_t>(list.size()));
+  h.u32(static_cast<uint32_t>(list.size()));
   for (const ContactRecord& r : list) {
-    h.reserve(kHashWordsPerRecord);
-    h.add_u32(r.contact.a.index);
-    h.add_u32(r.contact.b.index);
-    h.add_vec(r.contact.normal);
-    h.add_u32(r.point_count | (r.sensor ? 0x100u : 0u));
-    // Each point: position, separation, feature, normal impulse, friction impulse.
-    h.add_raw(r.points, static_cast<size_t>(r.point_count) * (sizeof(ContactPointState) / 4));
+    h.reserve(kWordsPerRecord);
+    io_record(h, r);
   }
 }
 
 }  // namespace
 
 uint64_t World::hash_state(bool awake_only) const {
-  StateBytes h(hash_scratch_);
-  auto body = [&](uint32_t d) {
-    hash_body(h, slots_.id_at(d), bodies_.pose[d], bodies_.motion[d], bodies_.shape[d], bodies_.material[d],
-              bodies_.info[d]);
-  };
+  HashWords h(hash_scratch_);
+  auto body = [&](uint32_t d) { hash_body(h, slots_.id_at(d), bodies_, d); };
   if (!awake_only) {
-    h.reserve(1);
-    h.add_u32(slots_.size());
+    h.reserve(kWordsPerSettings + 1);
+    io_settings(h, settings_);
+    h.u32(slots_.size());
     for (uint32_t d = 0; d < slots_.size(); ++d) body(d);
     // The contact caches decide the next step's warm start, so they are part of the state.
     hash_contacts(h, contacts_);
     hash_contacts(h, resting_);
+    h.reserve(1 + 3 * material_pairs_.size());
+    h.u32(static_cast<uint32_t>(material_pairs_.size()));
+    for (const auto& entry : material_pairs_) io_material_pair(h, entry);
     return h.hash();
   }
   // What a step can change, and the sizes of what it cannot (see awake_hash in world.h).
   h.reserve(6);
-  h.add_u32(static_cast<uint32_t>(tick_));
-  h.add_u32(static_cast<uint32_t>(tick_ >> 32));
-  h.add_u32(slots_.size());
-  h.add_u32(static_cast<uint32_t>(resting_.size()));
-  h.add_u32(static_cast<uint32_t>(sleeping_islands_.size() - free_islands_.size()));
+  h.u32(static_cast<uint32_t>(tick_));
+  h.u32(static_cast<uint32_t>(tick_ >> 32));
+  h.u32(slots_.size());
+  h.u32(static_cast<uint32_t>(resting_.size()));
+  h.u32(static_cast<uint32_t>(sleeping_islands_.size() - free_islands_.size()));
   // The awake list in its order (the next step's order depends on it), each body in full.
-  h.add_u32(static_cast<uint32_t>(awake_.size()));
+  h.u32(static_cast<uint32_t>(awake_.size()));
   for (const uint32_t slot : awake_) body(slots_.dense_of_slot(slot));
   hash_contacts(h, contacts_);
   return h.hash();

@@ -80,15 +80,19 @@
 #include <utility>
 
 #include "server/physics/world.h"
+#include "server/physics/world_fields.h"
 
 namespace impulse::physics {
 namespace {
 
+using namespace detail;  // the field lists (world_fields.h)
+
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
 constexpr uint32_t kFormatVersion = 1;
 
-// A struct saved here gained or lost a field: write and read it below, then bump kFormatVersion.
-// (A new field that fits in existing padding keeps the size; keep the field lists in step by hand.)
+// A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
+// world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
+// keeps the size, so this check cannot see it: the field list is the one place to add it.
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 28 && sizeof(ContactPointState) == 36 && sizeof(ContactRecord) == 192 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
@@ -132,7 +136,7 @@ uint32_t load_u32(const uint8_t* p) {
 }
 uint64_t load_u64(const uint8_t* p) { return load_u32(p) | static_cast<uint64_t>(load_u32(p + 4)) << 32; }
 
-// --- Writer and Reader: the same field lists (io_* below) drive both directions --------------------
+// --- Writer and Reader: the field lists of world_fields.h drive both directions --------------------
 
 class Writer {
  public:
@@ -143,21 +147,6 @@ class Writer {
   void i32(int32_t v) { put(static_cast<uint32_t>(v), 4); }
   void u64(uint64_t v) { put(v, 8); }
   void f32(float v) { put(std::bit_cast<uint32_t>(v), 4); }
-  void vec(Vec3 v) {
-    f32(v.x);
-    f32(v.y);
-    f32(v.z);
-  }
-  void quat(Quat q) {
-    f32(q.x);
-    f32(q.y);
-    f32(q.z);
-    f32(q.w);
-  }
-  void id(ObjectID id) {
-    u32(id.index);
-    u32(id.generation);
-  }
   void flag(bool b, const char* /*what*/) { u8(b ? 1 : 0); }
   template <class E>
   void enumeration(E e, E /*last*/, const char* /*what*/) {
@@ -196,21 +185,6 @@ class Reader {
   void i32(int32_t& v) { v = static_cast<int32_t>(static_cast<uint32_t>(get(4))); }
   void u64(uint64_t& v) { v = get(8); }
   void f32(float& v) { v = std::bit_cast<float>(static_cast<uint32_t>(get(4))); }
-  void vec(Vec3& v) {
-    f32(v.x);
-    f32(v.y);
-    f32(v.z);
-  }
-  void quat(Quat& q) {
-    f32(q.x);
-    f32(q.y);
-    f32(q.z);
-    f32(q.w);
-  }
-  void id(ObjectID& id) {
-    u32(id.index);
-    u32(id.generation);
-  }
   void flag(bool& b, const char* what) {
     const uint64_t v = get(1);
     if (v > 1) fail(std::string(what) + " is " + std::to_string(v) + ", not a bool (0 or 1)");
@@ -261,113 +235,6 @@ class Reader {
   size_t pos_ = 0;
   std::string error_;
 };
-
-// Field lists. S is the struct, const when saving; Io is Writer or Reader.
-
-template <class Io, class S>
-void io_settings(Io& io, S& s) {
-  io.vec(s.gravity);
-  io.f32(s.cell_size);
-  io.u32(s.max_cells_per_body);
-  io.f32(s.speculative_margin);
-  io.i32(s.substeps);
-  io.i32(s.relax_iterations);
-  io.f32(s.contact_hertz);
-  io.f32(s.contact_damping_ratio);
-  io.f32(s.contact_push_max_speed);
-  io.f32(s.linear_slop);
-  io.f32(s.restitution_threshold);
-  io.enumeration(s.friction_mix, MixRule::Multiply, "settings.friction_mix");
-  io.enumeration(s.restitution_mix, MixRule::Multiply, "settings.restitution_mix");
-  io.f32(s.sleep_speed);
-  io.f32(s.sleep_time_s);
-  io.flag(s.allow_sleep, "settings.allow_sleep");
-  io.f32(s.max_coordinate);
-  io.f32(s.max_speed);
-  io.f32(s.max_angular_speed);
-  io.f32(s.max_extent);
-  io.f32(s.max_mass);
-  io.u32(s.max_objects);
-}
-
-template <class Io, class S>
-void io_pose(Io& io, S& p) {
-  io.vec(p.position);
-  io.quat(p.orientation);
-  io.vec(p.aabb.min);
-  io.vec(p.aabb.max);
-}
-
-template <class Io, class S>
-void io_motion(Io& io, S& m) {
-  io.vec(m.velocity);
-  io.vec(m.angular_velocity);
-  io.vec(m.force);
-  io.vec(m.torque);
-  io.vec(m.inv_inertia);
-  io.f32(m.inv_mass);
-  io.f32(m.linear_damping);
-  io.f32(m.angular_damping);
-}
-
-template <class Io, class S>
-void io_shape(Io& io, S& s) {
-  io.enumeration(s.kind, ShapeKind::Plane, "shape kind");
-  io.f32(s.radius);
-  io.vec(s.half_extents);
-  io.f32(s.half_height);
-}
-
-template <class Io, class S>
-void io_material(Io& io, S& m) {
-  io.f32(m.restitution);
-  io.f32(m.friction);
-  io.u16(m.id);
-}
-
-template <class Io, class S>
-void io_info(Io& io, S& i) {
-  io.enumeration(i.kind, BodyKind::Kinematic, "body kind");
-  io.flag(i.sleeping, "body sleeping flag");
-  io.flag(i.sensor, "body sensor flag");
-  io.f32(i.sleep_timer);
-  io.f32(i.mass);
-  io.f32(i.extent);
-  io.u32(i.awake_index);
-  io.u32(i.contact_count);
-  io.u32(i.island);
-}
-
-template <class Io, class S>
-void io_record(Io& io, S& r) {
-  io.id(r.contact.a);
-  io.id(r.contact.b);
-  io.vec(r.contact.point);
-  io.vec(r.contact.normal);
-  io.f32(r.contact.depth);
-  io.u8(r.point_count);
-  io.flag(r.sensor, "contact sensor flag");
-  if (!io.expect(r.point_count >= 1 && r.point_count <= kMaxManifoldPoints, "contact point_count outside [1, 4]")) {
-    return;
-  }
-  for (int i = 0; i < r.point_count; ++i) {
-    auto& p = r.points[i];
-    io.vec(p.point);
-    io.f32(p.separation);
-    io.u32(p.feature);
-    io.f32(p.normal_impulse);
-    io.vec(p.friction_impulse);
-  }
-}
-
-template <class Io, class S>
-void io_event(Io& io, S& e) {
-  io.enumeration(e.type, ContactEventType::End, "event type");
-  io.id(e.a);
-  io.id(e.b);
-  io.vec(e.point);
-  io.vec(e.normal);
-}
 
 // --- Restore: the parsed image and its checks ------------------------------------------------------
 
@@ -455,11 +322,8 @@ void parse_payload(Reader& r, Image& im) {
   read_array(r, im.sleeping_islands, 4, "sleeping island",
              [&](std::vector<uint32_t>& members) { read_u32_array(r, members, r.count(4, "island member")); });
   read_u32_array(r, im.free_islands, r.count(4, "free island"));
-  read_array(r, im.material_pairs, kMaterialPairBytes, "material pair", [&](std::pair<uint32_t, MaterialPair>& e) {
-    r.u32(e.first);
-    r.f32(e.second.friction);
-    r.f32(e.second.restitution);
-  });
+  read_array(r, im.material_pairs, kMaterialPairBytes, "material pair",
+             [&](std::pair<uint32_t, MaterialPair>& e) { io_material_pair(r, e); });
   if (r.ok() && r.remaining() != 0) r.fail(std::to_string(r.remaining()) + " unread bytes after the last section");
 }
 
@@ -712,11 +576,7 @@ void World::save_state(std::vector<uint8_t>& out) const {
   w.u32(static_cast<uint32_t>(free_islands_.size()));
   for (const uint32_t island : free_islands_) w.u32(island);
   w.u32(static_cast<uint32_t>(material_pairs_.size()));
-  for (const auto& [key, pair] : material_pairs_) {
-    w.u32(key);
-    w.f32(pair.friction);
-    w.f32(pair.restitution);
-  }
+  for (const auto& entry : material_pairs_) io_material_pair(w, entry);
 
   w.patch_u64(payload_size_at, w.size() - kHeaderBytes);
   w.u64(XXH64(out.data(), out.size(), 0));

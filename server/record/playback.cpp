@@ -237,6 +237,18 @@ uint64_t Playback::keyframe_at_or_before(uint64_t tick) const {
 }
 
 bool Playback::seek(uint64_t tick, std::string* error) {
+  if (!seek_start(tick, error)) return false;
+  while (world_->tick() < tick) {
+    if (advance() != AdvanceStatus::Ticked) {
+      error_ = fmt::format("seek to tick {} stopped at tick {}: {}", tick, world_->tick(), error_);
+      if (error) *error = error_;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Playback::seek_start(uint64_t tick, std::string* error) {
   auto fail = [&](std::string text) {
     error_ = text;
     if (error) *error = std::move(text);
@@ -267,11 +279,6 @@ bool Playback::seek(uint64_t tick, std::string* error) {
         rewind(nullptr);  // leave the world at a valid tick
         return fail(std::move(text));
       }
-    }
-  }
-  while (world_->tick() < tick) {
-    if (advance() != AdvanceStatus::Ticked) {
-      return fail(fmt::format("seek to tick {} stopped at tick {}: {}", tick, world_->tick(), error_));
     }
   }
   return true;

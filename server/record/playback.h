@@ -81,6 +81,13 @@ class Playback {
   /// tick of the recording but not necessarily `tick`.
   bool seek(uint64_t tick, std::string* error);
 
+  /// The first part of seek(): puts the world where re-simulating to `tick` starts (the current
+  /// state when `tick` is ahead and no keyframe lies in between, else the last keyframe at or
+  /// before it, or the header's state); the caller then calls advance() until tick() == `tick`,
+  /// as many at a time as it likes. Cost: one keyframe restore at most. Returns false with *error
+  /// as seek() does.
+  bool seek_start(uint64_t tick, std::string* error);
+
   /// The tick of the last keyframe at or before `tick` (first_tick() when none): where a seek
   /// to `tick` from scratch starts re-simulating.
   uint64_t keyframe_at_or_before(uint64_t tick) const;

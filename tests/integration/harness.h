@@ -90,7 +90,7 @@ struct ServerOptions {
   net::LinkConditions link;
   /// Installed before the server runs (Server::set_snapshot_observer); empty = none.
   server::SnapshotObserver observer;
-  /// Applied to the server's configuration last (other limits, flags under test); empty = none.
+  /// Changes any other ServerConfig field after the ones above are set; empty = none.
   std::function<void(server::ServerConfig&)> configure;
 };
 

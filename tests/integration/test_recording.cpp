@@ -32,6 +32,9 @@ using record::RecordingReader;
 constexpr int kClients = 3;
 constexpr int kRounds = 30;
 constexpr int kBodiesPerClient = 4;
+/// Client 0 destroys one body and disconnects: the server destroys its other bodies (--on-disconnect
+/// destroy), recorded as DestroyObject requests like any other.
+constexpr int kDepartedBodies = kBodiesPerClient - 1;
 
 std::string temp_path(std::string_view stem) {
   static std::atomic<int> counter{0};
@@ -147,8 +150,9 @@ TEST_F(Recording, InfoCountsTheScriptedSession) {
   EXPECT_EQ(info.scene_name, "integration-ground");
   EXPECT_EQ(info.tick_hz, 60u);
   EXPECT_EQ(info.keyframe_interval, 30u);
-  // Raycasts only read the world and are not recorded: 6 world requests per client and round.
-  const uint64_t expected = kClients * (kBodiesPerClient + 6 * kRounds + 1);
+  // Raycasts only read the world and are not recorded: 6 world requests per client and round,
+  // and the server's destroys of the bodies client 0 left behind (--on-disconnect destroy).
+  const uint64_t expected = kClients * (kBodiesPerClient + 6 * kRounds + 1) + kDepartedBodies;
   EXPECT_EQ(info.requests, expected);
   EXPECT_EQ(info.requests_by_type["CreateObject"], static_cast<uint64_t>(kClients * kBodiesPerClient));
   EXPECT_EQ(info.requests_by_type["ApplyImpulse"], static_cast<uint64_t>(kClients * kRounds));
@@ -168,7 +172,7 @@ TEST_F(Recording, VerifyReplaysEveryTickBitExactly) {
   EXPECT_TRUE(r.ok) << r.report << r.read_problem;
   EXPECT_FALSE(r.diverged_tick.has_value());
   EXPECT_GT(r.ticks, 30u);
-  EXPECT_EQ(r.requests, static_cast<uint64_t>(kClients * (kBodiesPerClient + 6 * kRounds + 1)));
+  EXPECT_EQ(r.requests, static_cast<uint64_t>(kClients * (kBodiesPerClient + 6 * kRounds + 1) + kDepartedBodies));
   EXPECT_GE(r.keyframes, 1u);
   EXPECT_FALSE(r.truncated);
 }
@@ -310,7 +314,7 @@ TEST_F(Recording, ExportedSceneRebuildsTheWorldAtTheTick) {
     EXPECT_NEAR(dot_q, 1.0f, 2e-6f);
     dynamic += a.kind == physics::BodyKind::Dynamic;
   }
-  EXPECT_EQ(dynamic, kClients * (kBodiesPerClient - 1));
+  EXPECT_EQ(dynamic, kClients * (kBodiesPerClient - 1) - kDepartedBodies);  // client 0's left with it
 }
 
 TEST(RecordingRotation, EveryPartStartsWhereTheLastEndedAndVerifiesOnItsOwn) {

@@ -245,6 +245,103 @@ TEST_F(ReplayServe, ControlsPauseSeekAndSpeedTheSharedTimeline) {
   EXPECT_FALSE(bad->message.empty());
 }
 
+// Row F of issue 16: one spectator sends 100 Seeks per second across a recording whose every
+// seek re-simulates hundreds of ticks of a churning heap of spheres (no keyframe but the first); another
+// spectator must keep at least 95 % of its snapshot rate, and the last seek must still land.
+TEST(ReplayServeSeekFlood, OtherSpectatorsKeepTheirSnapshotRate) {
+  const std::string path = temp_recording("impulse-seek-flood");
+  struct RemoveAtEnd {
+    std::string path;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } remove_at_end{path};
+  {
+    ServerOptions options;
+    options.record_file = path;  // keyframes every 10 s: a seek to the end replays from the start
+    options.snapshot_hz = 30;
+    // One client builds the whole heap: 400 bodies and 4.5 m paddles are beyond the per-client
+    // defaults (256 objects, --max-client-extent 4 m).
+    options.configure = [](server::ServerConfig& c) {
+      c.max_objects_per_client = 1024;
+      c.max_client_extent = 0;
+    };
+    RunningServer server(options);
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver maker;
+    std::string error;
+    ASSERT_TRUE(maker.connect(server.port(), &error, "heap")) << error;
+    // Two kinematic paddles spinning through the heap keep it awake: every tick costs work.
+    for (int p = 0; p < 2; ++p) {
+      ObjectDesc paddle = make_box({4.5f, 0.3f, 0.3f}, {0.0f, 0.4f + 1.2f * static_cast<float>(p), 0.0f});
+      paddle.kind = BodyKind::Kinematic;
+      paddle.angular_velocity = {0.0f, p == 0 ? 2.0f : -2.0f, 0.0f};
+      ASSERT_FALSE(maker.create_ok(paddle).is_null());
+    }
+    std::vector<uint32_t> pending;
+    for (int i = 0; i < 400; ++i) {
+      const Vec3 at{0.9f * static_cast<float>(i % 10) - 4.5f, 0.5f + static_cast<float>(i / 100),
+                    0.9f * static_cast<float>((i / 10) % 10) - 4.5f};
+      pending.push_back(maker.client.create_object(make_sphere(0.4f, at)));
+      if (pending.size() == 100 || i == 399) {
+        for (const uint32_t id : pending) {
+          const auto r = maker.wait_result(id);
+          ASSERT_TRUE(r && r->ok());
+        }
+        pending.clear();
+      }
+    }
+    const uint64_t end = maker.client.server_tick() + 240;
+    ASSERT_NE(maker.wait_snapshot_after(end, kWaitTimeout + milliseconds{4000}), 0u);
+    server.stop();
+  }
+  record::RecordingInfo info;
+  std::string error;
+  ASSERT_TRUE(record::read_info(path, &info, &error)) << error;
+  ASSERT_GE(info.last_tick - info.start_tick, 240u);
+
+  RunningReplay replay(path, 1.0, 30);
+  ASSERT_TRUE(replay.started()) << replay.error();
+  ClientDriver watcher, seeker;
+  ASSERT_TRUE(watcher.connect(replay.port(), &error, "watcher")) << error;
+  ASSERT_TRUE(seeker.connect(replay.port(), &error, "seeker")) << error;
+  ASSERT_NE(watcher.wait_snapshot_after(0), 0u);
+
+  // One window of the watcher's snapshots; with `flood`, a Seek every 10 ms from the seeker,
+  // alternately to the end (re-simulating the whole recording) and back to the start.
+  constexpr milliseconds kWindow{2000};
+  auto measure = [&](bool flood, int* seeks) {
+    const uint64_t s0 = watcher.client.stats().snapshots_completed;
+    const Clock::time_point start = Clock::now(), end = start + kWindow;
+    Clock::time_point next_seek = start;
+    for (int i = 0; i < kMaxIterations && Clock::now() < end; ++i) {
+      if (flood && Clock::now() >= next_seek) {
+        const uint64_t target = *seeks % 2 == 0 ? info.last_tick : info.start_tick + 1;
+        if (seeker.client.replay_control(ReplayAction::Seek, target) != 0) ++*seeks;
+        next_seek += milliseconds{10};  // a rate, not a synchronisation
+      }
+      watcher.poll_once(milliseconds{1});
+      seeker.poll_once(milliseconds{0});
+    }
+    return watcher.client.stats().snapshots_completed - s0;
+  };
+  int seeks = 0;
+  const uint64_t before = measure(false, &seeks);
+  const uint64_t during = measure(true, &seeks);
+  EXPECT_GE(seeks, 150) << "the flood sent too few seeks to mean anything";
+  EXPECT_GE(during * 100, before * 95) << before << " -> " << during << " snapshots in " << kWindow.count() << " ms";
+  std::printf("seek flood: %d seeks in %lld ms; the other spectator's snapshots %llu -> %llu\n", seeks,
+              static_cast<long long>(kWindow.count()), static_cast<unsigned long long>(before),
+              static_cast<unsigned long long>(during));
+
+  // The last seek still lands: the world gets there and stays (paused at the end).
+  const auto last = seeker.wait_result(seeker.client.replay_control(ReplayAction::Seek, info.last_tick));
+  ASSERT_TRUE(last && last->ok());
+  EXPECT_TRUE(watcher.poll_until([&] { return watcher.client.snapshot_tick() == info.last_tick; }))
+      << "the watcher is at tick " << watcher.client.snapshot_tick() << ", the seek went to " << info.last_tick;
+}
+
 TEST(ReplayServeLive, ALiveServerRefusesReplayControl) {
   RunningServer server;
   ASSERT_TRUE(server.started()) << server.error();

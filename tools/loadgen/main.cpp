@@ -47,6 +47,9 @@ int run(Options& o) {
     config.log_level = o.log_level;
     if (o.kbps > 0) config.max_kbps_per_client = o.kbps;
     config.threads = o.server_threads;
+    // Every bot shares 127.0.0.1: the per-address quota of anonymous clients would cap them all
+    // together. Each bot keeps its own --max-objects-per-client quota.
+    config.max_objects_per_address = 0;
     std::string error;
     server = tools::InprocServer::start(config, {}, &error);
     if (!server) {

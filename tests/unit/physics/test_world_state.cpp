@@ -459,6 +459,58 @@ TEST(WorldState, RejectsAnyFlippedByte) {
   EXPECT_TRUE(save(target) == before);
 }
 
+// world_hash reads the settings, the body columns, the contact caches and the material pairs
+// through the field lists save_state writes them with (world_fields.h): any one-bit change to a
+// byte of those sections that restore accepts must change the hash. A field saved but not hashed
+// fails here.
+TEST(WorldState, WorldHashSeesEveryFieldSavedForTheStep) {
+  SmallWorld small;
+  const std::vector<uint8_t> blob = save(small.world);
+  const uint64_t original = small.world.world_hash();
+  const uint32_t slots = get_u32(blob, kSlotMapAt + 4);
+  const uint32_t live = get_u32(blob, kSlotMapAt + 8);
+  const uint32_t free_slots = get_u32(blob, kSlotMapAt + 12);
+  const size_t bodies_at = kGenerationsAt + 4 * (size_t{slots} + live + free_slots);
+  const size_t awake_at = bodies_at + live * kBodyBytes;
+  const size_t contacts_at = awake_at + 4 + 4 * size_t{get_u32(blob, awake_at)};
+  size_t at = contacts_at;
+  uint32_t records = 0;
+  for (int list = 0; list < 2; ++list) {  // active, then resting: 46 bytes and 36 per point
+    const uint32_t n = get_u32(blob, at);
+    at += 4;
+    for (uint32_t i = 0; i < n; ++i, ++records) at += 46 + 36 * size_t{blob[at + 44]};
+  }
+  const size_t contacts_end = at;
+  for (int list = 0; list < 2; ++list) at += 4 + 41 * size_t{get_u32(blob, at)};  // events
+  const uint32_t islands = get_u32(blob, at);
+  at += 4;
+  for (uint32_t i = 0; i < islands; ++i) at += 4 + 4 * size_t{get_u32(blob, at)};
+  at += 4 + 4 * size_t{get_u32(blob, at)};  // free islands
+  const size_t pairs_at = at;
+  ASSERT_EQ(pairs_at + 4 + 12 * size_t{get_u32(blob, pairs_at)} + 8, blob.size());
+  ASSERT_GE(records, 2u);
+
+  const std::pair<size_t, size_t> sections[] = {
+      {kSettingsAt, kSettingsAt + 87}, {bodies_at, awake_at}, {contacts_at, contacts_end}, {pairs_at, blob.size() - 8}};
+  World target;
+  size_t accepted = 0;
+  size_t tried = 0;
+  for (const auto& [begin, end] : sections) {
+    for (size_t i = begin; i < end; ++i, ++tried) {
+      std::vector<uint8_t> edited = blob;
+      edited[i] ^= 0x01;
+      reseal(edited);
+      if (!target.restore_state(edited, nullptr)) continue;
+      ++accepted;
+      EXPECT_NE(target.world_hash(), original) << "byte " << i << " is saved but not hashed";
+    }
+  }
+  std::cout << "[ figures  ] " << accepted << " of " << tried << " one-bit edits restored, each with a new hash\n";
+  EXPECT_GT(accepted, tried / 2);
+  ASSERT_TRUE(target.restore_state(blob, nullptr));
+  EXPECT_EQ(target.world_hash(), original);
+}
+
 TEST(WorldState, RejectsWrongMagicVersionAndFingerprint) {
   SmallWorld small;
   const std::vector<uint8_t> blob = save(small.world);

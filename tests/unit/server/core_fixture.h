@@ -98,7 +98,8 @@ class CoreTest : public ::testing::Test {
     }
     EXPECT_LE(challenge[0].bytes.size(), first.size());
     const auto* cookie = challenge[0].envelope()->message_as_Challenge()->cookie();
-    return receive(from, wire::build_connect(fbb_, name, Bytes(cookie->begin(), cookie->end())));
+    cookies_[from] = Bytes(cookie->begin(), cookie->end());
+    return receive(from, wire::build_connect(fbb_, name, cookies_[from]));
   }
 
   /// Connects `from` and returns its client id (0 on failure). Keeps a snapshot receiver with
@@ -186,6 +187,7 @@ class CoreTest : public ::testing::Test {
     return events;
   }
   std::map<uint16_t, wire::SnapshotReceiver> receivers_;  // by client port
+  std::map<Endpoint, Bytes> cookies_;  // the cookie of each endpoint's last handshake()
   /// The next request id of `from`: each session's requests count from 1 (exactly-once window).
   uint32_t next_id(const Endpoint& from) { return ++next_request_[from.port()]; }
   std::map<uint16_t, uint32_t> next_request_;

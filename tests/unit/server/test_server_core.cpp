@@ -20,8 +20,11 @@ TEST_F(CoreTest, ConnectIsAcceptedAndIdempotent) {
   EXPECT_EQ(accepted->snapshot_hz(), 30);
   EXPECT_EQ(accepted->tick(), 0u);
 
-  // A Connect resent from a connected address gets the same session's ConnectAccepted at once.
-  const auto again = receive(a, wire::build_connect(fbb_, "alice"));
+  // A Connect resent with its cookie from a connected address (the first answer may be lost)
+  // gets the same session's ConnectAccepted at once; without the cookie nothing (anyone can write
+  // the address on a datagram, and answering would reflect at the player).
+  EXPECT_TRUE(receive(a, wire::build_connect(fbb_, "alice")).empty());
+  const auto again = receive(a, wire::build_connect(fbb_, "alice", cookies_[a]));
   ASSERT_EQ(again.size(), 1u);
   ASSERT_EQ(again[0].type(), Message::ConnectAccepted);
   EXPECT_EQ(again[0].envelope()->message_as_ConnectAccepted()->client_id(), 1u);

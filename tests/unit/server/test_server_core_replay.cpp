@@ -277,6 +277,32 @@ TEST_F(ReplayCoreTest, BadControlsAreRefusedWithACodeExactlyOnce) {
   EXPECT_EQ(core_.world().tick(), 15u);
 }
 
+TEST_F(ReplayCoreTest, SeeksAreCoalescedAndStartAtMostFivePerSecond) {
+  ASSERT_TRUE(started_);
+  const Endpoint a = endpoint(6007);
+  ASSERT_NE(connect(a), 0u);
+  EXPECT_EQ(only_code(control(a, wire::ReplayAction::Pause)), ResultCode::Ok);
+  // Twenty seeks at one instant, each answered Ok: the first five start (the burst; short seeks
+  // land at once), the other fifteen coalesce into the last one, which waits for a start.
+  for (uint64_t i = 1; i <= 20; ++i) {
+    EXPECT_EQ(only_code(control(a, wire::ReplayAction::Seek, 10 * i)), ResultCode::Ok);
+  }
+  EXPECT_EQ(core_.world().tick(), 50u);
+  // 5 starts per second: the next is due 200 ms later, and lands on the last target.
+  size_t snapshots = 0;
+  auto count = [&](const std::vector<Sent>& sent) {
+    for (const Sent& s : sent) snapshots += s.type() == Message::Snapshot;
+  };
+  for (int i = 0; i < 11; ++i) count(advance(kStep));
+  EXPECT_EQ(core_.world().tick(), 50u);
+  for (int i = 0; i < 2; ++i) count(advance(kStep));
+  EXPECT_EQ(core_.world().tick(), 200u);
+  EXPECT_EQ(core_.world().world_hash(), recording_.hashes[200]);
+  // Snapshots kept coming meanwhile (paused and seeking: one per 30 Hz period, and one on landing).
+  EXPECT_GE(snapshots, 6u);
+  EXPECT_TRUE(core_.playback_paused());
+}
+
 TEST_F(ReplayCoreTest, TheEndOfTheRecordingPausesOnItsLastTick) {
   ASSERT_TRUE(started_);
   const Endpoint a = endpoint(6005);

@@ -1,0 +1,148 @@
+// The field lists of World's state: for each struct the step reads, its fields in one fixed order.
+// One list drives save_state's writer, restore_state's checked reader (world_state.cpp) and the
+// hash of world_hash and awake_hash (world_hash.cpp), so a field added here is saved, restored and
+// hashed at once, and none of them can fall out of step with the others.
+//
+// `Io` is the visitor: it provides u8, u16, u32, i32, u64, f32, flag(b, what),
+// enumeration(e, last, what) and expect(condition, what); `S` is the struct, const when saving or
+// hashing. The readers check what they read (`what` names the field in their error messages).
+#pragma once
+
+#include "server/physics/world.h"
+
+namespace impulse::physics::detail {
+
+// Vectors, quaternions and ids as their scalar fields (V is const when saving or hashing).
+template <class Io, class V>
+void io_vec(Io& io, V& v) {
+  io.f32(v.x);
+  io.f32(v.y);
+  io.f32(v.z);
+}
+template <class Io, class Q>
+void io_quat(Io& io, Q& q) {
+  io.f32(q.x);
+  io.f32(q.y);
+  io.f32(q.z);
+  io.f32(q.w);
+}
+template <class Io, class I>
+void io_id(Io& io, I& id) {
+  io.u32(id.index);
+  io.u32(id.generation);
+}
+
+template <class Io, class S>
+void io_settings(Io& io, S& s) {
+  io_vec(io, s.gravity);
+  io.f32(s.cell_size);
+  io.u32(s.max_cells_per_body);
+  io.f32(s.speculative_margin);
+  io.i32(s.substeps);
+  io.i32(s.relax_iterations);
+  io.f32(s.contact_hertz);
+  io.f32(s.contact_damping_ratio);
+  io.f32(s.contact_push_max_speed);
+  io.f32(s.linear_slop);
+  io.f32(s.restitution_threshold);
+  io.enumeration(s.friction_mix, MixRule::Multiply, "settings.friction_mix");
+  io.enumeration(s.restitution_mix, MixRule::Multiply, "settings.restitution_mix");
+  io.f32(s.sleep_speed);
+  io.f32(s.sleep_time_s);
+  io.flag(s.allow_sleep, "settings.allow_sleep");
+  io.f32(s.max_coordinate);
+  io.f32(s.max_speed);
+  io.f32(s.max_angular_speed);
+  io.f32(s.max_extent);
+  io.f32(s.max_mass);
+  io.u32(s.max_objects);
+}
+
+template <class Io, class S>
+void io_pose(Io& io, S& p) {
+  io_vec(io, p.position);
+  io_quat(io, p.orientation);
+  io_vec(io, p.aabb.min);
+  io_vec(io, p.aabb.max);
+}
+
+template <class Io, class S>
+void io_motion(Io& io, S& m) {
+  io_vec(io, m.velocity);
+  io_vec(io, m.angular_velocity);
+  io_vec(io, m.force);
+  io_vec(io, m.torque);
+  io_vec(io, m.inv_inertia);
+  io.f32(m.inv_mass);
+  io.f32(m.linear_damping);
+  io.f32(m.angular_damping);
+}
+
+template <class Io, class S>
+void io_shape(Io& io, S& s) {
+  io.enumeration(s.kind, ShapeKind::Plane, "shape kind");
+  io.f32(s.radius);
+  io_vec(io, s.half_extents);
+  io.f32(s.half_height);
+}
+
+template <class Io, class S>
+void io_material(Io& io, S& m) {
+  io.f32(m.restitution);
+  io.f32(m.friction);
+  io.u16(m.id);
+}
+
+template <class Io, class S>
+void io_info(Io& io, S& i) {
+  io.enumeration(i.kind, BodyKind::Kinematic, "body kind");
+  io.flag(i.sleeping, "body sleeping flag");
+  io.flag(i.sensor, "body sensor flag");
+  io.f32(i.sleep_timer);
+  io.f32(i.mass);
+  io.f32(i.extent);
+  io.u32(i.awake_index);
+  io.u32(i.contact_count);
+  io.u32(i.island);
+}
+
+template <class Io, class S>
+void io_record(Io& io, S& r) {
+  io_id(io, r.contact.a);
+  io_id(io, r.contact.b);
+  io_vec(io, r.contact.point);
+  io_vec(io, r.contact.normal);
+  io.f32(r.contact.depth);
+  io.u8(r.point_count);
+  io.flag(r.sensor, "contact sensor flag");
+  if (!io.expect(r.point_count >= 1 && r.point_count <= kMaxManifoldPoints, "contact point_count outside [1, 4]")) {
+    return;
+  }
+  for (int i = 0; i < r.point_count; ++i) {
+    auto& p = r.points[i];
+    io_vec(io, p.point);
+    io.f32(p.separation);
+    io.u32(p.feature);
+    io.f32(p.normal_impulse);
+    io_vec(io, p.friction_impulse);
+  }
+}
+
+template <class Io, class S>
+void io_event(Io& io, S& e) {
+  io.enumeration(e.type, ContactEventType::End, "event type");
+  io_id(io, e.a);
+  io_id(io, e.b);
+  io_vec(io, e.point);
+  io_vec(io, e.normal);
+}
+
+// A material-pair override: its key (min id << 16 | max id) and the mixed values.
+template <class Io, class S>
+void io_material_pair(Io& io, S& entry) {
+  io.u32(entry.first);
+  io.f32(entry.second.friction);
+  io.f32(entry.second.restitution);
+}
+
+}  // namespace impulse::physics::detail

@@ -1,0 +1,198 @@
+// ServerCore's budgets on a fake clock (issue 16, rows C, E, E2): anonymous quotas follow the IP
+// address, a departed client's objects follow --on-disconnect, scene bodies cannot be destroyed
+// under --authority owner, a Connect at a live session's address pays its minimum size and
+// receive budget and is answered only with its cookie before the session is confirmed, duplicates
+// of answered requests count against the request rate, and the send budget's debt is bounded.
+#include "unit/server/core_fixture.h"
+
+namespace impulse::server {
+namespace {
+
+using namespace core_test;
+
+Endpoint at(const char* ip, uint16_t port) { return Endpoint(asio::ip::make_address(ip), port); }
+
+size_t total_bytes(const std::vector<Sent>& sent) {
+  size_t n = 0;
+  for (const Sent& s : sent) n += s.bytes.size();
+  return n;
+}
+
+class BudgetTest : public CoreTest {
+ protected:
+  static ServerConfig budget_config(std::string on_disconnect) {
+    ServerConfig c = test_config();
+    c.max_clients = 8;
+    c.max_objects_per_client = 3;
+    c.max_requests_per_second = 50;
+    c.on_disconnect = std::move(on_disconnect);
+    return c;
+  }
+  explicit BudgetTest(std::string on_disconnect = "destroy") : CoreTest(budget_config(std::move(on_disconnect))) {}
+
+  /// The result of one CreateObject applied in its own step.
+  std::pair<ResultCode, std::string> try_create(const Endpoint& from) {
+    wire::CreateObjectArgs ball;
+    ball.position = {static_cast<float>(from.port() % 40), 2, 0};
+    const auto sent = apply_in_one_step(from, {copy(wire::build_create_object(fbb_, next_id(from), ball))});
+    const auto r = results(sent);
+    if (r.size() != 1) return {ResultCode::InvalidArgument, "no answer"};
+    return {r[0]->code(), r[0]->message() ? r[0]->message()->str() : std::string{}};
+  }
+  void disconnect(const Endpoint& from) { receive(from, wire::build_disconnect(fbb_, "bye")); }
+};
+
+class KeepTest : public BudgetTest {
+ protected:
+  KeepTest() : BudgetTest("keep") {}
+};
+
+TEST_F(KeepTest, AnonymousSessionsOfOneAddressShareItsQuotaAndReconnectingDoesNotResetIt) {
+  const Endpoint a = at("127.0.0.1", 1), b = at("127.0.0.1", 2), other = at("127.0.0.2", 9);  // the fixture counts request ids by port
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(try_create(a).first, ResultCode::Ok);
+  // Another port of the same address: the address's quota is used up.
+  const auto [code, message] = try_create(b);
+  EXPECT_EQ(code, ResultCode::QuotaExceeded);
+  EXPECT_NE(message.find("--max-objects-per-address"), std::string::npos) << message;
+  EXPECT_NE(message.find("3 objects"), std::string::npos) << message;
+  // Leaving and coming back from a new port: the kept objects still count.
+  disconnect(a);
+  disconnect(b);
+  advance(kStep);
+  EXPECT_EQ(core_.world().object_count(), 4u);  // the ground and the three kept
+  const Endpoint again = at("127.0.0.1", 3);
+  ASSERT_NE(connect(again), 0u);
+  EXPECT_EQ(try_create(again).first, ResultCode::QuotaExceeded);
+  EXPECT_EQ(core_.live_objects_of_address(a.address()), 3u);
+  // Another address has its own quota.
+  ASSERT_NE(connect(other), 0u);
+  EXPECT_EQ(try_create(other).first, ResultCode::Ok);
+}
+
+TEST_F(BudgetTest, ADepartedClientsObjectsAreDestroyedAtTheNextTick) {
+  const Endpoint a = at("127.0.0.1", 1), b = at("127.0.0.1", 2);
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  ASSERT_EQ(try_create(a).first, ResultCode::Ok);
+  ASSERT_EQ(try_create(b).first, ResultCode::Ok);
+  // A leaves with a create still queued: it is applied, then everything of A's goes.
+  wire::CreateObjectArgs ball;
+  EXPECT_TRUE(receive(a, wire::build_create_object(fbb_, next_id(a), ball)).empty());
+  disconnect(a);
+  advance(kStep);
+  EXPECT_EQ(core_.world().object_count(), 2u);  // the ground and B's
+  EXPECT_EQ(core_.live_objects_of(1), 0u);
+  EXPECT_EQ(core_.live_objects_of_address(a.address()), 1u);
+  EXPECT_EQ(try_create(b).first, ResultCode::Ok);  // the address has room again
+  EXPECT_EQ(try_create(b).first, ResultCode::Ok);
+  EXPECT_EQ(try_create(b).first, ResultCode::QuotaExceeded);
+
+  // A session that times out: the same.
+  for (int i = 0; i < 3 * kTickHz; ++i) advance(kStep);
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  advance(kStep);
+  EXPECT_EQ(core_.world().object_count(), 1u);  // B's three went with it
+  EXPECT_EQ(core_.live_objects_of_address(a.address()), 0u);
+}
+
+TEST_F(CoreTest, SceneBodiesCannotBeDestroyedByClientsUnderOwnerAuthority) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  const auto sent = apply_in_one_step(a, {copy(wire::build_destroy_object(fbb_, next_id(a), ground_id_))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::NotOwner);
+  EXPECT_NE(r[0]->message()->str().find("scene"), std::string::npos);
+  EXPECT_TRUE(core_.world().is_valid(ground_id_));
+  // Pushing it is still everyone's right (a static body answers NotDynamic, not NotOwner).
+  const auto push_sent = apply_in_one_step(a, {copy(wire::build_apply_impulse(fbb_, next_id(a), ground_id_, {0, 1, 0}))});
+  const auto push = results(push_sent);
+  ASSERT_EQ(push.size(), 1u);
+  EXPECT_NE(push[0]->code(), ResultCode::NotOwner);
+}
+
+TEST_F(CoreTest, AConnectAtALiveSessionIsAnsweredOnlyWithItsCookieAndNeverOnceConfirmed) {
+  const Endpoint a = endpoint(7000);
+  ASSERT_NE(connect(a), 0u);
+  // Forged (no cookie, or another address's cookie): nothing goes back.
+  const Bytes forged = copy(wire::build_connect(fbb_, "forged"));
+  EXPECT_TRUE(receive(a, forged).empty());
+  ASSERT_NE(connect(endpoint(7001)), 0u);
+  EXPECT_TRUE(receive(a, wire::build_connect(fbb_, "forged", cookies_[endpoint(7001)])).empty());
+  // The client's own resend (its ConnectAccepted was lost) is answered.
+  const auto resent = receive(a, wire::build_connect(fbb_, "tester", cookies_[a]));
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].type(), Message::ConnectAccepted);
+  // Once the client has spoken, a Connect from its address gets nothing, not even with the cookie.
+  EXPECT_TRUE(receive(a, wire::build_ping(fbb_, 0)).empty());
+  EXPECT_TRUE(receive(a, wire::build_connect(fbb_, "tester", cookies_[a])).empty());
+  EXPECT_GE(core_.rejects().count(RejectReason::BadConnect), 1u);
+  EXPECT_EQ(core_.sessions().size(), 2u);
+}
+
+TEST_F(BudgetTest, AConnectFloodAtALiveSessionDrawsNothingAndLeavesItsSnapshots) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  EXPECT_TRUE(receive(a, wire::build_ping(fbb_, 0)).empty());  // confirmed
+  const Bytes forged = copy(wire::build_connect(fbb_, "forged"));
+  size_t in = 0, out = 0, snapshots = 0;
+  for (int tick = 0; tick < kTickHz; ++tick) {  // 2000 per second for one second
+    for (int i = 0; i < 2000 / kTickHz; ++i) {
+      in += forged.size();
+      out += total_bytes(receive(a, forged));
+    }
+    for (const Sent& s : advance(kStep)) snapshots += s.type() == Message::Snapshot;
+    receive(a, wire::build_ping(fbb_, 0));
+  }
+  EXPECT_EQ(out, 0u) << "bytes in " << in;
+  EXPECT_EQ(snapshots, 30u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::BadConnect), static_cast<uint64_t>(kTickHz * (2000 / kTickHz)));
+}
+
+TEST_F(BudgetTest, AConnectBeforeConfirmationPaysTheSessionsReceiveBudget) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  const double full = core_.sessions().sessions()[0].bytes_in.tokens;
+  const Bytes forged = copy(wire::build_connect(fbb_, "forged"));
+  EXPECT_TRUE(receive(a, forged).empty());
+  EXPECT_LE(core_.sessions().sessions()[0].bytes_in.tokens, full - static_cast<double>(forged.size()) + 1.0);
+}
+
+TEST_F(BudgetTest, DuplicatesOfAnAnsweredRequestCountAgainstTheRequestRate) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  const Bytes request = copy(wire::build_destroy_object(fbb_, next_id(a), ObjectID{4000, 1}));
+  const auto first = apply_in_one_step(a, {request});
+  ASSERT_EQ(results(first).size(), 1u);
+  // 1000 duplicates within one second against 50 requests per second.
+  size_t answers = 0;
+  for (int tick = 0; tick < kTickHz; ++tick) {
+    for (int i = 0; i < 1000 / kTickHz; ++i) {
+      const auto sent = receive(a, request);
+      answers += results(sent).size();
+    }
+    advance(kStep);
+  }
+  EXPECT_LE(answers, 50u + 50u + 1u);  // the burst and one second's refill
+  EXPECT_GE(answers, 40u);
+  EXPECT_GT(core_.rejects().count(RejectReason::RateLimited), 800u);
+}
+
+TEST_F(BudgetTest, TheSendBudgetsDebtIsBoundedByItsBurst) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  // Pings are answered at once and charged to the send budget: 20,000 Pongs in one wake-up.
+  for (int i = 0; i < 20000; ++i) receive(a, wire::build_ping(fbb_, static_cast<uint64_t>(i + 1)));
+  const TokenBucket& out = core_.sessions().sessions()[0].bytes_out;
+  EXPECT_GE(out.tokens, -out.burst);
+  // Once the burst has refilled (burst / rate seconds after the flood), snapshots are full size
+  // again: the debt does not outlive the flood by more than that.
+  const auto refill = std::chrono::duration<double>(2.0 * out.burst / out.rate);
+  advance(std::chrono::duration_cast<std::chrono::nanoseconds>(refill));
+  EXPECT_GT(core_.sessions().sessions()[0].bytes_out.tokens, 0.0);
+}
+
+}  // namespace
+}  // namespace impulse::server
