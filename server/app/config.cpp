@@ -77,6 +77,20 @@ std::string validate_config(const ServerConfig& c) {
   if (c.max_objects_per_client < 0 || c.max_objects_per_client > 1000000) {
     return fmt::format("--max-objects-per-client must be in 0..1000000 (0 = no limit; got {})", c.max_objects_per_client);
   }
+  if (c.max_client_objects < 0 || c.max_client_objects > 1000000) {
+    return fmt::format("--max-client-objects must be in 0..1000000 (0 = no limit; got {})", c.max_client_objects);
+  }
+  if (!(c.max_client_extent >= 0.0 && c.max_client_extent <= wire::kMaxExtent)) {
+    return fmt::format("--max-client-extent must be in [0, {:g}] m (0 = the world's limit; got {})",
+                       static_cast<double>(wire::kMaxExtent), c.max_client_extent);
+  }
+  if (c.max_client_extent > 0.0 && c.max_client_extent < wire::kMinExtent) {
+    return fmt::format("--max-client-extent must be at least the smallest body, {:g} m (got {})",
+                       static_cast<double>(wire::kMinExtent), c.max_client_extent);
+  }
+  if (c.max_spawn_overlaps < 0 || c.max_spawn_overlaps > 1000000) {
+    return fmt::format("--max-spawn-overlaps must be in 0..1000000 (0 = no limit; got {})", c.max_spawn_overlaps);
+  }
   if (c.max_objects_per_address < -1 || c.max_objects_per_address > 1000000) {
     return fmt::format("--max-objects-per-address must be in -1..1000000 (-1 = as --max-objects-per-client, 0 = no "
                        "limit; got {})",
@@ -194,6 +208,17 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   app.add_option("--max-objects-per-client", config.max_objects_per_client,
                  "Live objects one client may own, 0..1000000 (0 = no limit; a token may set its own)")
       ->envname("IMPULSE_MAX_OBJECTS_PER_CLIENT")->capture_default_str();
+  app.add_option("--max-client-objects", config.max_client_objects,
+                 "Live objects all clients together may own (the scene's not counted), 0..1000000; then WorldFull "
+                 "(0 = no limit)")
+      ->envname("IMPULSE_MAX_CLIENT_OBJECTS")->capture_default_str();
+  app.add_option("--max-client-extent", config.max_client_extent,
+                 "Largest radius, half extent or capsule half height + radius [m] of a client's body, [0, 1000] "
+                 "(0 = the world's 1000 m); clients may not create planes")
+      ->envname("IMPULSE_MAX_CLIENT_EXTENT")->capture_default_str();
+  app.add_option("--max-spawn-overlaps", config.max_spawn_overlaps,
+                 "Bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)")
+      ->envname("IMPULSE_MAX_SPAWN_OVERLAPS")->capture_default_str();
   app.add_option("--max-objects-per-address", config.max_objects_per_address,
                  "Anonymous mode: live objects all sessions from one IP address may own together, kept objects "
                  "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)")
@@ -261,12 +286,14 @@ std::string describe_config(const ServerConfig& c) {
       "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
       "max_steps_per_frame={} threads={} stats_interval={}s log_level={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
+      "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
       "max_objects_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
       c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,
+      c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps,
       c.max_objects_per_address, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
       c.position_fraction_bits,
       c.sim_loss > 0 || c.sim_latency_ms > 0 || c.sim_jitter_ms > 0 || c.sim_duplicate > 0 || c.sim_reorder > 0

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "impulse/schemas/scene_generated.h"
+#include "server/physics/world.h"
 #include "shared/wire/codec.h"
 
 extern const char kSceneSchemaText[];  // generated from schemas/scene.fbs (cmake/embed_text.cmake)
@@ -47,19 +48,20 @@ std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
   }
   if (wire_dims == nullptr) return "dims: required for a Sphere, Box or Capsule";
   const Vec3 dims = to_vec3(*wire_dims);
-  auto extent_ok = [](float x) { return x > 0.0f && x <= wire::kMaxExtent; };  // NaN fails
+  // [1 mm, 1000 m]: physics::kMinExtent gives the lower bound's reason. NaN fails.
+  auto extent_ok = [](float x) { return x >= wire::kMinExtent && x <= wire::kMaxExtent; };
   switch (shape) {
     case scene::ShapeKind::Sphere:
-      if (!extent_ok(dims.x)) return "dims.x: sphere radius must be in (0, 1000] m";
+      if (!extent_ok(dims.x)) return "dims.x: sphere radius must be in [0.001, 1000] m";
       if (!std::isfinite(dims.y) || !std::isfinite(dims.z)) return "dims: must be finite";
       return {};
     case scene::ShapeKind::Box:
-      if (!extent_ok(dims.x)) return "dims.x: box half extent must be in (0, 1000] m";
-      if (!extent_ok(dims.y)) return "dims.y: box half extent must be in (0, 1000] m";
-      if (!extent_ok(dims.z)) return "dims.z: box half extent must be in (0, 1000] m";
+      if (!extent_ok(dims.x)) return "dims.x: box half extent must be in [0.001, 1000] m";
+      if (!extent_ok(dims.y)) return "dims.y: box half extent must be in [0.001, 1000] m";
+      if (!extent_ok(dims.z)) return "dims.z: box half extent must be in [0.001, 1000] m";
       return {};
     case scene::ShapeKind::Capsule:
-      if (!extent_ok(dims.x)) return "dims.x: capsule radius must be in (0, 1000] m";
+      if (!extent_ok(dims.x)) return "dims.x: capsule radius must be in [0.001, 1000] m";
       if (!(dims.y >= 0.0f && dims.y <= wire::kMaxExtent)) return "dims.y: capsule half height must be in [0, 1000] m";
       if (!std::isfinite(dims.z)) return "dims: must be finite";
       return {};
@@ -109,10 +111,15 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   }
   Quat orientation;
   if (const scene::AxisAngle* rotation = b.rotation()) {
-    const Vec3 rotation_axis = to_vec3(rotation->axis());
+    Vec3 rotation_axis = to_vec3(rotation->axis());
     if (!is_finite(rotation_axis)) return "rotation.axis: must be finite";
-    const float axis_length = length(rotation_axis);
-    if (!(axis_length >= kMinAxisLength)) return "rotation.axis: must not be zero (it is normalised)";
+    // Scaled by its largest |component| first, so |axis| cannot overflow (1e38 squared is
+    // infinite in float, which made (1e38, 1e38, 0) silently the identity) and the length test
+    // below is about direction, not magnitude.
+    const float largest = std::max({std::fabs(rotation_axis.x), std::fabs(rotation_axis.y), std::fabs(rotation_axis.z)});
+    if (!(largest >= kMinAxisLength)) return "rotation.axis: must not be zero (it is normalised)";
+    rotation_axis = rotation_axis * (1.0f / largest);
+    const float axis_length = length(rotation_axis);  // in [1, sqrt 3]
     const float degrees = rotation->degrees();
     if (!(std::fabs(degrees) <= kMaxRotationDegrees)) return "rotation.degrees: must be finite and in [-360, 360]";
     orientation = normalize(quat_from_axis_angle(rotation_axis * (1.0f / axis_length), degrees * (kPi / 180.0f)));
@@ -142,10 +149,95 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   out->angular_damping = b.angular_damping();
   out->material = b.material();
   out->sensor = b.sensor();
+  // What the wire-style checks above cannot see: mass properties (a light, small body whose
+  // inverse inertia is not finite). The World would refuse the body at start-up for the same
+  // reason; here the error names the file, line and field.
+  if (const char* problem = physics::check_body_desc(*out, physics::WorldSettings{})) return problem;
   return {};
 }
 
+// The 1-based line of the `index`-th element of the top-level "bodies" array in `json`, or 0 when
+// it cannot be found. A small scanner (strings, nesting depth), run only to report an error.
+size_t body_line(std::string_view json, size_t index) {
+  size_t line = 1;
+  int depth = 0;
+  bool in_string = false;
+  bool after_bodies_key = false;  // the last top-level key read was "bodies"
+  int bodies_depth = -1;          // depth inside the bodies array, -1 before it
+  size_t element = 0;
+  bool expect_element = false;
+  std::string_view last_string;
+  size_t string_start = 0;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+        last_string = json.substr(string_start, i - string_start);
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        string_start = i + 1;
+        break;
+      case ':':
+        if (depth == 1) after_bodies_key = last_string == "bodies";
+        break;
+      case '[':
+        ++depth;
+        if (after_bodies_key && depth == 2 && bodies_depth < 0) {
+          bodies_depth = depth;
+          expect_element = true;
+        }
+        break;
+      case '{':
+        if (bodies_depth > 0 && depth == bodies_depth && expect_element) {
+          if (element == index) return line;
+          expect_element = false;
+        }
+        ++depth;
+        break;
+      case ']':
+      case '}':
+        if (bodies_depth > 0 && depth == bodies_depth && c == ']') return 0;
+        --depth;
+        break;
+      case ',':
+        if (bodies_depth > 0 && depth == bodies_depth) {
+          ++element;
+          expect_element = true;
+        }
+        break;
+      default: break;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
+
+std::string escape_for_log(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\x{:02x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 bool parse_scene_json(std::string_view json, std::string_view source, Scene* scene, std::string* error) {
   auto fail = [&](std::string text) {
@@ -187,8 +279,11 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
       const scene::Body* body = bodies->Get(i);
       physics::BodyDesc desc;
       if (std::string problem = convert_body(*body, &desc); !problem.empty()) {
-        const std::string label = body->name() ? fmt::format(" (\"{}\")", body->name()->string_view()) : "";
-        return fail(fmt::format("{}: bodies[{}]{}.{}", source, i, label, problem));
+        const std::string label =
+            body->name() ? fmt::format(" (\"{}\")", escape_for_log(body->name()->string_view())) : "";
+        const size_t line = body_line(json, i);
+        const std::string where = line > 0 ? fmt::format("{}:{}", source, line) : std::string(source);
+        return fail(fmt::format("{}: bodies[{}]{}.{}", where, i, label, problem));
       }
       result.bodies.push_back(desc);
       result.body_names.push_back(body->name() ? body->name()->str() : std::string{});

@@ -20,6 +20,11 @@ struct Scene {
   std::vector<std::string> body_names;
 };
 
+/// `text` with backslash, double quote and control characters (< 0x20, 0x7f) escaped (\\, \",
+/// \xNN), for a log line: a name from a file or a recording must not reach the log raw (a
+/// newline or an escape sequence there forges lines or drives the terminal).
+std::string escape_for_log(std::string_view text);
+
 /// The index in scene.bodies of the body named `name`, or -1 when none is. O(bodies).
 int find_body(const Scene& scene, std::string_view name);
 
@@ -31,7 +36,8 @@ inline constexpr float kMaxGravity = 1000.0f;
 /// Parses a JSON scene. `source` names it in errors (a file path, or "demo").
 /// On failure returns false and sets *error to a message naming the source, and either the
 /// parser's position and reason ("x.json:3: 12: error: unknown field: foo") or the body and field
-/// ("x.json: bodies[3].mass: must be in (0, 1e6] kg for a dynamic body"). *scene is then unchanged.
+/// ("x.json:7: bodies[3].mass: must be in (0, 1e6] kg for a dynamic body", the line where that
+/// body's object starts). *scene is then unchanged.
 bool parse_scene_json(std::string_view json, std::string_view source, Scene* scene, std::string* error);
 
 /// Reads and parses a scene file (see parse_scene_json). File errors name the path and the cause.

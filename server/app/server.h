@@ -56,7 +56,22 @@ struct ServerConfig {
   /// ones and the scene's (scene bodies cannot be destroyed by clients); "any" = every client may
   /// touch every object.
   std::string authority = "owner";
-  int max_objects_per_client = 1024;      ///< --max-objects-per-client: live objects a client may own; 0 = no limit
+  // What one client's bodies may cost the step (docs/SECURITY.md; the defaults are sized to the
+  // capacity benchmark on a 2-core machine: 256 clients, 5,000 bodies, tick p99 11.5 ms).
+  int max_objects_per_client = 256;       ///< --max-objects-per-client: live objects a client may own; 0 = no limit
+  /// --max-client-objects: live objects all clients together may own (the scene's are not
+  /// counted); then WorldFull. 0 = no limit. 5,000 = the capacity benchmark's bodies.
+  int max_client_objects = 5000;
+  /// --max-client-extent: largest sphere or capsule radius, box half extent or capsule half
+  /// height + radius [m] of a body a client creates; clients may not create planes. 4 m keeps a
+  /// body within 4 x 4 x 4 cells of the 2 m broadphase grid (max_cells_per_body = 64): a larger one is
+  /// tested against every moving body each step. 0 = the world's limit (1000 m).
+  double max_client_extent = 4.0;
+  /// --max-spawn-overlaps: a body a client creates may overlap (AABB with the speculative margin) at
+  /// most this many dynamic or kinematic bodies (static ones are not counted); more is
+  /// QuotaExceeded. Bounds the contact pairs one burst of creates can add (N bodies piled in one
+  /// spot make N^2/2). 0 = no limit.
+  int max_spawn_overlaps = 8;
   /// --max-objects-per-address: anonymous mode only (no --token-key): live objects all sessions
   /// from one IP address may own together, objects kept after their creator left included, so
   /// reconnecting (a new port, a new session) does not reset the quota. -1 = the same as
@@ -112,6 +127,8 @@ struct ServerStats {
   /// The tick of world_hash: refreshed once per second of ticks.
   std::atomic<uint64_t> world_hash_tick{0};
   std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
+  /// Bodies the World's step guard removed because their state was not finite (World::removed_non_finite).
+  std::atomic<uint64_t> bodies_removed_non_finite{0};
   std::atomic<uint64_t> tick_ns_p50{0};        ///< median tick time [ns] over the last stats interval
   std::atomic<uint64_t> tick_ns_p99{0};        ///< 99th percentile tick time [ns] over the last stats interval
   /// Every wake-up that ran steps since start, by its tick time: bin i counts times in

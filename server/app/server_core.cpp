@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/net/snapshot_writer.h"
+#include "server/physics/narrowphase.h"
 #include "server/record/playback.h"
 #include "server/record/recorder.h"
 #include "server/request/decode_request.h"
@@ -22,6 +23,8 @@ using wire::Message;
 using wire::ResultCode;
 
 constexpr std::string_view kNotConnectedMessage = "no session for this address: send Connect first";
+constexpr std::string_view kRemovedNonFiniteMessage =
+    "id: the server removed this object because its state was not finite (NaN or infinite)";
 constexpr std::string_view kReadOnlyMessage =
     "read-only: this server plays a recording (impulse-replay serve); spectators may only Raycast, SetInterest and "
     "send ReplayControl";
@@ -38,6 +41,9 @@ std::string_view invalid_argument_message(Message type) {
   switch (type) {
     case Message::ApplyImpulse:
       return "impulse: the resulting velocity would exceed 1e4 m/s or 100 rad/s, or the point is too far";
+    case Message::CreateObject:
+      return "mass: too small for the shape (the inverse mass or inertia would not be finite), or a value beyond "
+             "the world's limit";
     case Message::ApplyForce:
       return "force: the torque about the centre of mass from this point is beyond the world's limit";
     case Message::ApplyTorque: return "torque: beyond the world's limit";
@@ -759,12 +765,13 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
       *message = refusal_;
       return ResultCode::QuotaExceeded;
     }
-    return ResultCode::Ok;
+    return check_client_body(r, message);
   }
   if (!wire::rule_of(r.type).addresses_object || authority_any_) return ResultCode::Ok;
   if (r.id.index >= owners_.size()) return ResultCode::Ok;  // the World answers StaleId
   const Ownership& o = owners_[r.id.index];
-  if (r.type == Message::DestroyObject && o.generation == r.id.generation && o.client_id == 0) {
+  if (r.type == Message::DestroyObject && o.generation == r.id.generation && o.client_id == 0 &&
+      !o.removed_non_finite) {
     *message = "id: scene bodies cannot be destroyed by clients (--authority owner)";
     return ResultCode::NotOwner;
   }
@@ -773,24 +780,111 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
   return ResultCode::NotOwner;
 }
 
+wire::ResultCode ServerCore::check_client_body(const PendingRequest& r, std::string_view* message) const {
+  const physics::Shape& shape = r.desc.shape;
+  if (config_.max_client_extent > 0) {
+    const auto limit = static_cast<float>(config_.max_client_extent);
+    bool ok = true;
+    switch (shape.kind) {
+      case physics::ShapeKind::Sphere: ok = shape.radius <= limit; break;
+      case physics::ShapeKind::Box:
+        ok = shape.half_extents.x <= limit && shape.half_extents.y <= limit && shape.half_extents.z <= limit;
+        break;
+      case physics::ShapeKind::Capsule: ok = shape.radius + shape.half_height <= limit; break;
+      default: ok = false; break;  // a plane is infinite: it would be tested against every moving body
+    }
+    if (!ok) {
+      refusal_text_ = shape.kind == physics::ShapeKind::Plane
+                          ? std::string("shape: clients may not create planes (--max-client-extent limits client bodies)")
+                          : fmt::format("dims: a client's body must fit --max-client-extent {:g} m (radius, half extent, "
+                                        "or capsule half height + radius)",
+                                        config_.max_client_extent);
+      *message = refusal_text_;
+      return ResultCode::InvalidArgument;
+    }
+  }
+  if (config_.max_client_objects > 0 && client_objects_ >= static_cast<uint32_t>(config_.max_client_objects)) {
+    refusal_text_ = fmt::format("the server's live-object cap for all clients (--max-client-objects {}) is reached",
+                                config_.max_client_objects);
+    *message = refusal_text_;
+    return ResultCode::WorldFull;
+  }
+  if (config_.max_spawn_overlaps > 0 && is_finite(r.desc.position) && is_finite(r.desc.orientation)) {
+    // O(awake + parked bodies near it): World::overlap_aabb tests awake bodies directly.
+    Aabb box = physics::compute_aabb(shape, physics::Transform{r.desc.position, r.desc.orientation});
+    const float margin = world_.settings().speculative_margin;
+    box.min -= Vec3{margin, margin, margin};
+    box.max += Vec3{margin, margin, margin};
+    world_.overlap_aabb(box, spawn_overlaps_);
+    // Static bodies are not counted: they never pair with each other, so a level of static tiles
+    // costs one contact per tile a body touches, not a pile's N^2/2.
+    size_t movable = 0;
+    for (const ObjectID id : spawn_overlaps_) {
+      const std::optional<physics::BodyState> b = world_.get_object(id);
+      if (b && b->kind != physics::BodyKind::Static) ++movable;
+    }
+    if (movable > static_cast<size_t>(config_.max_spawn_overlaps)) {
+      refusal_text_ = fmt::format("position: the new body would overlap {} dynamic or kinematic bodies, more than "
+                                  "--max-spawn-overlaps {}; spawn it in free space",
+                                  movable, config_.max_spawn_overlaps);
+      *message = refusal_text_;
+      return ResultCode::QuotaExceeded;
+    }
+  }
+  return ResultCode::Ok;
+}
+
 void ServerCore::note_applied(const PendingRequest& r, ObjectID id) {
   if (r.type == Message::CreateObject) {
     if (owners_.size() <= id.index) owners_.resize(id.index + 1);
     const bool anonymous = !token_key_;
     owners_[id.index] = Ownership{id.generation, r.client_id, r.shared, anonymous, r.from.address()};
     ++live_objects_[r.client_id];
+    if (r.client_id != 0) ++client_objects_;
     if (anonymous) ++live_by_address_[r.from.address()];
   } else if (r.type == Message::DestroyObject && id.index < owners_.size()) {
     Ownership& o = owners_[id.index];
     if (o.generation == id.generation && o.client_id != 0) {
       auto it = live_objects_.find(o.client_id);
       if (it != live_objects_.end() && it->second > 0) --it->second;
+      if (client_objects_ > 0) --client_objects_;
       if (o.charged_to_address) {
         auto a = live_by_address_.find(o.address);
         if (a != live_by_address_.end() && --a->second == 0) live_by_address_.erase(a);
       }
     }
     o = Ownership{};
+  }
+}
+
+void ServerCore::note_removed_bodies(TimePoint now) {
+  for (const ObjectID id : world_.removed_non_finite()) {
+    stats_.bodies_removed_non_finite.fetch_add(1, std::memory_order_relaxed);
+    uint32_t owner = 0;
+    if (id.index < owners_.size() && owners_[id.index].generation == id.generation) {
+      Ownership& o = owners_[id.index];
+      owner = o.client_id;
+      if (owner != 0) {
+        auto it = live_objects_.find(owner);
+        if (it != live_objects_.end() && it->second > 0) --it->second;
+        if (client_objects_ > 0) --client_objects_;
+      }
+      if (o.charged_to_address) {
+        auto a = live_by_address_.find(o.address);
+        if (a != live_by_address_.end() && --a->second == 0) live_by_address_.erase(a);
+        o.charged_to_address = false;
+      }
+      // Nobody owns it now; shared, so a request on it passes authorize() and the World answers
+      // StaleId, which apply_request explains with kRemovedNonFiniteMessage.
+      o.client_id = 0;
+      o.shared = true;
+      o.removed_non_finite = true;
+    }
+    rejects_.note(RejectReason::NonFiniteBody,
+                  spdlog::should_log(spdlog::level::debug)
+                      ? fmt::format("object {}.{} of client {}", id.index, id.generation, owner)
+                      : std::string{},
+                  now);
   }
 }
 
@@ -835,13 +929,21 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
     code = outcome.code;
     id = applied.id;
     message = outcome.message;
+    if (code == ResultCode::StaleId && r.id.index < owners_.size() && owners_[r.id.index].removed_non_finite &&
+        owners_[r.id.index].generation == r.id.generation) {
+      // How its owner learns why its object left the snapshots (docs/PROTOCOL.md).
+      message = kRemovedNonFiniteMessage;
+    }
     if (code != ResultCode::Ok) rejects_.note(outcome.reason, r.from, outcome.message, now);
     if (code == ResultCode::Ok) note_applied(r, id);
     // Only requests that reached the World are recorded: a replay needs nothing else.
     journal_.applied(r, outcome.code, id);
   } else {
-    rejects_.note(auth == ResultCode::NotOwner ? RejectReason::NotOwner : RejectReason::QuotaExceeded, r.from,
-                  refusal, now);
+    const RejectReason reason = auth == ResultCode::NotOwner         ? RejectReason::NotOwner
+                                : auth == ResultCode::WorldFull       ? RejectReason::WorldFull
+                                : auth == ResultCode::InvalidArgument ? RejectReason::InvalidArgument
+                                                                      : RejectReason::QuotaExceeded;
+    rejects_.note(reason, r.from, refusal, now);
   }
   if (code == ResultCode::Ok) {
     stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
@@ -963,6 +1065,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     const auto t_step = SteadyClock::now();
     for (int i = 0; i < steps; ++i) {
       world_.step(dt_);
+      if (!world_.removed_non_finite().empty()) note_removed_bodies(now);
       record_ns += journal_.stepped(world_);
       events_dropped += collect_step_events();
       for (int p = 0; p < phases; ++p) {

@@ -156,7 +156,13 @@ class ServerCore {
   void queue_unsequenced(Session& s, const PendingRequest& r, const wire::Check& check, TimePoint now);
   /// Ownership and quota checks at apply time; Ok when the request may touch the world.
   wire::ResultCode authorize(const PendingRequest& r, std::string_view* message) const;
+  /// The cost limits on a body a client creates (--max-client-extent, --max-client-objects,
+  /// --max-spawn-overlaps); Ok or the refusal, with *message naming the limit and its value.
+  wire::ResultCode check_client_body(const PendingRequest& r, std::string_view* message) const;
   void note_applied(const PendingRequest& r, ObjectID id);
+  /// After a step: the bodies the World's guard removed (non-finite state) leave their owner's
+  /// count, are counted and logged, and keep a mark so a later request on them says why.
+  void note_removed_bodies(TimePoint now);
   /// A session ended (Disconnect, timeout): with --on-disconnect destroy its objects go at the
   /// next tick boundary (destroy_departed).
   void note_departed(const Session& s);
@@ -222,6 +228,7 @@ class ServerCore {
     bool shared = true;
     bool charged_to_address = false;  ///< anonymous mode: counted in live_by_address_[address]
     asio::ip::address address;        ///< the creator's IP address
+    bool removed_non_finite = false;  ///< the step's guard removed it (its state was not finite)
   };
   std::vector<Ownership> owners_;
   std::map<uint32_t, uint32_t> live_objects_;  // client id -> live objects it owns (ordered: deterministic)
@@ -232,6 +239,9 @@ class ServerCore {
   bool destroy_on_disconnect_ = true;  // --on-disconnect destroy
   std::vector<uint32_t> departed_;     // client ids whose sessions ended since the last tick
   mutable std::string refusal_;        // authorize()'s message when it names a configured limit
+  uint32_t client_objects_ = 0;                // live objects owned by clients, all together
+  mutable std::vector<ObjectID> spawn_overlaps_;  // check_client_body's query result, reused
+  mutable std::string refusal_text_;              // check_client_body's message, formatted with the limit
 
   SnapshotSenderConfig sender_config_;
   SnapshotSource snapshot_source_;

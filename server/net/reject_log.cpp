@@ -59,6 +59,7 @@ const char* to_string(RejectReason reason) {
     case RejectReason::ReadOnly: return "world-changing request to a replay (read-only spectators)";
     case RejectReason::Unauthenticated: return "datagram failed authentication (forged, corrupted or unsealed; dropped)";
     case RejectReason::Replayed: return "sealed datagram replayed or too old (replay window; dropped)";
+    case RejectReason::NonFiniteBody: return "body removed by the step's guard: its state was not finite";
     case RejectReason::Count: break;
   }
   return "unknown";

@@ -46,6 +46,7 @@ enum class RejectReason : uint8_t {
   Unauthenticated,  ///< at a session's address: a seal that does not verify, or plaintext other than Connect;
                     ///< or a sealed datagram from an address without a session. Dropped unanswered
   Replayed,         ///< a sealed datagram whose sequence the replay window already accepted (or too old)
+  NonFiniteBody,    ///< the step's guard removed a body whose state was not finite
   Count,
 };
 const char* to_string(RejectReason reason);

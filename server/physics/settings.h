@@ -17,6 +17,14 @@ enum class MixRule : uint8_t {
   Multiply = 4,       ///< a * b
 };
 
+/// Smallest accepted sphere or capsule radius and box half extent [m]. Not a setting (it is not
+/// saved with the world): 1 mm is a fifth of linear_slop (5 mm), the length below which contact
+/// bookkeeping cannot tell two points apart, so a smaller shape has no meaningful contacts; and
+/// float32 inertia (m r^2) of a smaller, light body falls towards the subnormal range, where
+/// 1 / inertia is infinite (a 5e-20 m sphere gave an infinite inverse inertia and a NaN angular
+/// velocity from its first step). Inverse mass and inertia are checked finite as well.
+inline constexpr float kMinExtent = 1.0e-3f;
+
 struct WorldSettings {
   /// Gravity acceleration, world frame [m/s^2].
   Vec3 gravity{0.0f, -9.81f, 0.0f};
@@ -80,7 +88,8 @@ struct WorldSettings {
   /// Largest angular speed [rad/s] a body keeps (clamped in the step; commands beyond it are
   /// rejected). 100 rad/s is about 16 turns per second, far above any believable tumble.
   float max_angular_speed = 100.0f;
-  /// Largest accepted sphere radius, box half extent or capsule half height [m].
+  /// Largest accepted sphere radius, box half extent or capsule half height [m] (the smallest
+  /// radius and half extent is kMinExtent).
   float max_extent = 1000.0f;
   /// Largest accepted mass [kg].
   float max_mass = 1.0e6f;

@@ -6,6 +6,12 @@
 // step(dt) runs these stages in order. "Awake" bodies are the dynamic and kinematic bodies in the
 // awake list; static and sleeping bodies are "parked": no stage reads or writes them except as
 // an immovable contact partner.
+//  0. guard        An awake body whose pose or motion (velocity, force, torque, inverse mass or
+//                  inertia) is not finite is destroyed before any contact is built, so NaN never
+//                  reaches a contact partner; removed_non_finite() lists it. Static and sleeping
+//                  bodies are not scanned: they were finite when validated or when they fell
+//                  asleep (a non-finite speed never passes the sleep test) and nothing moves them.
+//                                                    reads: pose, motion   writes: like destroy
 //  0. reactivate   If bodies woke since the last step (commands, destroy, a new static body),
 //                  move their frozen resting contacts back into the previous-step contact list,
 //                  so the event diff sees them.      reads/writes: resting_, contacts_
@@ -98,45 +104,35 @@ bool within(Vec3 v, float bound) {
   return is_finite(v) && std::fabs(v.x) <= bound && std::fabs(v.y) <= bound && std::fabs(v.z) <= bound;
 }
 
-bool is_valid_shape(const Shape& shape, BodyKind kind, const WorldSettings& s) {
+// The reason a shape is unusable ("field: rule"), or nullptr.
+const char* check_shape(const Shape& shape, BodyKind kind, const WorldSettings& s) {
   switch (shape.kind) {
     case ShapeKind::Sphere:
-      return is_finite_positive(shape.radius) && shape.radius <= s.max_extent;
+      if (!(shape.radius >= kMinExtent && shape.radius <= s.max_extent)) {  // NaN fails
+        return "radius: must be in [kMinExtent (1 mm), max_extent]";
+      }
+      return nullptr;
     case ShapeKind::Box: {
       const Vec3 h = shape.half_extents;
-      return within(h, s.max_extent) && h.x > 0 && h.y > 0 && h.z > 0;
+      if (!(within(h, s.max_extent) && h.x >= kMinExtent && h.y >= kMinExtent && h.z >= kMinExtent)) {
+        return "half_extents: each must be in [kMinExtent (1 mm), max_extent]";
+      }
+      return nullptr;
     }
     case ShapeKind::Capsule:
-      return is_finite_positive(shape.radius) && shape.radius <= s.max_extent &&
-             is_finite_non_negative(shape.half_height) && shape.half_height <= s.max_extent;
+      if (!(shape.radius >= kMinExtent && shape.radius <= s.max_extent)) {
+        return "radius: must be in [kMinExtent (1 mm), max_extent]";
+      }
+      if (!(is_finite_non_negative(shape.half_height) && shape.half_height <= s.max_extent)) {
+        return "half_height: must be in [0, max_extent]";
+      }
+      return nullptr;
     case ShapeKind::Plane:
-      return kind == BodyKind::Static;
+      return kind == BodyKind::Static ? nullptr : "shape: a plane must be a static body";
     case ShapeKind::Count:
       break;
   }
-  return false;
-}
-
-bool is_valid_desc(const BodyDesc& d, const WorldSettings& s) {
-  if (static_cast<uint8_t>(d.kind) > static_cast<uint8_t>(BodyKind::Kinematic)) return false;
-  if (static_cast<uint8_t>(d.shape.kind) >= static_cast<uint8_t>(ShapeKind::Count)) return false;
-  if (!is_valid_shape(d.shape, d.kind, s)) return false;
-  if (!is_finite(d.orientation) || std::fabs(std::sqrt(dot(d.orientation, d.orientation)) - 1.0f) > 1.0e-3f) {
-    return false;
-  }
-  if (!within(d.position, s.max_coordinate) || !within(d.velocity, s.max_speed)) return false;
-  if (!within(d.angular_velocity, s.max_angular_speed)) return false;
-  if (!std::isfinite(d.mass)) return false;
-  // A subnormal mass would make 1 / mass infinite.
-  if (d.kind == BodyKind::Dynamic && !(d.mass > 0 && d.mass <= s.max_mass && std::isfinite(1.0f / d.mass))) {
-    return false;
-  }
-  if (!(d.restitution >= 0 && d.restitution <= 1)) return false;
-  if (!is_finite_non_negative(d.friction) || !is_finite_non_negative(d.linear_damping) ||
-      !is_finite_non_negative(d.angular_damping)) {
-    return false;
-  }
-  return true;
+  return "shape: unknown shape kind";
 }
 
 // Only the fields the shape kind uses are kept; the rest are made consistent.
@@ -200,6 +196,36 @@ float mix(MixRule rule, float a, float b) {
 }
 
 }  // namespace
+
+const char* check_body_desc(const BodyDesc& d, const WorldSettings& s) {
+  if (static_cast<uint8_t>(d.kind) > static_cast<uint8_t>(BodyKind::Kinematic)) return "kind: unknown body kind";
+  if (static_cast<uint8_t>(d.shape.kind) >= static_cast<uint8_t>(ShapeKind::Count)) return "shape: unknown shape kind";
+  if (const char* problem = check_shape(d.shape, d.kind, s)) return problem;
+  if (!is_finite(d.orientation) || std::fabs(std::sqrt(dot(d.orientation, d.orientation)) - 1.0f) > 1.0e-3f) {
+    return "orientation: must be a finite unit quaternion";
+  }
+  if (!within(d.position, s.max_coordinate)) return "position: each component must be finite and within max_coordinate";
+  if (!within(d.velocity, s.max_speed)) return "velocity: each component must be finite and within max_speed";
+  if (!within(d.angular_velocity, s.max_angular_speed)) {
+    return "angular_velocity: each component must be finite and within max_angular_speed";
+  }
+  if (!std::isfinite(d.mass)) return "mass: must be finite";
+  if (d.kind == BodyKind::Dynamic) {
+    if (!(d.mass > 0 && d.mass <= s.max_mass)) return "mass: must be in (0, max_mass] for a dynamic body";
+    // A subnormal mass would make 1 / mass infinite, and a light, small body's inertia can
+    // underflow likewise (safe_inverse maps only moments that are not positive to 0).
+    if (!std::isfinite(1.0f / d.mass) ||
+        !is_finite(detail::safe_inverse(shape_inertia(normalize_shape(d.shape), d.mass)))) {
+      return "mass: too small for the shape: the inverse mass or inertia would not be finite";
+    }
+  }
+  if (!(d.restitution >= 0 && d.restitution <= 1)) return "restitution: must be in [0, 1]";
+  if (!is_finite_non_negative(d.friction)) return "friction: must be finite and >= 0";
+  if (!is_finite_non_negative(d.linear_damping) || !is_finite_non_negative(d.angular_damping)) {
+    return "damping: must be finite and >= 0";
+  }
+  return nullptr;
+}
 
 const char* check_settings(const WorldSettings& s) {
   if (!is_finite(s.gravity)) return "gravity must be finite";
@@ -278,7 +304,7 @@ World::World(const WorldSettings& settings)
 // --- Storage -------------------------------------------------------------------------------------
 
 CreateResult World::create_object(const BodyDesc& desc) {
-  if (!is_valid_desc(desc, settings_)) return {Error::InvalidArgument, {}};
+  if (check_body_desc(desc, settings_) != nullptr) return {Error::InvalidArgument, {}};
   if (slots_.size() >= settings_.max_objects) return {Error::WorldFull, {}};
   const ObjectID id = slots_.create();
   if (id.is_null()) return {Error::WorldFull, {}};
@@ -533,6 +559,14 @@ Error World::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
   return Error::Ok;
 }
 
+bool World::set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity) {
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone) return false;
+  bodies_.motion[dense].velocity = velocity;
+  wake_body(dense);
+  return true;
+}
+
 Error World::set_material_pair(uint16_t a, uint16_t b, const MaterialPair& pair) {
   if (!is_finite_non_negative(pair.friction) || !(pair.restitution >= 0 && pair.restitution <= 1)) {
     return Error::InvalidArgument;
@@ -569,6 +603,7 @@ void World::step(float dt) {
   StageTimer timer;
   profile_ = StepProfile{};
 
+  remove_non_finite();  // 0. guard
   // 0. reactivate
   if (resting_dirty_) {
     reactivate_resting(scratch_.reactivated);
@@ -591,6 +626,24 @@ void World::step(float dt) {
   invalidate_queries();
   ++tick_;
   profile_.total_ms = total.lap();
+}
+
+void World::remove_non_finite() {
+  removed_non_finite_.clear();
+  for (const uint32_t slot : awake_) {
+    const uint32_t d = slots_.dense_of_slot(slot);
+    const Pose& p = bodies_.pose[d];
+    const Motion& m = bodies_.motion[d];
+    const bool finite = is_finite(p.position) && is_finite(p.orientation) && is_finite(p.aabb.min) &&
+                        is_finite(p.aabb.max) && is_finite(m.velocity) && is_finite(m.angular_velocity) &&
+                        is_finite(m.force) && is_finite(m.torque) && is_finite(m.inv_inertia) &&
+                        std::isfinite(m.inv_mass);
+    if (!finite) removed_non_finite_.push_back(slots_.id_at(d));
+  }
+  if (removed_non_finite_.empty()) return;
+  // Collected first (in awake-list order, so deterministic): destroying changes the awake list.
+  for (const ObjectID id : removed_non_finite_) destroy_object(id);
+  removed_non_finite_total_ += removed_non_finite_.size();
 }
 
 void World::update_broadphase() {

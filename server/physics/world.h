@@ -63,6 +63,11 @@ float max_angular_impulse(const WorldSettings& settings);
 /// callers that load settings from a file or flags should call this first and report the reason.
 const char* check_settings(const WorldSettings& settings);
 
+/// Why World::create_object would refuse `desc` as InvalidArgument under `settings` ("field:
+/// rule", e.g. "radius: must be in [kMinExtent (1 mm), max_extent]"), or nullptr when it is
+/// acceptable. Scene loaders call it to name the field; create_object applies the same rules.
+const char* check_body_desc(const BodyDesc& desc, const WorldSettings& settings);
+
 struct CreateResult {
   Error error = Error::Ok;
   ObjectID id;  ///< valid only when error == Ok
@@ -94,10 +99,11 @@ class World {
   explicit World(const WorldSettings& settings = {});
 
   // --- Storage ------------------------------------------------------------------------------
-  /// Creates an object. Validation: a known kind and shape kind; a plane only as a static body;
-  /// every float finite; 0 < radius (sphere, capsule), half extents (box) <= max_extent, 0 <=
-  /// half_height (capsule) <= max_extent; an orientation with | |q| - 1 | <= 1e-3 (normalised on
-  /// creation); 0 < mass <= max_mass with a finite 1 / mass for dynamic bodies (ignored
+  /// Creates an object. Validation (check_body_desc): a known kind and shape kind; a plane only as
+  /// a static body; every float finite; kMinExtent (1 mm) <= radius (sphere, capsule), half
+  /// extents (box) <= max_extent, 0 <= half_height (capsule) <= max_extent; an orientation with
+  /// | |q| - 1 | <= 1e-3 (normalised on creation); 0 < mass <= max_mass with a finite 1 / mass
+  /// and finite inverse principal moments of inertia for dynamic bodies (ignored
   /// otherwise); restitution in [0, 1]; friction >= 0; damping >= 0; |position component| <=
   /// max_coordinate; |velocity component| <= max_speed; |angular velocity component| <=
   /// max_angular_speed. Inertia is the solid shape's of uniform density (sphere 2/5 m r^2, box
@@ -167,6 +173,18 @@ class World {
   void step(float dt);
   /// Steps taken so far.
   uint64_t tick() const { return tick_; }
+  /// Bodies the last step's guard removed (ids as they were): awake bodies whose pose, velocity,
+  /// accumulated force or torque, inverse mass or inverse inertia was not finite at the start of
+  /// the step, before any contact was built. Validation keeps such bodies from being created or
+  /// restored; the guard keeps one that arises anyway from spreading NaN to its contact partners.
+  /// Each is destroyed as by destroy_object (End events for its contacts). Cleared by every step.
+  std::span<const ObjectID> removed_non_finite() const { return removed_non_finite_; }
+  /// Bodies the guard has removed since this World was constructed (not saved by save_state).
+  uint64_t removed_non_finite_total() const { return removed_non_finite_total_; }
+  /// Tests of the guard only: sets a body's linear velocity with no check at all (NaN included),
+  /// since every validated path refuses the states the guard exists for. Returns false for a
+  /// stale id. Never call it outside tests.
+  bool set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity);
   const StepProfile& profile() const { return profile_; }
   const WorldSettings& settings() const { return settings_; }
 
@@ -268,6 +286,7 @@ class World {
   void gather_ray_candidates(Vec3 origin, Vec3 translation, std::vector<uint32_t>& dense_out) const;
 
   // Stages of step(), in order (see world.cpp).
+  void remove_non_finite();
   void update_broadphase();
   void collide_pairs();
   void update_events();
@@ -311,6 +330,9 @@ class World {
   std::vector<std::pair<uint32_t, MaterialPair>> material_pairs_;
 
   const WorkerPool* pool_ = nullptr;
+
+  std::vector<ObjectID> removed_non_finite_;  // by the last step's guard
+  uint64_t removed_non_finite_total_ = 0;
 
   // One batch of the solve: whole contact-connected groups of movable bodies, solved on their own
   // (World::solve). Local copies so that batches on different threads share no memory.

@@ -329,7 +329,6 @@ void parse_payload(Reader& r, Image& im) {
 
 bool finite(float x) { return std::isfinite(x); }
 bool finite_non_negative(float x) { return std::isfinite(x) && x >= 0; }
-bool finite_positive(float x) { return std::isfinite(x) && x > 0; }
 bool non_negative(Vec3 v) { return v.x >= 0 && v.y >= 0 && v.z >= 0; }
 
 bool is_normalized(const Shape& s) {
@@ -383,15 +382,16 @@ const char* check_body(const Image& im, uint32_t d) {
   }
   bool shape_ok = false;
   switch (s.kind) {
-    case ShapeKind::Sphere: shape_ok = finite_positive(s.radius) && s.radius <= ws.max_extent; break;
+    // The same rules as World::create_object (kMinExtent: settings.h).
+    case ShapeKind::Sphere: shape_ok = s.radius >= kMinExtent && s.radius <= ws.max_extent; break;
     case ShapeKind::Box: {
       const Vec3 h = s.half_extents;
-      shape_ok = h.x > 0 && h.y > 0 && h.z > 0 && h.x <= ws.max_extent && h.y <= ws.max_extent &&
-                 h.z <= ws.max_extent;
+      shape_ok = h.x >= kMinExtent && h.y >= kMinExtent && h.z >= kMinExtent && h.x <= ws.max_extent &&
+                 h.y <= ws.max_extent && h.z <= ws.max_extent;
       break;
     }
     case ShapeKind::Capsule:
-      shape_ok = finite_positive(s.radius) && s.radius <= ws.max_extent && finite_non_negative(s.half_height) &&
+      shape_ok = s.radius >= kMinExtent && s.radius <= ws.max_extent && finite_non_negative(s.half_height) &&
                  s.half_height <= ws.max_extent;
       break;
     case ShapeKind::Plane: shape_ok = info.kind == BodyKind::Static; break;
@@ -659,6 +659,7 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   }
   free_islands_.assign(im.free_islands.begin(), im.free_islands.end());
   material_pairs_.assign(im.material_pairs.begin(), im.material_pairs.end());
+  removed_non_finite_.clear();
   invalidate_queries();
   return true;
 }

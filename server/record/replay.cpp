@@ -434,13 +434,27 @@ bool replay_to_tick(const std::string& path, uint64_t tick, ReplayedWorld* out, 
 }
 
 std::string to_scene_json(const physics::World& world, std::span<const BodyDamping> dampings,
-                          std::string_view scene_name) {
+                          std::string_view scene_name, uint32_t* skipped) {
+  if (skipped) *skipped = 0;
   static const char* const kKinds[] = {"Dynamic", "Static", "Kinematic"};
   static const char* const kShapes[] = {"Sphere", "Box", "Capsule", "Plane"};
   std::string out = fmt::format("{{\n  \"name\": \"{} at tick {}\",\n  \"gravity\": {},\n  \"bodies\": [\n",
                                 json_escape(scene_name), world.tick(), json_vec(world.settings().gravity));
   bool first = true;
   world.for_each_object([&](const physics::BodyState& s) {
+    // A scene holds only finite numbers (the server refuses "-nan" as a scene): a body whose
+    // state is not finite is left out and counted. The World's guard removes such bodies at the
+    // next step, so only a world restored from an old recording could still hold one.
+    const auto damping_it = std::lower_bound(dampings.begin(), dampings.end(), to_wire(s.id), damping_less);
+    const bool damping_finite = damping_it == dampings.end() || damping_it->id() != to_wire(s.id) ||
+                                std::isfinite(damping_it->angular());
+    if (!is_finite(s.position) || !is_finite(s.orientation) || !is_finite(s.velocity) ||
+        !is_finite(s.angular_velocity) || !std::isfinite(s.mass) || !std::isfinite(s.restitution) ||
+        !std::isfinite(s.friction) || !std::isfinite(s.shape.radius) || !is_finite(s.shape.half_extents) ||
+        !std::isfinite(s.shape.half_height) || !damping_finite) {
+      if (skipped) ++*skipped;
+      return;
+    }
     std::string body = fmt::format("    {{ \"name\": \"object/{}.{}\", \"kind\": \"{}\", \"shape\": \"{}\"", s.id.index,
                                    s.id.generation, kKinds[static_cast<int>(s.kind) % 3],
                                    kShapes[static_cast<int>(s.shape.kind) % 4]);

@@ -107,8 +107,9 @@ bool replay_to_tick(const std::string& path, uint64_t tick, ReplayedWorld* out, 
 /// The world as a scene file (schemas/scene.fbs JSON) the server can start from with --scene.
 /// Each body keeps its id in its name ("object/<index>.<generation>"). Orientation goes through
 /// axis-angle degrees (the scene format), so it is exact to about 1e-7; sleep state, contact
-/// caches and material pairs are not part of a scene.
+/// caches and material pairs are not part of a scene. Never writes a non-finite number: a body
+/// whose state is not finite is left out, and counted in *skipped when it is not null.
 std::string to_scene_json(const physics::World& world, std::span<const BodyDamping> dampings,
-                          std::string_view scene_name);
+                          std::string_view scene_name, uint32_t* skipped = nullptr);
 
 }  // namespace impulse::record

@@ -17,6 +17,7 @@ using wire::Message;
 // layer cannot see physics (docs/ARCHITECTURE.md, "Layers"); this layer sees both and ties them.
 constexpr physics::WorldSettings kWorldDefaults{};
 static_assert(wire::kMaxExtent == kWorldDefaults.max_extent);
+static_assert(wire::kMinExtent == physics::kMinExtent);
 static_assert(wire::kMaxCoordinate == kWorldDefaults.max_coordinate);
 static_assert(wire::kMaxSpeed == kWorldDefaults.max_speed);
 static_assert(wire::kMaxMass == kWorldDefaults.max_mass);

@@ -171,9 +171,10 @@ const RangeMessages& range_messages() {
     RangeMessages r;
     const std::string extent = bound(kMaxExtent);
     const std::string coordinate = bound(kMaxCoordinate);
-    r.radius = "dims.x (radius): must be in (0, " + extent + "] m";
-    r.half_extents = "dims (half extents): each must be in (0, " + extent + "] m";
-    r.capsule_radius = "dims.x (capsule radius): must be in (0, " + extent + "] m";
+    const std::string least = bound(kMinExtent);
+    r.radius = "dims.x (radius): must be in [" + least + ", " + extent + "] m";
+    r.half_extents = "dims (half extents): each must be in [" + least + ", " + extent + "] m";
+    r.capsule_radius = "dims.x (capsule radius): must be in [" + least + ", " + extent + "] m";
     r.capsule_half_height = "dims.y (capsule half_height): must be in [0, " + extent + "] m";
     r.position = "position: each component must be finite and |x| <= " + coordinate + " m";
     r.velocity = "velocity: each component must be finite and |v| <= " + bound(kMaxSpeed) + " m/s";
@@ -217,16 +218,16 @@ Check check_request(const CreateObject& m) {
   if (dims != nullptr && !is_finite(*dims)) return {kInvalid, "dims: must be finite"};
   switch (m.shape()) {
     case ShapeKind::Sphere:
-      if (!in_open_closed(dims->x(), kMaxExtent)) return {kInvalid, range_messages().radius};
+      if (!in_closed(dims->x(), kMinExtent, kMaxExtent)) return {kInvalid, range_messages().radius};
       break;
     case ShapeKind::Box:
-      if (!in_open_closed(dims->x(), kMaxExtent) || !in_open_closed(dims->y(), kMaxExtent) ||
-          !in_open_closed(dims->z(), kMaxExtent)) {
+      if (!in_closed(dims->x(), kMinExtent, kMaxExtent) || !in_closed(dims->y(), kMinExtent, kMaxExtent) ||
+          !in_closed(dims->z(), kMinExtent, kMaxExtent)) {
         return {kInvalid, range_messages().half_extents};
       }
       break;
     case ShapeKind::Capsule:
-      if (!in_open_closed(dims->x(), kMaxExtent)) {
+      if (!in_closed(dims->x(), kMinExtent, kMaxExtent)) {
         return {kInvalid, range_messages().capsule_radius};
       }
       if (!in_closed(dims->y(), 0.0f, kMaxExtent)) {

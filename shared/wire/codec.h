@@ -50,6 +50,9 @@ inline constexpr size_t kDatagramAlignment = 8;
 // that passes here is not rejected by the World for range reasons; server/request/
 // decode_request.cpp ties them with static_asserts (this layer cannot see physics).
 inline constexpr float kMaxExtent = 1000.0f;      ///< radius, half extent or capsule half height [m]
+/// Smallest sphere or capsule radius and box half extent [m]: physics::kMinExtent (1 mm, a fifth
+/// of the contact slop; a smaller, light body's inertia underflows and its inverse is infinite).
+inline constexpr float kMinExtent = 1.0e-3f;
 inline constexpr float kMaxCoordinate = 1.0e5f;   ///< |position component| [m]
 inline constexpr float kMaxSpeed = 1.0e4f;        ///< |velocity component| [m/s]
 inline constexpr float kMaxMass = 1.0e6f;         ///< dynamic body mass [kg]
@@ -114,8 +117,9 @@ struct Check {
 /// a Connect of another protocol version) and a static message naming the field.
 ///  - CreateObject: kind and shape known; a Plane only with kind Static; dims present (except
 ///    for a plane, where they are ignored and may be absent) and finite, each used component in
-///    range: sphere dims.x (radius) in (0, kMaxExtent]; box all three in (0, kMaxExtent];
-///    capsule dims.x (radius) in (0, kMaxExtent] and dims.y (half height) in [0, kMaxExtent];
+///    range: sphere dims.x (radius) in [kMinExtent, kMaxExtent]; box all three in [kMinExtent,
+///    kMaxExtent]; capsule dims.x (radius) in [kMinExtent, kMaxExtent] and dims.y (half height)
+///    in [0, kMaxExtent];
 ///    |position| <= kMaxCoordinate; |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass]
 ///    for a dynamic body; restitution in [0, 1]; friction finite and in [0, kMaxFriction];
 ///    orientation finite with | |q| - 1 | <= kQuatNormTolerance; |angular_velocity component|

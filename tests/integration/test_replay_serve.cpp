@@ -261,6 +261,12 @@ TEST(ReplayServeSeekFlood, OtherSpectatorsKeepTheirSnapshotRate) {
     ServerOptions options;
     options.record_file = path;  // keyframes every 10 s: a seek to the end replays from the start
     options.snapshot_hz = 30;
+    // One client builds the whole heap: 400 bodies and 4.5 m paddles are beyond the per-client
+    // defaults (256 objects, --max-client-extent 4 m).
+    options.configure = [](server::ServerConfig& c) {
+      c.max_objects_per_client = 1024;
+      c.max_client_extent = 0;
+    };
     RunningServer server(options);
     ASSERT_TRUE(server.started()) << server.error();
     ClientDriver maker;

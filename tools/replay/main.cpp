@@ -66,7 +66,12 @@ int run_export(const std::string& path, uint64_t tick, const std::string& out_pa
     std::fprintf(stderr, "impulse-replay: %s\n", error.c_str());
     return 1;
   }
-  const std::string json = to_scene_json(*replayed.world, replayed.dampings, replayed.scene_name);
+  uint32_t skipped = 0;
+  const std::string json = to_scene_json(*replayed.world, replayed.dampings, replayed.scene_name, &skipped);
+  if (skipped > 0) {
+    std::fprintf(stderr, "impulse-replay: warning: left out %u bodies whose state is not finite (a scene holds only "
+                 "finite numbers)\n", skipped);
+  }
   std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
   if (!out || !(out << json) || !out.flush()) {
     std::fprintf(stderr, "impulse-replay: cannot write %s\n", out_path.c_str());
@@ -74,7 +79,7 @@ int run_export(const std::string& path, uint64_t tick, const std::string& out_pa
   }
   std::printf("wrote %s: %u bodies at tick %llu (from the %s at tick %llu, re-simulated %llu ticks); start a server "
               "from it with: impulse-server --scene %s\n",
-              out_path.c_str(), replayed.world->object_count(), static_cast<unsigned long long>(tick),
+              out_path.c_str(), replayed.world->object_count() - skipped, static_cast<unsigned long long>(tick),
               replayed.keyframe_tick == tick ? "keyframe" : "nearest keyframe",
               static_cast<unsigned long long>(replayed.keyframe_tick),
               static_cast<unsigned long long>(tick - replayed.keyframe_tick), out_path.c_str());

@@ -93,7 +93,9 @@ struct ObjectDesc {
   ShapeKind shape = ShapeKind::Sphere;
   /// Sphere: x = radius [m] (y, z ignored); box: half extents [m] along the local axes; capsule:
   /// x = radius, y = half height of the core segment along local Y [m]; plane: ignored. Radii and
-  /// half extents in (0, 1000], a capsule half height in [0, 1000].
+  /// half extents in [0.001, 1000], a capsule half height in [0, 1000]. The server may lower the
+  /// upper bound for clients (--max-client-extent, default 4 m: radius, half extent, or capsule
+  /// half height + radius) and refuse client planes.
   Vec3 dims{0.5f, 0.5f, 0.5f};
   Vec3 position;             ///< centre of mass, world frame [m]; |component| <= 1e5
   /// Local to world, Hamilton convention, w the scalar part; | |q| - 1 | <= 1e-3 (the server

@@ -356,7 +356,69 @@ TEST(Scene, NamedBodiesAreNamedInErrors) {
   ASSERT_FALSE(parse_scene_json(scene_with(R"({ "name": "crate", "dims": {"x":1,"y":1,"z":1},
                                               "position": {"x":0,"y":0,"z":0}, "mass": -2 })"),
                                 "s.json", &scene, &error));
-  EXPECT_NE(error.find("s.json: bodies[0] (\"crate\").mass"), std::string::npos) << error;
+  EXPECT_NE(error.find("s.json:1: bodies[0] (\"crate\").mass"), std::string::npos) << error;
+}
+
+// Issue 16, row H: a 5e-20 m sphere was accepted; the error now names the file, the line of the
+// body and the field.
+TEST(Scene, ShapesBelowAMillimetreAreRefusedWithFileLineAndField) {
+  const TempScene file("{\n  \"bodies\": [\n    { \"dims\": {\"x\":1,\"y\":1,\"z\":1}, \"position\": {\"x\":0,\"y\":0,\"z\":0} },\n"
+                       "    { \"shape\": \"Sphere\", \"dims\": {\"x\":5e-20,\"y\":0,\"z\":0},\n"
+                       "      \"position\": {\"x\":0,\"y\":3,\"z\":0} }\n  ]\n}\n");
+  Scene scene;
+  std::string error;
+  ASSERT_FALSE(load_scene(file.path(), &scene, &error));
+  EXPECT_EQ(error.rfind(file.path() + ":4: bodies[1].dims.x: sphere radius must be in [0.001, 1000] m", 0), 0u) << error;
+  const std::pair<const char*, const char*> small[] = {{"Box", R"({"x":1,"y":1,"z":1e-4})"},
+                                                        {"Capsule", R"({"x":1e-4,"y":1,"z":0})"}};
+  for (const auto& [shape, dims] : small) {
+    ASSERT_FALSE(parse_scene_json(scene_with(std::string(R"({ "shape": ")") + shape + R"(", "dims": )" + dims +
+                                             R"(, "position": {"x":0,"y":0,"z":0} })"),
+                                  "s.json", &scene, &error))
+        << shape;
+    EXPECT_NE(error.find("bodies[0].dims."), std::string::npos) << error;
+  }
+  // 1 mm is accepted.
+  EXPECT_TRUE(parse_scene_json(scene_with(R"({ "shape": "Sphere", "dims": {"x":0.001,"y":0,"z":0}, "position": {"x":0,"y":0,"z":0} })"),
+                               "s.json", &scene, &error))
+      << error;
+}
+
+// A light body whose inverse inertia is not finite: the world's own rule, reported by field.
+TEST(Scene, MassTooSmallForTheShapeIsRefusedByField) {
+  Scene scene;
+  std::string error;
+  ASSERT_FALSE(parse_scene_json(scene_with(R"({ "shape": "Sphere", "dims": {"x":0.001,"y":0,"z":0}, "mass": 1e-37,
+                                              "position": {"x":0,"y":0,"z":0} })"),
+                                "s.json", &scene, &error));
+  EXPECT_NE(error.find("s.json:1: bodies[0].mass: too small for the shape"), std::string::npos) << error;
+}
+
+// Issue 16, row H: a rotation axis of (1e38, 1e38, 0) silently became the identity (|axis|
+// overflowed); it is now the rotation about (1, 1, 0) / sqrt 2.
+TEST(Scene, HugeRotationAxisIsNormalisedWithoutOverflow) {
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(scene_with(body(R"(, "rotation": { "axis": {"x":1e38,"y":1e38,"z":0}, "degrees": 90 })")),
+                               "s.json", &scene, &error))
+      << error;
+  const Quat q = scene.bodies[0].orientation;
+  const float s = std::sin(0.25f * 3.14159265f) / std::sqrt(2.0f);  // sin(45°) per unit-axis component
+  EXPECT_NEAR(q.x, s, 1e-6f);
+  EXPECT_NEAR(q.y, s, 1e-6f);
+  EXPECT_NEAR(q.z, 0.0f, 1e-6f);
+  EXPECT_NEAR(q.w, std::cos(0.25f * 3.14159265f), 1e-6f);
+  // A tiny axis is still refused as having no direction.
+  EXPECT_FALSE(parse_scene_json(scene_with(body(R"(, "rotation": { "axis": {"x":1e-30,"y":0,"z":0}, "degrees": 90 })")),
+                                "s.json", &scene, &error));
+  EXPECT_NE(error.find("rotation.axis"), std::string::npos) << error;
+}
+
+// Issue 16, row H: control characters in names reached the log raw.
+TEST(Scene, EscapeForLogEscapesControlCharacters) {
+  EXPECT_EQ(escape_for_log("plain name/1"), "plain name/1");
+  EXPECT_EQ(escape_for_log("a\nfake log line\x1b[31m\"q\"\\"), "a\\x0afake log line\\x1b[31m\\\"q\\\"\\\\");
+  EXPECT_EQ(escape_for_log(std::string_view("\0\x7f", 2)), "\\x00\\x7f");
 }
 
 TEST(Scene, MissingFileIsAnErrorNamingIt) {

@@ -374,7 +374,32 @@ TEST_F(CoreTest, CreateObjectCarriesOrientationShapesSensorAndMaterialIntoTheWor
   EXPECT_FALSE(box_row->sensor);
 }
 
-TEST_F(CoreTest, PlaneIsAcceptedOnlyAsAStaticBody) {
+// Clients may create planes only when --max-client-extent is 0 (a plane is tested against every
+// moving body and touches everything below it); by default they are refused with the flag named.
+TEST_F(CoreTest, ClientPlanesAreRefusedByDefault) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs plane;
+  plane.kind = wire::BodyKind::Static;
+  plane.shape = wire::ShapeKind::Plane;
+  const auto sent = apply_in_one_step(a, {copy(wire::build_create_object(fbb_, next_id(a), plane))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
+  EXPECT_NE(r[0]->message()->str().find("--max-client-extent"), std::string::npos) << r[0]->message()->str();
+}
+
+class UnlimitedExtentTest : public CoreTest {
+ protected:
+  static ServerConfig unlimited_config() {
+    ServerConfig c = test_config();
+    c.max_client_extent = 0;
+    return c;
+  }
+  UnlimitedExtentTest() : CoreTest(unlimited_config()) {}
+};
+
+TEST_F(UnlimitedExtentTest, PlaneIsAcceptedOnlyAsAStaticBody) {
   const Endpoint a = endpoint(5000);
   ASSERT_NE(connect(a), 0u);
   wire::CreateObjectArgs plane;

@@ -396,6 +396,26 @@ TEST(CheckCreateObject, MassIsCheckedForDynamicBodiesOnly) {
   EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
 }
 
+// Below kMinExtent (1 mm) a light body's inertia underflows; 5e-20 m gave a NaN angular velocity
+// (issue 16, attack A). Each shape's smallest dimension is refused at the wire, 1 mm accepted.
+TEST(CheckCreateObject, ShapesSmallerThanAMillimetreAreRefused) {
+  CreateObjectArgs a = box_args();
+  a.dims = {1.0f, 5.0e-20f, 1.0f};
+  EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
+  a.dims = {kMinExtent, kMinExtent, kMinExtent};
+  EXPECT_EQ(check_create(a).code, ResultCode::Ok);
+  a.shape = ShapeKind::Sphere;
+  a.dims = {5.0e-20f, 0.0f, 0.0f};
+  EXPECT_EQ(check_create(a).message, "dims.x (radius): must be in [1e-3, 1000] m");
+  a.dims = {kMinExtent, 0.0f, 0.0f};
+  EXPECT_EQ(check_create(a).code, ResultCode::Ok);
+  a.shape = ShapeKind::Capsule;
+  a.dims = {5.0e-20f, 1.0f, 0.0f};
+  EXPECT_EQ(check_create(a).code, ResultCode::InvalidArgument);
+  a.dims = {kMinExtent, 0.0f, 0.0f};
+  EXPECT_EQ(check_create(a).code, ResultCode::Ok);
+}
+
 // The messages state their bounds from the constants (formatted once, shared/wire/codec.cpp), so a
 // changed limit changes its message too; these pin how they read.
 TEST(CheckCreateObject, MessagesStateTheBoundsOfTheConstants) {
@@ -404,7 +424,7 @@ TEST(CheckCreateObject, MessagesStateTheBoundsOfTheConstants) {
   EXPECT_EQ(check_create(a).message, "mass: must be in (0, 1e6] kg for a dynamic body");
   a = box_args();
   a.dims = {kMaxExtent * 2.0f, 1.0f, 1.0f};
-  EXPECT_EQ(check_create(a).message, "dims (half extents): each must be in (0, 1000] m");
+  EXPECT_EQ(check_create(a).message, "dims (half extents): each must be in [1e-3, 1000] m");
   a = box_args();
   a.position = {kMaxCoordinate * 2.0f, 0.0f, 0.0f};
   EXPECT_EQ(check_create(a).message, "position: each component must be finite and |x| <= 1e5 m");

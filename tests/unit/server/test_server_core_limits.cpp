@@ -1,0 +1,128 @@
+// ServerCore's bounds on what one client's bodies may cost (issue 16, rows B and G) and its side
+// of the World's non-finite guard (row A2), on a fake clock.
+#include "unit/server/core_fixture.h"
+
+#include <limits>
+
+namespace impulse::server {
+namespace {
+
+using namespace core_test;
+
+class LimitTest : public CoreTest {
+ protected:
+  static ServerConfig limit_config() {
+    ServerConfig c = test_config();
+    c.max_objects_per_client = 10;
+    c.max_client_objects = 3;
+    c.max_client_extent = 4.0;
+    c.max_spawn_overlaps = 1;
+    return c;
+  }
+  LimitTest() : CoreTest(limit_config()) {}
+
+  wire::RequestResult const* create_result(const Endpoint& from, const wire::CreateObjectArgs& args) {
+    last_ = apply_in_one_step(from, {copy(wire::build_create_object(fbb_, next_id(from), args))});
+    const auto r = results(last_);
+    return r.size() == 1 ? r[0] : nullptr;
+  }
+  std::vector<Sent> last_;
+};
+
+TEST_F(LimitTest, AClientBodyBeyondTheExtentLimitIsRefusedNamingTheFlag) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs huge;
+  huge.shape = wire::ShapeKind::Box;
+  huge.dims = {1000, 1000, 1000};  // attack B's boxes
+  huge.position = {0, 2000, 0};
+  const auto* r = create_result(a, huge);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code(), ResultCode::InvalidArgument);
+  EXPECT_NE(r->message()->str().find("--max-client-extent 4 m"), std::string::npos) << r->message()->str();
+  wire::CreateObjectArgs capsule;
+  capsule.shape = wire::ShapeKind::Capsule;
+  capsule.dims = {1, 3.5f, 0};  // half height + radius 4.5 m
+  capsule.position = {0, 20, 0};
+  r = create_result(a, capsule);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code(), ResultCode::InvalidArgument);
+  capsule.dims = {1, 3, 0};  // exactly 4 m
+  r = create_result(a, capsule);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code(), ResultCode::Ok) << r->message()->str();
+  EXPECT_EQ(core_.world().object_count(), 2u);  // the ground and the capsule
+}
+
+TEST_F(LimitTest, APileInOneSpotIsRefusedBeyondTheSpawnOverlapLimit) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs box;
+  box.shape = wire::ShapeKind::Box;
+  box.position = {0, 0.5f, 0};  // on the ground, which is static and not counted
+  for (int k = 0; k < 2; ++k) {  // overlapping 0, then 1 box
+    const auto* r = create_result(a, box);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->code(), ResultCode::Ok) << k;
+  }
+  const auto* r = create_result(a, box);  // 2 > 1
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code(), ResultCode::QuotaExceeded);
+  EXPECT_NE(r->message()->str().find("overlap 2 dynamic or kinematic bodies, more than --max-spawn-overlaps 1"),
+            std::string::npos)
+      << r->message()->str();
+  EXPECT_EQ(core_.live_objects_of(1), 2u);
+}
+
+TEST_F(LimitTest, TheServerWideCapCountsEveryClientsObjects) {
+  const Endpoint a = endpoint(1), b = endpoint(2);
+  const uint32_t ida = connect(a), idb = connect(b);
+  ASSERT_NE(ida, 0u);
+  ASSERT_NE(idb, 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {0, 10, 0};
+  ASSERT_FALSE(create(a, ball).is_null());
+  ball.position = {5, 10, 0};
+  ASSERT_FALSE(create(a, ball).is_null());
+  ball.position = {10, 10, 0};
+  const ObjectID third = create(b, ball);
+  ASSERT_FALSE(third.is_null());
+  ball.position = {15, 10, 0};
+  const auto* r = create_result(b, ball);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->code(), ResultCode::WorldFull);
+  EXPECT_NE(r->message()->str().find("--max-client-objects 3"), std::string::npos) << r->message()->str();
+  // Destroying one makes room for anyone.
+  const auto sent = apply_in_one_step(b, {copy(wire::build_destroy_object(fbb_, next_id(b), third))});
+  ASSERT_EQ(results(sent).size(), 1u);
+  ASSERT_EQ(results(sent)[0]->code(), ResultCode::Ok);
+  EXPECT_FALSE(create(a, ball).is_null());
+}
+
+// The guard's server side: the body leaves the world and its owner's count, the stats count it,
+// and a request on it is answered StaleId with the reason.
+TEST_F(LimitTest, ABodyRemovedAsNonFiniteIsCountedFreedAndExplainedToItsOwner) {
+  const Endpoint a = endpoint(1);
+  const uint32_t id_a = connect(a);
+  ASSERT_NE(id_a, 0u);
+  wire::CreateObjectArgs ball;
+  ball.position = {0, 5, 0};
+  const ObjectID id = create(a, ball);
+  ASSERT_FALSE(id.is_null());
+  EXPECT_EQ(core_.live_objects_of(id_a), 1u);
+  // No validated path yields a non-finite body; the test hook stands in for the bug it guards.
+  auto& world = const_cast<physics::World&>(core_.world());
+  ASSERT_TRUE(world.set_velocity_unchecked_for_test(id, {0, std::numeric_limits<float>::quiet_NaN(), 0}));
+  advance(kStep);
+  EXPECT_FALSE(core_.world().is_valid(id));
+  EXPECT_EQ(stats_.bodies_removed_non_finite.load(), 1u);
+  EXPECT_EQ(core_.live_objects_of(id_a), 0u);
+  const auto sent = apply_in_one_step(a, {copy(wire::build_set_velocity(fbb_, next_id(a), id, {1, 0, 0}))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->code(), ResultCode::StaleId);
+  EXPECT_NE(r[0]->message()->str().find("its state was not finite"), std::string::npos) << r[0]->message()->str();
+}
+
+}  // namespace
+}  // namespace impulse::server
