@@ -1,6 +1,7 @@
 // Sealed packets (shared/net/packet_crypto.h): the test vectors of docs/PROTOCOL.md ("Sealed
 // packets"), read from the document itself so the document and the code cannot drift (they are
-// also produced by the independent Python reference scripts/packet-crypto-vectors.py); seal/open
+// also computed, and checked against the document, by the independent Python reference
+// scripts/packet-crypto-vectors.py, PyNaCl, ctest packet_crypto.python_vectors); seal/open
 // round trips, every single-bit flip refused, the replay window, and the token's session secret.
 #include <gtest/gtest.h>
 
@@ -104,7 +105,7 @@ TEST(PacketCrypto, TestVectorsMatchTheProtocolDocument) {
     ASSERT_NE(it, doc.end()) << "vector \"" << name << "\" missing from docs/PROTOCOL.md";
     EXPECT_EQ(it->second, value) << name;
   }
-  // Pinned here too (also printed by scripts/packet-crypto-vectors.py, written from the document).
+  // Pinned here too (also computed by scripts/packet-crypto-vectors.py, PyNaCl, from the document).
   EXPECT_EQ(computed.values.at("client public key"), "0e0216223f147143d32615a91189c288c1728cba3cc5f9f621b1026e03d83129");
   EXPECT_EQ(computed.values.at("anonymous c2s key"), "d52905499e6f8b14fce81904dced9f6ad1c4de72bd6acc07019af8d41291f0be");
   EXPECT_EQ(computed.values.at("token s2c key"), "4d831a3522f5a8cd68373bccec031285ba1a7ef2fdc60b62cf2b854f3f131471");
