@@ -37,7 +37,7 @@ void RequestWindow::answer(uint32_t id, wire::ResultCode code, ObjectID object, 
   s.state = RequestSlot::State::Answered;
   s.code = code;
   s.id = object;
-  s.message = message;
+  s.message.assign(message);
 }
 
 const RequestSlot* RequestWindow::find(uint32_t id) const {

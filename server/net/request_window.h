@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -37,7 +38,10 @@ struct RequestSlot {
   // Answered:
   wire::ResultCode code = wire::ResultCode::Ok;
   ObjectID id;
-  std::string_view message;  ///< static string (every server message is a literal)
+  /// Owned: refusals are formatted (they name the limit and its value) into buffers that the
+  /// next refusal overwrites, and a duplicate of this request is answered with the same text.
+  /// Assigned into the slot's own storage, which keeps its capacity across reuse.
+  std::string message;
 };
 
 /// What to do with an arriving request.

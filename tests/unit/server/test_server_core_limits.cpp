@@ -74,6 +74,35 @@ TEST_F(LimitTest, APileInOneSpotIsRefusedBeyondTheSpawnOverlapLimit) {
   EXPECT_EQ(core_.live_objects_of(1), 2u);
 }
 
+// Refusals are formatted into a buffer the next refusal overwrites: the exactly-once window keeps
+// its own copy, so a resent request (its answer lost) gets the text it was first answered with.
+TEST_F(LimitTest, AResentRequestIsAnsweredWithItsOwnRefusalAfterLaterOnes) {
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  wire::CreateObjectArgs huge;
+  huge.shape = wire::ShapeKind::Box;
+  huge.dims = {1000, 1000, 1000};
+  huge.position = {0, 2000, 0};
+  const uint32_t first_id = next_id(a);
+  const Bytes first = copy(wire::build_create_object(fbb_, first_id, huge));
+  auto sent = apply_in_one_step(a, {first});
+  auto r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  const std::string original = r[0]->message()->str();
+  ASSERT_NE(original.find("--max-client-extent"), std::string::npos) << original;
+  wire::CreateObjectArgs box;
+  box.shape = wire::ShapeKind::Box;
+  box.position = {0, 0.5f, 0};
+  for (int k = 0; k < 3; ++k) create_result(a, box);  // the third is refused: --max-spawn-overlaps
+  ASSERT_NE(create_result(a, box)->message()->str().find("--max-spawn-overlaps"), std::string::npos);
+  sent = receive(a, first);  // the same datagram again: answered from the window at once
+  r = results(sent);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0]->request_id(), first_id);
+  EXPECT_EQ(r[0]->code(), ResultCode::InvalidArgument);
+  EXPECT_EQ(r[0]->message()->str(), original);
+}
+
 TEST_F(LimitTest, TheServerWideCapCountsEveryClientsObjects) {
   const Endpoint a = endpoint(1), b = endpoint(2);
   const uint32_t ida = connect(a), idb = connect(b);
