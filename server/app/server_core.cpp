@@ -281,7 +281,9 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
   uint32_t sealed_sequence = 0;
   if (net::is_sealed(bytes)) {
     Session* s = sessions_.find(from);
-    if (s == nullptr) return drop_unauthenticated(from, RejectReason::Unauthenticated, "sealed, no session", now);
+    // Ordinary after a session ends (the extra copies of a Disconnect, a client that timed out):
+    // counted as unauthenticated, but summarised at debug level, not as an attack.
+    if (s == nullptr) return drop_unauthenticated(from, RejectReason::SealedWithoutSession, {}, now);
     size_t plain_bytes = 0;
     const net::OpenError e = net::open_session_packet(s->protection, bytes, unseal_buffer_, &plain_bytes, &sealed_sequence);
     if (e != net::OpenError::None) {

@@ -14,6 +14,7 @@ spdlog::level::level_enum summary_level(RejectReason reason) {
     case RejectReason::StaleId:
     case RejectReason::NotDynamic:
     case RejectReason::StrayDisconnect:
+    case RejectReason::SealedWithoutSession:
     case RejectReason::ReceiveError:
       return spdlog::level::debug;
     case RejectReason::ServerFull:
@@ -60,6 +61,8 @@ const char* to_string(RejectReason reason) {
     case RejectReason::Unauthenticated: return "datagram failed authentication (forged, corrupted or unsealed; dropped)";
     case RejectReason::Replayed: return "sealed datagram replayed or too old (replay window; dropped)";
     case RejectReason::NonFiniteBody: return "body removed by the step's guard: its state was not finite";
+    case RejectReason::SealedWithoutSession:
+      return "sealed datagram from an address without a session (one that ended; dropped)";
     case RejectReason::Count: break;
   }
   return "unknown";

@@ -43,10 +43,12 @@ enum class RejectReason : uint8_t {
   RequestTooOld,    ///< a request id below the exactly-once window
   RequestTooFarAhead,  ///< a request id beyond the window (dropped; the client resends)
   ReadOnly,         ///< a world-changing request to a server that plays a recording (spectators)
-  Unauthenticated,  ///< at a session's address: a seal that does not verify, or plaintext other than Connect;
-                    ///< or a sealed datagram from an address without a session. Dropped unanswered
+  Unauthenticated,  ///< at a session's address: a seal that does not verify, or plaintext other than Connect.
+                    ///< Dropped unanswered
   Replayed,         ///< a sealed datagram whose sequence the replay window already accepted (or too old)
-  NonFiniteBody,    ///< the step's guard removed a body whose state was not finite
+  NonFiniteBody,
+  SealedWithoutSession,  ///< a sealed datagram from an address without a session: usually one that just
+                         ///< ended (the extra copies of a Disconnect, a timeout). Dropped unanswered    ///< the step's guard removed a body whose state was not finite
   Count,
 };
 const char* to_string(RejectReason reason);
