@@ -236,8 +236,8 @@ TEST(Agones, ShutdownWhenEmptyFiresOnlyAfterTheLastClientLeft) {
   ASSERT_TRUE(sidecar.wait_for("/health", health_before + 8));  // > 0.5 s with a client
   EXPECT_EQ(sidecar.count("/shutdown"), 0u) << "shut down while a client was connected";
 
+  const Clock::time_point left = Clock::now();  // before the Disconnect: the server cannot see it earlier
   client.client.disconnect();
-  const Clock::time_point left = Clock::now();
   ASSERT_TRUE(sidecar.wait_for("/shutdown", 1)) << "no Shutdown within 5 s of the last client leaving";
   const std::vector<StubSidecar::Call> calls = sidecar.calls();
   const double after_ms = ms_between(left, calls.back().at);
