@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "server/app/agones.h"
 #include "shared/wire/codec.h"
 #include "shared/wire/quantize.h"
 
@@ -23,6 +24,9 @@ constexpr double kMaxStatsIntervalS = 3600.0;
 constexpr double kMaxKeyframeSeconds = 3600.0;
 constexpr double kMaxRotateMb = 1.0e6;
 constexpr double kMaxRotateMinutes = 1.0e5;
+constexpr double kMinAgonesHealthIntervalS = 0.05;
+constexpr double kMaxAgonesHealthIntervalS = 300.0;
+constexpr double kMaxAgonesShutdownWhenEmptyS = 7 * 24 * 3600.0;
 
 bool is_log_level(std::string_view level) {
   for (std::string_view known : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
@@ -130,6 +134,15 @@ std::string validate_config(const ServerConfig& c) {
   }
   for (const auto& [flag, value] : {std::pair{"--sim-latency-ms", c.sim_latency_ms}, std::pair{"--sim-jitter-ms", c.sim_jitter_ms}}) {
     if (!(value >= 0.0 && value <= 10000.0)) return fmt::format("{} must be in [0, 10000] ms (got {})", flag, value);
+  }
+  if (!(c.agones_health_interval_s >= kMinAgonesHealthIntervalS && c.agones_health_interval_s <= kMaxAgonesHealthIntervalS)) {
+    return fmt::format("--agones-health-interval must be in [{}, {}] seconds, and below the fleet's health "
+                       "periodSeconds (got {})",
+                       kMinAgonesHealthIntervalS, kMaxAgonesHealthIntervalS, c.agones_health_interval_s);
+  }
+  if (!(c.agones_shutdown_when_empty_s >= 0.0 && c.agones_shutdown_when_empty_s <= kMaxAgonesShutdownWhenEmptyS)) {
+    return fmt::format("--agones-shutdown-when-empty must be in [0, {}] seconds (0 = never; got {})",
+                       kMaxAgonesShutdownWhenEmptyS, c.agones_shutdown_when_empty_s);
   }
   if (!is_log_level(c.log_level)) {
     return fmt::format("--log-level must be one of trace, debug, info, warn, error, critical, off (got \"{}\")",
@@ -253,6 +266,25 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
       ->envname("IMPULSE_SIM_REORDER");
   sim->add_option("--sim-seed", config.sim_seed, "Seed of the simulation's random numbers")->envname("IMPULSE_SIM_SEED");
 
+  // Agones sets AGONES_SDK_HTTP_PORT in every game server's pod, so that variable (not an IMPULSE_
+  // one) is --agones-port's fallback: inside a fleet the lifecycle turns itself on.
+  int agones_port = config.agones_port;
+  auto* agones = app.add_option_group("Agones", "The Agones game-server lifecycle through the SDK sidecar's REST API");
+  agones->add_flag("--agones", config.agones,
+                   "Call Ready, then Health on a timer, and Shutdown on SIGTERM, on the SDK sidecar at "
+                   "localhost:--agones-port (on by itself when AGONES_SDK_HTTP_PORT is set)")
+      ->envname("IMPULSE_AGONES");
+  agones->add_option("--agones-port", agones_port,
+                     "The SDK sidecar's REST port, 0..65535; non-zero turns the lifecycle on (0 = 9358 with --agones)")
+      ->envname("AGONES_SDK_HTTP_PORT")->capture_default_str();
+  agones->add_option("--agones-health-interval", config.agones_health_interval_s,
+                     "Seconds between Health calls, [0.05, 300]; keep it below the fleet's health periodSeconds")
+      ->envname("IMPULSE_AGONES_HEALTH_INTERVAL")->capture_default_str();
+  agones->add_option("--agones-shutdown-when-empty", config.agones_shutdown_when_empty_s,
+                     "Call Shutdown when no client has been connected for this many seconds after the last one "
+                     "left (0 = never)")
+      ->envname("IMPULSE_AGONES_SHUTDOWN_WHEN_EMPTY")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -274,6 +306,11 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
     return ParseStatus::Error;
   }
   config.port = static_cast<uint16_t>(port);
+  if (agones_port < 0 || agones_port > 65535) {
+    set_message(fmt::format("--agones-port (or AGONES_SDK_HTTP_PORT) must be in 0..65535 (got {})", agones_port));
+    return ParseStatus::Error;
+  }
+  config.agones_port = static_cast<uint16_t>(agones_port);
   if (std::string problem = validate_config(config); !problem.empty()) {
     set_message(std::move(problem));
     return ParseStatus::Error;
@@ -288,7 +325,7 @@ std::string describe_config(const ServerConfig& c) {
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
       "max_objects_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
-      "position_bits={}{}",
+      "position_bits={} agones={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
@@ -296,6 +333,10 @@ std::string describe_config(const ServerConfig& c) {
       c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps,
       c.max_objects_per_address, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
       c.position_fraction_bits,
+      agones_enabled(c) ? fmt::format("localhost:{} health_interval={}s shutdown_when_empty={}", c.agones_port != 0 ? c.agones_port : kAgonesDefaultHttpPort,
+                                      c.agones_health_interval_s,
+                                      c.agones_shutdown_when_empty_s > 0 ? fmt::format("{}s", c.agones_shutdown_when_empty_s) : std::string("off"))
+                        : std::string("off"),
       c.sim_loss > 0 || c.sim_latency_ms > 0 || c.sim_jitter_ms > 0 || c.sim_duplicate > 0 || c.sim_reorder > 0
           ? fmt::format(" SIMULATED LINK loss={} latency={}ms jitter={}ms duplicate={} reorder={} seed={}", c.sim_loss,
                         c.sim_latency_ms, c.sim_jitter_ms, c.sim_duplicate, c.sim_reorder, c.sim_seed)
