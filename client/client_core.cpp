@@ -926,6 +926,7 @@ uint32_t ClientCore::create_object(const ObjectDesc& desc) {
   args.material = desc.material;
   args.sensor = desc.sensor;
   args.shared = desc.shared;
+  args.asleep = desc.asleep;
   return m.queue_request(request_id, wire::build_create_object(m.fbb, request_id, args));
 }
 

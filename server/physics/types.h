@@ -69,6 +69,10 @@ struct BodyDesc {
   uint16_t material = 0;
   /// A sensor reports Begin/End contact events but gets and gives no contact response.
   bool sensor = false;
+  /// Dynamic and kinematic bodies: start asleep where they are, with zero velocities (velocity
+  /// and angular_velocity are ignored). It wakes as any sleeping body does: touched by an awake
+  /// body or a moving kinematic one, or pushed by a command. Static bodies ignore it.
+  bool asleep = false;
 };
 
 /// Result codes of world operations. A failed operation leaves the world unchanged.

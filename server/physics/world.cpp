@@ -345,6 +345,11 @@ CreateResult World::create_object(const BodyDesc& desc) {
     broadphase_.add_parked(id.index, pose.aabb);
   } else {
     add_awake(dense);
+    if (desc.asleep) {
+      // Asleep alone, on an island of its own (a kinematic body sleeps alone anyway).
+      const uint32_t members[1] = {dense};
+      sleep_island(members);
+    }
   }
   return {Error::Ok, id};
 }

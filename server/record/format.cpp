@@ -61,7 +61,8 @@ record::BodyDesc to_record(const physics::BodyDesc& d) {
   return record::BodyDesc(rec(d.position), rec(d.orientation), rec(d.velocity), rec(d.angular_velocity),
                           rec(d.shape.half_extents), d.shape.radius, d.shape.half_height, d.mass, d.restitution,
                           d.friction, d.linear_damping, d.angular_damping, d.material, static_cast<uint8_t>(d.kind),
-                          static_cast<uint8_t>(d.shape.kind), d.sensor);
+                          static_cast<uint8_t>(d.shape.kind),
+                          static_cast<uint8_t>((d.sensor ? 1u : 0u) | (d.asleep ? 2u : 0u)));
 }
 
 physics::BodyDesc to_physics(const record::BodyDesc& r) {
@@ -81,7 +82,8 @@ physics::BodyDesc to_physics(const record::BodyDesc& r) {
   d.linear_damping = r.linear_damping();
   d.angular_damping = r.angular_damping();
   d.material = r.material();
-  d.sensor = r.sensor();
+  d.sensor = (r.flags() & 1u) != 0;
+  d.asleep = (r.flags() & 2u) != 0;
   return d;
 }
 

@@ -174,6 +174,7 @@ physics::BodyDesc to_body_desc(const wire::CreateObject& m) {
   desc.angular_damping = m.angular_damping();
   desc.material = m.material();
   desc.sensor = m.sensor();
+  desc.asleep = m.asleep();
   return desc;
 }
 

@@ -509,7 +509,7 @@ std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb
   const auto message =
       CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity, args.mass,
                          args.restitution, args.friction, &orientation, &angular_velocity, args.sensor,
-                         args.angular_damping, args.material, args.shared);
+                         args.angular_damping, args.material, args.shared, args.asleep);
   return finish(fbb, Message::CreateObject, message.Union());
 }
 

@@ -201,6 +201,7 @@ struct CreateObjectArgs {
   uint16_t material = 0;                  ///< material-pair table id; 0 = default
   bool sensor = false;                    ///< events only, no contact response
   bool shared = false;                    ///< any client may push or destroy it, not only its creator
+  bool asleep = false;                    ///< dynamic or kinematic: starts asleep, velocities ignored
 };
 
 /// A SetInterest request's area, world frame [m].

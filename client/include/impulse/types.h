@@ -113,6 +113,10 @@ struct ObjectDesc {
   /// Any client may push or destroy it. Otherwise only its creator may (unless the server runs
   /// with --authority any); others get ResultCode::NotOwner.
   bool shared = false;
+  /// Dynamic or kinematic: the body starts asleep where it is, with zero velocities (velocity and
+  /// angular_velocity are ignored), and stays put until something wakes it: an awake body or a
+  /// moving kinematic body touching it, or a push. For props placed at rest.
+  bool asleep = false;
 };
 
 /// One object as the server last reported it, dequantised from the delta snapshots (positions to

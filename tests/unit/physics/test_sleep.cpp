@@ -295,5 +295,43 @@ TEST(Sleep, MovingKinematicWakesSleeper) {
   EXPECT_GT(state(world, box).position.x, 0.5f);
 }
 
+// BodyDesc::asleep: a dynamic box created asleep in mid-air stays there bit for bit (and costs no
+// awake slot) until an awake ball falls onto it, which wakes it; a kinematic body created asleep
+// ignores its velocity until commanded.
+TEST(Sleep, ABodyCreatedAsleepStaysPutUntilTouched) {
+  World world;
+  add_ground(world);
+  BodyDesc d = box_desc({0.0f, 3.0f, 0.0f});
+  d.asleep = true;
+  d.velocity = {4.0f, 0.0f, 0.0f};  // ignored
+  const ObjectID box = add(world, d);
+  BodyDesc k = box_desc({5.0f, 1.0f, 0.0f}, {0.5f, 0.5f, 0.5f}, 1.0f, BodyKind::Kinematic);
+  k.asleep = true;
+  k.velocity = {1.0f, 0.0f, 0.0f};  // ignored
+  const ObjectID door = add(world, k);
+  EXPECT_EQ(world.awake_count(), 0u);
+  const Vec3 start = state(world, box).position;
+  for (int i = 0; i < 60; ++i) world.step(kDt);
+  EXPECT_TRUE(state(world, box).sleeping);
+  EXPECT_TRUE(same_bits(state(world, box).position, start));
+  EXPECT_TRUE(same_bits(state(world, box).velocity, Vec3{}));
+  EXPECT_TRUE(same_bits(state(world, door).position, Vec3{5.0f, 1.0f, 0.0f}));
+
+  const ObjectID ball = add(world, sphere_desc({0.0f, 5.0f, 0.0f}, 0.4f, 1.0f));
+  bool woke = false;
+  for (int i = 0; i < 120 && !woke; ++i) {
+    world.step(kDt);
+    woke = !state(world, box).sleeping;
+  }
+  EXPECT_TRUE(woke) << "the falling ball did not wake the box";
+  EXPECT_TRUE(world.are_colliding(box, ball));
+  for (int i = 0; i < 120; ++i) world.step(kDt);
+  EXPECT_LT(state(world, box).position.y, 1.0f) << "woken, it falls to the ground";
+
+  EXPECT_EQ(world.set_velocity(door, {1.0f, 0.0f, 0.0f}), Error::Ok);  // a command wakes it
+  for (int i = 0; i < 60; ++i) world.step(kDt);
+  EXPECT_NEAR(state(world, door).position.x, 6.0f, 1.0e-3f);
+}
+
 }  // namespace
 }  // namespace impulse::physics
