@@ -3,6 +3,7 @@
 #include "server/app/admin.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -309,6 +310,12 @@ std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const Me
   svr.set_keep_alive_max_count(kKeepAliveMaxRequests);
   svr.set_payload_max_length(kMaxBodyBytes);
   svr.set_tcp_nodelay(true);
+  // cpp-httplib's default also sets SO_REUSEPORT, which would let a second server on the same
+  // port share it silently (and scrapes alternate between them): only SO_REUSEADDR, for quick restarts.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 
   svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
