@@ -102,7 +102,7 @@ struct Server::Impl {
   HealthState health;
   MetricsExchange exchange;
   std::unique_ptr<AdminServer> admin;  // null when --admin-port is 0
-  MetricsSnapshot metrics;             // filled on the tick thread, then published
+  MetricsSnapshot metrics_snapshot;    // filled on the tick thread, then published
   metrics::Histogram tick_seconds = make_tick_histogram();
   metrics::Histogram rtt_seconds = make_rtt_histogram();
   uint64_t steps_total = 0;
@@ -199,7 +199,7 @@ struct Server::Impl {
       }
       next_rtt_sample = now + std::chrono::seconds(1);
     }
-    MetricsSnapshot& m = metrics;
+    MetricsSnapshot& m = metrics_snapshot;
     m.published = true;
     m.playback = replay.has_value();
     m.steps = steps_total;

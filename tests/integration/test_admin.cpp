@@ -108,12 +108,14 @@ TEST(Admin, MetricsAgreeWithServerStatsAfterAScriptedSession) {
   EXPECT_EQ(stale->code, ResultCode::StaleId);
 
   // The counters keep moving (snapshots flow), so bracket the scrape: before <= scraped <= after.
-  // The scrape reads the figures of the last completed wake-up, so let one complete after `before`.
+  // A scrape shows the figures of the last completed wake-up: take one that shows a later tick
+  // than `before` saw, so it was copied after `before` was read.
   const uint64_t bytes_in_before = load(stats.bytes_in), bytes_out_before = load(stats.bytes_out);
   const uint64_t datagrams_in_before = load(stats.datagrams_in), snapshot_bytes_before = load(stats.snapshot_bytes);
   const uint64_t tick_before = load(stats.tick);
-  for (int i = 0; i < kMaxIterations && load(stats.tick) < tick_before + 2; ++i) clients[0].poll_once();
-  const std::optional<httplib::Response> r = get(port, "/metrics");
+  const std::optional<httplib::Response> r = poll_http(port, "/metrics", [&](const httplib::Response& res) {
+    return value_of(res.body, "impulse_world_tick").value_or(0) > static_cast<double>(tick_before);
+  });
   const uint64_t bytes_in_after = load(stats.bytes_in), bytes_out_after = load(stats.bytes_out);
   const uint64_t datagrams_in_after = load(stats.datagrams_in), snapshot_bytes_after = load(stats.snapshot_bytes);
   ASSERT_TRUE(r.has_value());
