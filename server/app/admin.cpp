@@ -28,7 +28,8 @@ namespace {
 
 // What one hostile or broken scraper may cost: two workers, a short queue (the accept thread
 // waits while it is full, so the kernel's backlog takes the rest), and every read or write
-// bounded in time. Requests carry no body; the URI and each header line are bounded to 8 KiB by
+// bounded in time. No body is ever read (other methods are refused by the pre-routing handler,
+// which runs before a body is read); the URI and each header line are bounded to 8 KiB by
 // cpp-httplib itself.
 constexpr size_t kWorkers = 2;
 constexpr size_t kMaxQueuedConnections = 8;
