@@ -9,6 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <httplib.h>
@@ -245,6 +249,71 @@ TEST(Admin, ServesOnlyGetAndHeadOfItsThreePaths) {
   const std::optional<httplib::Response> after = get(port, "/healthz");
   ASSERT_TRUE(after.has_value());
   EXPECT_EQ(after->status, 200);
+}
+
+/// Ticks the server takes while `load` runs for about `duration`, and the seconds it ran.
+template <class Load>
+std::pair<uint64_t, double> ticks_during(const server::ServerStats& stats, milliseconds duration, Load load_fn) {
+  const uint64_t tick_before = load(stats.tick);
+  const Clock::time_point start = Clock::now();
+  load_fn(start + duration);
+  return {load(stats.tick) - tick_before, std::chrono::duration<double>(Clock::now() - start).count()};
+}
+
+// A scrape flood, then a hostile scraper's connections that send nothing (each holds a worker
+// until the 2 s read timeout; more wait in the queue and the kernel's backlog). The tick must
+// not notice either: it only ever try_locks the hand-over.
+TEST(Admin, AScrapeFloodAndIdleConnectionsDoNotSlowTheTick) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  const server::ServerStats& stats = server.stats();
+  // 60 Hz: about 60 ticks a second; a tick that waited on the HTTP side would lose most of them.
+  const auto enough = [](uint64_t ticks, double seconds) { return static_cast<double>(ticks) >= 0.6 * 60.0 * seconds; };
+
+  std::atomic<int> answered{0};
+  const auto [flood_ticks, flood_s] = ticks_during(stats, milliseconds(1000), [&](Clock::time_point until) {
+    std::vector<std::thread> scrapers;
+    for (int t = 0; t < 3; ++t) {
+      scrapers.emplace_back([&] {
+        for (int i = 0; i < 10'000 && Clock::now() < until; ++i) {
+          if (const auto r = get(port, "/metrics"); r && r->status == 200) answered.fetch_add(1);
+        }
+      });
+    }
+    for (std::thread& t : scrapers) t.join();
+  });
+  EXPECT_GT(answered.load(), 10);
+  EXPECT_TRUE(enough(flood_ticks, flood_s)) << flood_ticks << " ticks in " << flood_s << " s";
+
+  std::vector<int> idle;
+  const auto [idle_ticks, idle_s] = ticks_during(stats, milliseconds(1000), [&](Clock::time_point until) {
+    for (int i = 0; i < 24; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      ASSERT_GE(fd, 0);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(port);
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      // Non-blocking: once the backlog is full a connect would wait, and that is the point.
+      ::fcntl(fd, F_SETFL, O_NONBLOCK);
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+      idle.push_back(fd);
+    }
+    for (int i = 0; i < 10'000 && Clock::now() < until; ++i) std::this_thread::sleep_for(milliseconds(5));
+  });
+  for (const int fd : idle) ::close(fd);
+  EXPECT_TRUE(enough(idle_ticks, idle_s)) << idle_ticks << " ticks in " << idle_s << " s";
+  EXPECT_EQ(stats.steps_dropped.load(), 0u);
+
+  // Once the idle connections are gone the endpoint answers again.
+  const std::optional<httplib::Response> after =
+      poll_http(port, "/healthz", [](const httplib::Response& r) { return r.status == 200; }, milliseconds(10'000));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->status, 200);
+  std::printf("[ info ] %llu ticks in %.2f s under %d scrapes; %llu ticks in %.2f s with 24 idle connections\n",
+              static_cast<unsigned long long>(flood_ticks), flood_s, answered.load(),
+              static_cast<unsigned long long>(idle_ticks), idle_s);
 }
 
 TEST(Admin, ATakenAdminPortFailsTheStartAndNamesTheFlag) {
