@@ -144,6 +144,17 @@ std::string validate_config(const ServerConfig& c) {
     return fmt::format("--agones-shutdown-when-empty must be in [0, {}] seconds (0 = never; got {})",
                        kMaxAgonesShutdownWhenEmptyS, c.agones_shutdown_when_empty_s);
   }
+  if (c.admin_bind.empty()) return "--admin-bind must be an IP address, e.g. 127.0.0.1 or 0.0.0.0 (got an empty string)";
+  if (c.admin_port < -1 || c.admin_port > 65535) {
+    return fmt::format("--admin-port must be in 0..65535 (0 = off; -1 = an ephemeral port; got {})", c.admin_port);
+  }
+  if (c.admin_port != 0 && c.port != 0 && c.admin_port == c.port) {
+    // Not a conflict for the kernel (TCP and UDP), but certainly a typo in a deployment.
+    return fmt::format("--admin-port {} is the game's --port: give the admin endpoint a port of its own", c.admin_port);
+  }
+  if (!(c.health_stall_seconds >= 0.05 && c.health_stall_seconds <= 3600.0)) {
+    return fmt::format("--health-stall-seconds must be in [0.05, 3600] s (got {})", c.health_stall_seconds);
+  }
   if (!is_log_level(c.log_level)) {
     return fmt::format("--log-level must be one of trace, debug, info, warn, error, critical, off (got \"{}\")",
                        c.log_level);
@@ -256,6 +267,19 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   app.add_option("--position-bits", config.position_fraction_bits,
                  "Snapshot position precision: 2^-bits m, 4..14 (9 = 1/512 m)")
       ->envname("IMPULSE_POSITION_BITS")->capture_default_str();
+  auto* admin = app.add_option_group(
+      "Admin HTTP", "Prometheus /metrics, /healthz and /readyz over HTTP (docs: README, \"Operating Impulse\")");
+  admin->add_option("--admin-port", config.admin_port,
+                    "TCP port of the admin endpoint, 0..65535; 0 = off, the default, so nothing new listens unless "
+                    "asked (-1 = any free port, logged)")
+      ->envname("IMPULSE_ADMIN_PORT")->capture_default_str();
+  admin->add_option("--admin-bind", config.admin_bind,
+                    "Address of the admin endpoint: loopback by default, so only this machine can scrape it unless "
+                    "the operator binds wider (0.0.0.0 in a container)")
+      ->envname("IMPULSE_ADMIN_BIND")->capture_default_str();
+  admin->add_option("--health-stall-seconds", config.health_stall_seconds,
+                    "/healthz answers 503 once the last completed tick is older than this [s], [0.05, 3600]")
+      ->envname("IMPULSE_HEALTH_STALL_SECONDS")->capture_default_str();
   auto* sim = app.add_option_group("Network simulation", "Testing only: impair every datagram the server sends");
   sim->add_option("--sim-loss", config.sim_loss, "Probability a datagram is lost, [0, 1]")->envname("IMPULSE_SIM_LOSS");
   sim->add_option("--sim-latency-ms", config.sim_latency_ms, "Added one-way latency [ms]")->envname("IMPULSE_SIM_LATENCY_MS");
@@ -325,7 +349,7 @@ std::string describe_config(const ServerConfig& c) {
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
       "max_objects_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
-      "position_bits={} agones={}{}",
+      "position_bits={} agones={} admin={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
@@ -337,6 +361,7 @@ std::string describe_config(const ServerConfig& c) {
                                       c.agones_health_interval_s,
                                       c.agones_shutdown_when_empty_s > 0 ? fmt::format("{}s", c.agones_shutdown_when_empty_s) : std::string("off"))
                         : std::string("off"),
+      c.admin_port == 0 ? std::string("off") : fmt::format("{}:{} stall={}s", c.admin_bind, c.admin_port, c.health_stall_seconds),
       c.sim_loss > 0 || c.sim_latency_ms > 0 || c.sim_jitter_ms > 0 || c.sim_duplicate > 0 || c.sim_reorder > 0
           ? fmt::format(" SIMULATED LINK loss={} latency={}ms jitter={}ms duplicate={} reorder={} seed={}", c.sim_loss,
                         c.sim_latency_ms, c.sim_jitter_ms, c.sim_duplicate, c.sim_reorder, c.sim_seed)

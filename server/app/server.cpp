@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/app/agones.h"
+#include "server/app/admin.h"
 #include "server/app/config.h"
 #include "server/app/scene.h"
 #include "server/app/server_core.h"
@@ -110,6 +111,18 @@ struct Server::Impl {
   bool started = false;
   bool stopped = false;
 
+  // The admin endpoint (--admin-port): the tick side publishes into `exchange` and `health`
+  // and never waits on the HTTP threads.
+  HealthState health;
+  MetricsExchange exchange;
+  std::unique_ptr<AdminServer> admin;  // null when --admin-port is 0
+  MetricsSnapshot metrics_snapshot;    // filled on the tick thread, then published
+  metrics::Histogram tick_seconds = make_tick_histogram();
+  metrics::Histogram rtt_seconds = make_rtt_histogram();
+  uint64_t steps_total = 0;
+  TimePoint next_rtt_sample{};
+  std::atomic<bool> stall_release{false};  // test_only_stall()
+
   // Stats window for the periodic log line.
   struct Window {
     TimePoint since{};
@@ -181,9 +194,81 @@ struct Server::Impl {
       stats.tick_histogram[bin].fetch_add(1, std::memory_order_relaxed);
       ++window.wakeups;
       window.steps += static_cast<uint64_t>(steps);
+      tick_seconds.observe(std::chrono::duration<double>(t1 - t0).count());
+      steps_total += static_cast<uint64_t>(steps);
     }
     if (t1 - window.since >= std::chrono::duration<double>(config.stats_interval_s)) log_stats(t1);
+    health.last_progress_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count(),
+                                  std::memory_order_release);
+    if (admin) publish_metrics(t1);
     arm_timer(t0 + core->time_to_next_step());
+  }
+
+  // Once per wake-up, on the tick thread: one consistent copy of the figures for /metrics.
+  void publish_metrics(TimePoint now) {
+    const auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    if (now >= next_rtt_sample) {  // each session's smoothed RTT, once per second
+      for (const Session& s : core->sessions().sessions()) {
+        const net::LinkEstimates e = s.acks.estimates();
+        if (e.acked > 0) rtt_seconds.observe(static_cast<double>(e.rtt_ms) * 1e-3);
+      }
+      next_rtt_sample = now + std::chrono::seconds(1);
+    }
+    MetricsSnapshot& m = metrics_snapshot;
+    m.published = true;
+    m.playback = replay.has_value();
+    m.steps = steps_total;
+    m.world_tick = load(stats.tick);
+    m.steps_dropped = core->dropped_steps();
+    m.clients = stats.clients.load(std::memory_order_relaxed);
+    m.max_clients = static_cast<uint32_t>(config.max_clients);
+    m.bodies = stats.objects.load(std::memory_order_relaxed);
+    m.awake = stats.awake.load(std::memory_order_relaxed);
+    m.datagrams_in = load(stats.datagrams_in);
+    m.bytes_in = load(stats.bytes_in);
+    m.datagrams_out = load(stats.datagrams_out);
+    m.bytes_out = load(stats.bytes_out);
+    m.datagrams_invalid = load(stats.datagrams_dropped);
+    m.datagrams_unauthenticated = load(stats.datagrams_unauthenticated);
+    for (size_t i = 0; i < m.drops.size(); ++i) m.drops[i] = core->rejects().count(static_cast<RejectReason>(i));
+    for (size_t i = 0; i < m.results.size(); ++i) m.results[i] = load(stats.request_results[i]);
+    m.requests_duplicate = load(stats.requests_duplicate);
+    m.requests_unsequenced = load(stats.requests_unsequenced);
+    m.snapshot_bytes = load(stats.snapshot_bytes);
+    m.event_bytes = load(stats.event_bytes);
+    m.events_queued = load(stats.events_queued);
+    m.bodies_removed_non_finite = load(stats.bodies_removed_non_finite);
+    m.step_ns = load(stats.step_ns);
+    m.record_ns = load(stats.record_ns);
+    m.events_ns = load(stats.events_ns);
+    m.snapshots_ns = load(stats.snapshots_ns);
+    m.tick_seconds = tick_seconds;
+    m.rtt_seconds = rtt_seconds;
+    m.recording = recorder != nullptr;
+    if (recorder) {
+      const record::RecorderStats& r = recorder->stats();
+      m.record_frames_encoded = load(r.frames_encoded);
+      m.record_bytes_encoded = load(r.bytes_encoded);
+      m.record_bytes_written = load(r.bytes_written);
+      m.record_files = load(r.files);
+      m.record_frames_dropped = load(r.frames_dropped);
+      m.record_write_errors = load(r.write_errors);
+      m.record_backlog_events = load(r.backlog_events);
+    }
+    exchange.publish(m);
+  }
+
+  // After the scene is loaded and the UDP socket bound: the admin endpoint, when asked for.
+  bool start_admin(std::string* error) {
+    if (config.admin_port == 0) return true;
+    AdminServer::Options o;
+    o.bind = config.admin_bind;
+    o.port = config.admin_port;
+    o.stall_seconds = config.health_stall_seconds;
+    admin = AdminServer::start(o, exchange, health, error);
+    if (!admin) return false;
+    spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz", config.admin_bind, admin->port());
+    return true;
   }
 
   void flush() {
@@ -377,6 +462,7 @@ bool Server::start(std::string* error) {
   asio::error_code ec;
   m.port = m.socket.local_endpoint(ec).port();
   if (ec) return fail(fmt::format("cannot read the bound UDP port: {}", ec.message()));
+  if (!m.start_admin(error)) return false;
   m.started = true;
   m.make_agones();
   spdlog::info("listening on UDP {}:{}; scene \"{}\" with {} bodies; {} Hz steps, {} Hz snapshots, "
@@ -413,6 +499,7 @@ bool Server::start_replay(std::string* error) {
   asio::error_code ec;
   m.port = m.socket.local_endpoint(ec).port();
   if (ec) return fail(fmt::format("cannot read the bound UDP port: {}", ec.message()));
+  if (!m.start_admin(error)) return false;
   m.started = true;
   m.make_agones();
   const record::Playback& p = *m.core->playback();
@@ -438,6 +525,9 @@ void Server::run() {
   m.arm_receive();
   m.arm_timer(now + m.core->time_to_next_step());
   if (m.agones) m.agones->start();  // Ready: the scene is loaded, the socket bound, the loop starting
+  m.health.last_progress_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+                                  std::memory_order_release);
+  if (!m.stopped && !m.health.draining.load()) m.health.ready.store(true, std::memory_order_release);
   // Handlers report errors through error codes and counters; none throws by design.
   m.io.run();
   if (m.agones) {
@@ -453,8 +543,22 @@ void Server::run() {
 }
 
 void Server::stop() {
+  impl_->health.draining.store(true, std::memory_order_release);  // /readyz answers 503 from now on
   asio::post(impl_->io, [impl = impl_.get()] { impl->shut_down(); });
 }
+
+uint16_t Server::admin_port() const { return impl_->admin ? impl_->admin->port() : 0; }
+
+void Server::test_only_stall(std::chrono::milliseconds at_most) {
+  impl_->stall_release.store(false);
+  asio::post(impl_->io, [impl = impl_.get(), at_most] {
+    // Holds the tick thread as a stuck step would; bounded by at_most.
+    const TimePoint until = Clock::now() + at_most;
+    while (!impl->stall_release.load() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+}
+
+void Server::test_only_release_stall() { impl_->stall_release.store(true); }
 
 const ServerStats& Server::stats() const { return impl_->stats; }
 

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -102,6 +103,15 @@ struct ServerConfig {
   /// --agones-shutdown-when-empty: call Shutdown once no client has been connected for this long
   /// after the last one left [s]; 0 = never (a server nobody has joined yet is never shut down).
   double agones_shutdown_when_empty_s = 0;
+  // --- Admin HTTP endpoint (/metrics, /healthz, /readyz; server/app/admin.h) ---
+  /// --admin-bind: local address of the admin endpoint. Loopback by default: the figures are for
+  /// the operator's scraper, so binding wider (0.0.0.0 in a container) is the operator's choice.
+  std::string admin_bind = "127.0.0.1";
+  /// --admin-port: TCP port of the admin endpoint; 0 = off (the default: nothing new listens
+  /// unless asked); -1 = an ephemeral port (tests; logged, Server::admin_port()).
+  int admin_port = 0;
+  /// --health-stall-seconds: /healthz answers 503 once the last completed tick is older than this [s].
+  double health_stall_seconds = 2.0;
 };
 
 /// Whether the Agones lifecycle is on (--agones, --agones-port or AGONES_SDK_HTTP_PORT).
@@ -153,7 +163,13 @@ struct ServerStats {
   static constexpr uint64_t kTickHistogramBinNs = 250'000;  // 0.25 ms: the last bin starts at 127.75 ms
   std::array<std::atomic<uint64_t>, kTickHistogramBins> tick_histogram{};
   std::atomic<uint64_t> snapshot_bytes{0};     ///< snapshot datagram bytes sent, all clients
+  std::atomic<uint64_t> event_bytes{0};        ///< collision-event datagram bytes sent, all clients (as snapshot_bytes: before sealing)
   std::atomic<uint64_t> events_queued{0};      ///< collision events queued for delivery, all sessions
+  /// Request results by wire::ResultCode value (the index): every answer counted in
+  /// requests_applied (Ok) or requests_rejected (the rest). kResultCodes = ResultCode::MAX + 1,
+  /// checked against the schema in server_core.cpp.
+  static constexpr size_t kResultCodes = 18;
+  std::array<std::atomic<uint64_t>, kResultCodes> request_results{};
   // Where the live tick's time goes, summed over all updates [ns] (wall clock of the server thread).
   std::atomic<uint64_t> step_ns{0};            ///< physics steps (and recording)
   std::atomic<uint64_t> record_ns{0};          ///< of step_ns: world hashes, tick frames and keyframes for --record
@@ -199,6 +215,14 @@ class Server {
   void set_link_conditions(const net::LinkConditions& conditions);
   /// Installs `observer` (see SnapshotObserver). Call after a successful start() and before run().
   void set_snapshot_observer(SnapshotObserver observer);
+  /// The bound TCP port of the admin endpoint; 0 when it is off. Valid after start().
+  uint16_t admin_port() const;
+
+  /// TEST ONLY: holds the tick thread (as a stuck step would) until test_only_release_stall()
+  /// or `at_most` has passed, so /healthz can be seen to go 503. Never called by the server.
+  void test_only_stall(std::chrono::milliseconds at_most);
+  /// TEST ONLY: ends a test_only_stall() hold early.
+  void test_only_release_stall();
 
  private:
   bool start_replay(std::string* error);

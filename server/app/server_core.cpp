@@ -563,7 +563,7 @@ void ServerCore::reply_not_connected(const Endpoint& from, Message type, uint32_
   };
   auto reply = build(kNotConnectedMessage);
   if (reply.size() > request_bytes) reply = build({});
-  if (push_bounded(from, reply, request_bytes, out)) stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+  if (push_bounded(from, reply, request_bytes, out)) count_result(ResultCode::NotConnected);
 }
 
 void ServerCore::answer_slot(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out) {
@@ -601,7 +601,7 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
   auto over_rate = [&] {
     if (session->request_rate.take(1.0, now)) return false;
     rejects_.note(RejectReason::RateLimited, from, "duplicate requests over --max-requests-per-second", now);
-    stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+    count_result(ResultCode::RateLimited);
     return true;
   };
   switch (session->requests.arrive(r, check.code, check.message)) {
@@ -652,16 +652,17 @@ void ServerCore::handle_request(const Endpoint& from, const wire::Envelope& enve
 
 void ServerCore::queue_unsequenced(Session& s, const PendingRequest& r, const wire::Check& check, TimePoint now) {
   // Outside the exactly-once window and never answered, so a refusal is only counted and logged.
-  auto refuse = [&](RejectReason reason, std::string_view message) {
+  // Counted under the code a sequenced request would have been answered with.
+  auto refuse = [&](RejectReason reason, ResultCode code, std::string_view message) {
     rejects_.note(reason, s.endpoint, message, now);
-    stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+    count_result(code);
   };
-  if (!check.ok()) return refuse(RejectReason::InvalidArgument, check.message);
-  if (playback_) return refuse(RejectReason::ReadOnly, wire::EnumNameMessage(r.type));
+  if (!check.ok()) return refuse(RejectReason::InvalidArgument, check.code, check.message);
+  if (playback_) return refuse(RejectReason::ReadOnly, ResultCode::ReadOnly, wire::EnumNameMessage(r.type));
   if (!s.request_rate.take(1.0, now)) {
-    return refuse(RejectReason::RateLimited, "unsequenced push over --max-requests-per-second");
+    return refuse(RejectReason::RateLimited, ResultCode::RateLimited, "unsequenced push over --max-requests-per-second");
   }
-  if (queue_.size() >= kMaxQueuedRequests) return refuse(RejectReason::QueueFull, {});
+  if (queue_.size() >= kMaxQueuedRequests) return refuse(RejectReason::QueueFull, ResultCode::RateLimited, {});
   stats_.requests_unsequenced.fetch_add(1, std::memory_order_relaxed);
   queue_.push_back(r);
 }
@@ -671,14 +672,14 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
     const PendingRequest& r = slot->request;
     if (slot->early_code != ResultCode::Ok) {
       rejects_.note(RejectReason::InvalidArgument, s.endpoint, slot->early_message, now);
-      stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      count_result(slot->early_code);
       s.requests.answer(r.request_id, slot->early_code, r.id, slot->early_message);
       answer_slot(s, *slot, now, out);
       continue;
     }
     if (!s.request_rate.take(1.0, now)) {
       rejects_.note(RejectReason::RateLimited, s.endpoint, "requests per second", now);
-      stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      count_result(ResultCode::RateLimited);
       s.requests.answer(r.request_id, ResultCode::RateLimited, r.id,
                         "too many requests per second (--max-requests-per-second); slow down and resend");
       answer_slot(s, *slot, now, out);
@@ -686,7 +687,7 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
     }
     if (playback_ && wire::changes_world(r.type)) {
       rejects_.note(RejectReason::ReadOnly, s.endpoint, wire::EnumNameMessage(r.type), now);
-      stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
+      count_result(ResultCode::ReadOnly);
       s.requests.answer(r.request_id, ResultCode::ReadOnly, r.id, kReadOnlyMessage);
       answer_slot(s, *slot, now, out);
       continue;
@@ -697,11 +698,7 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
       const ResultCode code = playback_->control(r.replay_action, r.replay_tick, r.replay_speed, who, &message, now);
       publish_stats();  // a seek moved the world
-      if (code == ResultCode::Ok) {
-        stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
-      }
+      count_result(code);
       s.requests.answer(r.request_id, code, ObjectID{}, message);
       answer_slot(s, *slot, now, out);
       continue;
@@ -709,7 +706,7 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
     if (r.type == Message::SetInterest) {
       s.interest = r.interest;
       if (s.snapshots) s.snapshots->set_interest(to_interest_area(r.interest));
-      stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+      count_result(ResultCode::Ok);
       s.requests.answer(r.request_id, ResultCode::Ok, ObjectID{}, {});
       answer_slot(s, *slot, now, out);
       continue;
@@ -717,6 +714,7 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
     if (queue_.size() >= kMaxQueuedRequests) {
       // Every session's admission is capped by its rate limit; this guards the total.
       rejects_.note(RejectReason::QueueFull, s.endpoint, {}, now);
+      count_result(ResultCode::RateLimited);
       s.requests.answer(r.request_id, ResultCode::RateLimited, r.id, "the server's request queue is full; resend");
       answer_slot(s, *slot, now, out);
       continue;
@@ -742,7 +740,7 @@ void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
        clock_.last, out);
   if (!r.rerun) {
     s->requests.answer(r.request_id, ResultCode::Ok, ObjectID{}, {});
-    stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
+    count_result(ResultCode::Ok);
   }
 }
 
@@ -947,11 +945,7 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
                                                                       : RejectReason::QuotaExceeded;
     rejects_.note(reason, r.from, refusal, now);
   }
-  if (code == ResultCode::Ok) {
-    stats_.requests_applied.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    stats_.requests_rejected.fetch_add(1, std::memory_order_relaxed);
-  }
+  count_result(code);
   // A session that ended since keeps the effect; unsequenced requests are never answered.
   if (s == nullptr || r.request_id == 0) return;
   s->requests.answer(r.request_id, code, id, message);
@@ -996,6 +990,7 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
       if (bytes.empty()) break;  // unreachable: validate_config checked the quantisation
       const uint32_t sequence = send(s, bytes, now, out);
       s.events.mark_sent(sequence, now);
+      stats_.event_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
     }
   }
 }
@@ -1127,6 +1122,14 @@ void ServerCore::shut_down(std::string_view reason, Outbox& out) {
     journal_.session(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(), to_string(s.endpoint), {});
   }
   stats_.clients.store(0, std::memory_order_relaxed);
+}
+
+void ServerCore::count_result(ResultCode code) {
+  static_assert(ServerStats::kResultCodes == static_cast<size_t>(ResultCode::MAX) + 1,
+                "ServerStats::kResultCodes must cover every wire::ResultCode");
+  (code == ResultCode::Ok ? stats_.requests_applied : stats_.requests_rejected).fetch_add(1, std::memory_order_relaxed);
+  const auto index = static_cast<size_t>(code);
+  if (index < ServerStats::kResultCodes) stats_.request_results[index].fetch_add(1, std::memory_order_relaxed);
 }
 
 void ServerCore::publish_stats() {

@@ -196,6 +196,9 @@ class ServerCore {
   /// update() of playback mode.
   int update_playback(TimePoint now, Outbox& out);
   void publish_stats();
+  /// Counts one request answered (or, fire-and-forget, refused) with `code`: requests_applied or
+  /// requests_rejected, and request_results by code.
+  void count_result(wire::ResultCode code);
   /// Queues `bytes` for `to` only when it is not larger than `limit` (anti-amplification).
   bool push_bounded(const Endpoint& to, std::span<const uint8_t> bytes, size_t limit, Outbox& out);
 

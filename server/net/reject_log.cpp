@@ -68,6 +68,45 @@ const char* to_string(RejectReason reason) {
   return "unknown";
 }
 
+const char* name_of(RejectReason reason) {
+  switch (reason) {
+    case RejectReason::Empty: return "Empty";
+    case RejectReason::Oversized: return "Oversized";
+    case RejectReason::BadIdentifier: return "BadIdentifier";
+    case RejectReason::VerifyFailed: return "VerifyFailed";
+    case RejectReason::VersionMismatch: return "VersionMismatch";
+    case RejectReason::NoMessage: return "NoMessage";
+    case RejectReason::WrongDirection: return "WrongDirection";
+    case RejectReason::NotConnected: return "NotConnected";
+    case RejectReason::StrayDisconnect: return "StrayDisconnect";
+    case RejectReason::InvalidArgument: return "InvalidArgument";
+    case RejectReason::StaleId: return "StaleId";
+    case RejectReason::NotDynamic: return "NotDynamic";
+    case RejectReason::WorldFull: return "WorldFull";
+    case RejectReason::ServerFull: return "ServerFull";
+    case RejectReason::ShuttingDown: return "ShuttingDown";
+    case RejectReason::BadConnect: return "BadConnect";
+    case RejectReason::QueueFull: return "QueueFull";
+    case RejectReason::EventsDropped: return "EventsDropped";
+    case RejectReason::ReceiveError: return "ReceiveError";
+    case RejectReason::SendError: return "SendError";
+    case RejectReason::BadCookie: return "BadCookie";
+    case RejectReason::BadToken: return "BadToken";
+    case RejectReason::RateLimited: return "RateLimited";
+    case RejectReason::NotOwner: return "NotOwner";
+    case RejectReason::QuotaExceeded: return "QuotaExceeded";
+    case RejectReason::RequestTooOld: return "RequestTooOld";
+    case RejectReason::RequestTooFarAhead: return "RequestTooFarAhead";
+    case RejectReason::ReadOnly: return "ReadOnly";
+    case RejectReason::Unauthenticated: return "Unauthenticated";
+    case RejectReason::Replayed: return "Replayed";
+    case RejectReason::NonFiniteBody: return "NonFiniteBody";
+    case RejectReason::SealedWithoutSession: return "SealedWithoutSession";
+    case RejectReason::Count: break;
+  }
+  return "Unknown";
+}
+
 RejectReason to_reject_reason(wire::DropReason reason) {
   switch (reason) {
     case wire::DropReason::Empty: return RejectReason::Empty;

@@ -52,6 +52,8 @@ enum class RejectReason : uint8_t {
   Count,
 };
 const char* to_string(RejectReason reason);
+/// The enumerator's name ("BadCookie"): a stable identifier, e.g. a metrics label value.
+const char* name_of(RejectReason reason);
 /// The RejectReason of a verification failure (reason != None).
 RejectReason to_reject_reason(wire::DropReason reason);
 

@@ -31,6 +31,7 @@ struct Options {
   int kbps = 0;  // 0 = the server's default
   int server_threads = 0;  // --server-threads: 0 = one per core
   std::string log_level = "warn";
+  int admin_port = 0;  // --admin-port: the server's admin endpoint (0 = off), to measure scraping's cost
 };
 
 int run(Options& o) {
@@ -50,6 +51,7 @@ int run(Options& o) {
     // Every bot shares 127.0.0.1: the per-address quota of anonymous clients would cap them all
     // together. Each bot keeps its own --max-objects-per-client quota.
     config.max_objects_per_address = 0;
+    config.admin_port = o.admin_port;
     std::string error;
     server = tools::InprocServer::start(config, {}, &error);
     if (!server) {
@@ -130,6 +132,9 @@ int main(int argc, char** argv) {
   app.add_option("--server-threads", o.server_threads,
                  "inproc: the server's --threads (physics solve and snapshot writes); 0 = one per core")
       ->check(CLI::Range(0, 256));
+  app.add_option("--admin-port", o.admin_port,
+                 "inproc: serve the server's admin endpoint (/metrics) on 127.0.0.1 at this TCP port; 0 = off")
+      ->check(CLI::Range(0, 65535));
   app.add_option("--log-level", o.log_level, "inproc: the server's log level")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   app.add_flag("--json", o.json, "print one JSON object instead of the summary");

@@ -1,0 +1,393 @@
+// The admin endpoint: the metrics text from a published snapshot, health from atomics, and the
+// cpp-httplib server that serves them with bounded threads, timeouts and request sizes.
+#include "server/app/admin.h"
+
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "shared/wire/codec.h"
+
+namespace impulse::server {
+namespace {
+
+// What one hostile or broken scraper may cost: two workers, a short queue (the accept thread
+// waits while it is full, so the kernel's backlog takes the rest), and every read or write
+// bounded in time. No body is ever read (other methods are refused by the pre-routing handler,
+// which runs before a body is read); the URI and each header line are bounded to 8 KiB by
+// cpp-httplib itself.
+constexpr size_t kWorkers = 2;
+constexpr size_t kMaxQueuedConnections = 8;
+constexpr time_t kReadTimeoutS = 2;
+constexpr time_t kWriteTimeoutS = 2;
+constexpr time_t kKeepAliveTimeoutS = 2;
+constexpr size_t kKeepAliveMaxRequests = 8;
+constexpr size_t kMaxBodyBytes = 0;
+
+constexpr const char* kPlainText = "text/plain; charset=utf-8";
+
+// httplib's own ThreadPool queues without limit; this one holds at most max_queued connections.
+class BoundedPool final : public httplib::TaskQueue {
+ public:
+  BoundedPool(size_t workers, size_t max_queued) : max_queued_(max_queued) {
+    for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~BoundedPool() override { shutdown(); }
+
+  // Called by the accept thread. It waits while the queue is full, so no more connections are
+  // accepted until a worker is free (and nothing accepted is ever dropped without being closed).
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    space_.wait(lock, [this] { return jobs_.size() < max_queued_ || stopping_; });
+    jobs_.push_back(std::move(fn));
+    ready_.notify_one();
+  }
+
+  // Runs what is queued (each job closes its socket), then joins the workers.
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_ && threads_.empty()) return;
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    space_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return !jobs_.empty() || stopping_; });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      space_.notify_one();
+      job();
+    }
+  }
+
+  const size_t max_queued_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::condition_variable space_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  bool stopping_ = false;
+};
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double seconds_of_ns(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+// A decimal unsigned number making up all of `text`.
+bool parse_u64(std::string_view text, uint64_t* value) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
+  return ec == std::errc{} && end == text.data() + text.size();
+}
+
+}  // namespace
+
+// --- Histograms and the snapshot hand-over -----------------------------------------------------
+
+metrics::Histogram make_tick_histogram() {
+  // 16.7 ms is one 60 Hz period: a wake-up above it makes the next one late.
+  return metrics::Histogram{0.0005, 0.001, 0.002, 0.004, 0.006, 0.008, 0.010, 0.0125, 0.0167, 0.025, 0.033, 0.050, 0.100, 0.250, 1.0};
+}
+
+metrics::Histogram make_rtt_histogram() {
+  return metrics::Histogram{0.001, 0.005, 0.010, 0.020, 0.040, 0.060, 0.080, 0.100, 0.150, 0.200, 0.300, 0.500, 1.0, 2.0};
+}
+
+bool MetricsExchange::publish(const MetricsSnapshot& s) {
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;  // a scrape is copying: the next wake-up publishes
+  latest_ = s;
+  return true;
+}
+
+MetricsSnapshot MetricsExchange::read() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return latest_;
+}
+
+// --- Health ------------------------------------------------------------------------------------
+
+Verdict check_health(const HealthState& h, int64_t now_ns, double stall_seconds) {
+  if (h.draining.load(std::memory_order_acquire)) return {200, "ok: draining (shutting down on purpose)"};
+  const int64_t last = h.last_progress_ns.load(std::memory_order_acquire);
+  if (last == 0) return {503, "stalled: the tick loop has not run yet"};
+  const double age = static_cast<double>(now_ns - last) * 1e-9;
+  if (age > stall_seconds) {
+    return {503, fmt::format("stalled: the last tick completed {:.3f} s ago (threshold {:g} s, --health-stall-seconds)",
+                             age, stall_seconds)};
+  }
+  return {200, fmt::format("ok: the last tick completed {:.3f} s ago", age < 0 ? 0.0 : age)};
+}
+
+Verdict check_ready(const HealthState& h) {
+  if (h.draining.load(std::memory_order_acquire)) return {503, "not ready: draining (shutting down)"};
+  if (!h.ready.load(std::memory_order_acquire)) return {503, "not ready: starting (scene, socket or tick loop not up yet)"};
+  return {200, "ready"};
+}
+
+// --- Process figures ---------------------------------------------------------------------------
+
+ProcessFigures read_process_figures() {
+  ProcessFigures p;
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    p.cpu_seconds = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    p.cpu_ok = true;
+  }
+  const long page = sysconf(_SC_PAGESIZE);
+  if (std::ifstream statm("/proc/self/statm"); statm && page > 0) {
+    uint64_t size_pages = 0, resident_pages = 0;
+    if (statm >> size_pages >> resident_pages) {
+      p.virtual_bytes = size_pages * static_cast<uint64_t>(page);
+      p.resident_bytes = resident_pages * static_cast<uint64_t>(page);
+      p.memory_ok = true;
+    }
+  }
+  // Start time: field 22 of /proc/self/stat (clock ticks after boot) plus btime of /proc/stat.
+  const long ticks_per_s = sysconf(_SC_CLK_TCK);
+  std::ifstream self_stat("/proc/self/stat");
+  std::ifstream machine_stat("/proc/stat");
+  if (self_stat && machine_stat && ticks_per_s > 0) {
+    std::string line;
+    std::getline(self_stat, line);
+    const size_t comm_end = line.rfind(')');  // the command name may hold spaces and parentheses
+    uint64_t start_ticks = 0;
+    bool have_start = false;
+    if (comm_end != std::string::npos) {
+      std::istringstream fields(line.substr(comm_end + 1));
+      std::string field;
+      // After ")": field 3 (state) is the first; field 22 is the 20th.
+      for (int i = 3; i <= 22 && (fields >> field); ++i) {
+        if (i == 22) have_start = parse_u64(field, &start_ticks);
+      }
+    }
+    uint64_t boot_time = 0;
+    bool have_boot = false;
+    while (!have_boot && std::getline(machine_stat, line)) {
+      if (line.rfind("btime ", 0) == 0) have_boot = parse_u64(line.substr(6), &boot_time);
+    }
+    if (have_start && have_boot) {
+      p.start_time_seconds = static_cast<double>(boot_time) + static_cast<double>(start_ticks) / static_cast<double>(ticks_per_s);
+      p.start_ok = true;
+    }
+  }
+  std::error_code ec;
+  uint64_t fds = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) ++fds;
+  if (!ec) {
+    p.open_fds = fds > 0 ? fds - 1 : 0;  // less the descriptor of the listing itself
+    p.fds_ok = true;
+  }
+  return p;
+}
+
+// --- /metrics ------------------------------------------------------------------------------------
+
+std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
+  metrics::ExpositionWriter w;
+  w.histogram("impulse_tick_duration_seconds",
+              "Wall time of each server wake-up that ran steps: apply requests, step, events, snapshots, sends.",
+              s.tick_seconds);
+  w.counter("impulse_ticks_total", "Physics steps taken (in replay serving: recorded ticks played).", s.steps);
+  w.gauge("impulse_world_tick", "The world's current tick.", static_cast<double>(s.world_tick));
+  w.counter("impulse_dropped_steps_total",
+            "Steps discarded because a wake-up was due more than --max-steps-per-frame steps (the server fell behind).",
+            s.steps_dropped);
+  w.family("impulse_tick_stage_seconds_total", "counter", "Wall time of the server thread spent per stage of the tick.");
+  w.sample("impulse_tick_stage_seconds_total", {{"stage", "steps"}}, seconds_of_ns(s.step_ns - std::min(s.record_ns, s.step_ns)));
+  w.sample("impulse_tick_stage_seconds_total", {{"stage", "record"}}, seconds_of_ns(s.record_ns));
+  w.sample("impulse_tick_stage_seconds_total", {{"stage", "events"}}, seconds_of_ns(s.events_ns));
+  w.sample("impulse_tick_stage_seconds_total", {{"stage", "snapshots"}}, seconds_of_ns(s.snapshots_ns));
+
+  w.gauge("impulse_clients", "Client sessions.", s.clients);
+  w.gauge("impulse_max_clients", "Sessions at most (--max-clients).", s.max_clients);
+  w.gauge("impulse_bodies", "Bodies in the world, static ones included.", s.bodies);
+  w.gauge("impulse_awake_bodies", "Awake (simulated) bodies.", s.awake);
+  w.counter("impulse_bodies_removed_non_finite_total", "Bodies the step's guard removed because their state was not finite.",
+            s.bodies_removed_non_finite);
+
+  w.counter("impulse_datagrams_received_total", "UDP datagrams received.", s.datagrams_in);
+  w.counter("impulse_received_bytes_total", "UDP payload bytes received.", s.bytes_in);
+  w.counter("impulse_datagrams_sent_total", "UDP datagrams sent.", s.datagrams_out);
+  w.counter("impulse_sent_bytes_total", "UDP payload bytes sent.", s.bytes_out);
+  w.counter("impulse_datagrams_invalid_total", "Received datagrams that failed verification (size, identifier, schema, version, direction).",
+            s.datagrams_invalid);
+  w.counter("impulse_datagrams_unauthenticated_total",
+            "Received datagrams that failed authentication (bad seal, replayed, unsealed at a session's address, sealed without a session).",
+            s.datagrams_unauthenticated);
+  w.family("impulse_drops_total", "counter",
+           "Input refused or dropped, and internal drops (events over the cap, send errors), by reason.");
+  for (size_t i = 0; i < s.drops.size(); ++i) {
+    w.sample("impulse_drops_total", {{"reason", name_of(static_cast<RejectReason>(i))}}, s.drops[i]);
+  }
+
+  w.family("impulse_request_results_total", "counter", "Requests answered, by result code (Ok or the refusal).");
+  for (size_t i = 0; i < s.results.size(); ++i) {
+    w.sample("impulse_request_results_total", {{"code", wire::EnumNameResultCode(static_cast<wire::ResultCode>(i))}},
+             s.results[i]);
+  }
+  w.counter("impulse_requests_duplicate_total", "Resent requests deduplicated by the exactly-once window.", s.requests_duplicate);
+  w.counter("impulse_requests_unsequenced_total", "Fire-and-forget pushes (request id 0) queued.", s.requests_unsequenced);
+  w.counter("impulse_snapshot_bytes_total", "Snapshot datagram bytes sent, all clients (before sealing).", s.snapshot_bytes);
+  w.counter("impulse_event_bytes_total", "Collision-event datagram bytes sent, all clients (before sealing).", s.event_bytes);
+  w.counter("impulse_events_queued_total", "Collision events queued for delivery, all clients.", s.events_queued);
+  w.histogram("impulse_client_rtt_seconds", "Each session's smoothed round-trip time, sampled once per second per session.",
+              s.rtt_seconds);
+
+  w.gauge("impulse_recording_active", "1 while the server records the session (--record, --record-dir).", s.recording ? 1.0 : 0.0);
+  if (s.recording) {
+    w.counter("impulse_recording_encoded_bytes_total", "Recording bytes encoded by the tick thread.", s.record_bytes_encoded);
+    w.counter("impulse_recording_written_bytes_total", "Recording bytes written to disk by the writer thread.", s.record_bytes_written);
+    w.gauge("impulse_recording_lag_bytes", "Recording bytes encoded but not yet written (the writer's lag).",
+            static_cast<double>(s.record_bytes_encoded - std::min(s.record_bytes_written, s.record_bytes_encoded)));
+    w.counter("impulse_recording_frames_encoded_total", "Recording frames encoded.", s.record_frames_encoded);
+    w.counter("impulse_recording_frames_dropped_total", "Recording frames lost after the writer's backlog limit.",
+              s.record_frames_dropped);
+    w.counter("impulse_recording_backlog_events_total", "Hand-offs deferred because the recording writer was behind.",
+              s.record_backlog_events);
+    w.counter("impulse_recording_write_errors_total", "Recording open, write or flush failures.", s.record_write_errors);
+    w.counter("impulse_recording_files_total", "Recording files opened.", s.record_files);
+  }
+
+  if (p.cpu_ok) {
+    w.family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+    w.sample("process_cpu_seconds_total", p.cpu_seconds);
+  }
+  if (p.memory_ok) {
+    w.gauge("process_resident_memory_bytes", "Resident memory size in bytes.", static_cast<double>(p.resident_bytes));
+    w.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", static_cast<double>(p.virtual_bytes));
+  }
+  if (p.start_ok) w.gauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", p.start_time_seconds);
+  if (p.fds_ok) w.gauge("process_open_fds", "Number of open file descriptors.", static_cast<double>(p.open_fds));
+  return w.take();
+}
+
+// --- The HTTP server -------------------------------------------------------------------------------
+
+struct AdminServer::Http {
+  httplib::Server server;
+  std::thread thread;
+  std::atomic<bool> done{false};
+};
+
+std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const MetricsExchange& exchange,
+                                                const HealthState& health, std::string* error) {
+  std::unique_ptr<AdminServer> admin(new AdminServer());
+  admin->http_ = std::make_unique<Http>();
+  httplib::Server& svr = admin->http_->server;
+  svr.new_task_queue = [] { return new BoundedPool(kWorkers, kMaxQueuedConnections); };
+  svr.set_read_timeout(kReadTimeoutS, 0);
+  svr.set_write_timeout(kWriteTimeoutS, 0);
+  svr.set_keep_alive_timeout(kKeepAliveTimeoutS);
+  svr.set_keep_alive_max_count(kKeepAliveMaxRequests);
+  svr.set_payload_max_length(kMaxBodyBytes);
+  svr.set_tcp_nodelay(true);
+  // cpp-httplib's default also sets SO_REUSEPORT, which would let a second server on the same
+  // port share it silently (and scrapes alternate between them): only SO_REUSEADDR, for quick restarts.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+
+  svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 405;
+    res.set_header("Allow", "GET, HEAD");
+    res.set_content("method not allowed: the admin endpoint serves GET and HEAD only\n", kPlainText);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // Runs for every status >= 400, ours included: only fill a body nobody wrote.
+  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      res.set_content("not found: the admin endpoint serves /metrics, /healthz and /readyz\n", kPlainText);
+    } else {
+      res.set_content(fmt::format("error {}\n", res.status), kPlainText);
+    }
+  });
+  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    res.status = 500;
+    res.set_content("internal error\n", kPlainText);
+  });
+
+  svr.Get("/metrics", [&exchange](const httplib::Request&, httplib::Response& res) {
+    const MetricsSnapshot snapshot = exchange.read();
+    res.set_content(render_metrics(snapshot, read_process_figures()), std::string(metrics::kContentType));
+  });
+  const double stall_seconds = options.stall_seconds;
+  svr.Get("/healthz", [&health, stall_seconds](const httplib::Request&, httplib::Response& res) {
+    const Verdict v = check_health(health, steady_now_ns(), stall_seconds);
+    res.status = v.status;
+    res.set_content(v.body + "\n", kPlainText);
+  });
+  svr.Get("/readyz", [&health](const httplib::Request&, httplib::Response& res) {
+    const Verdict v = check_ready(health);
+    res.status = v.status;
+    res.set_content(v.body + "\n", kPlainText);
+  });
+
+  int port = -1;
+  if (options.port <= 0) {
+    port = svr.bind_to_any_port(options.bind);
+  } else if (svr.bind_to_port(options.bind, options.port)) {
+    port = options.port;
+  }
+  if (port <= 0 || port > 65535) {
+    if (error) {
+      *error = fmt::format("cannot listen for admin HTTP on {}:{}: the port is in use or the address is not local; "
+                           "pick another with --admin-port or --admin-bind (or --admin-port 0 to turn it off)",
+                           options.bind, options.port);
+    }
+    return nullptr;
+  }
+  admin->port_ = static_cast<uint16_t>(port);
+  Http* http = admin->http_.get();
+  http->thread = std::thread([http] {
+    http->server.listen_after_bind();
+    http->done.store(true, std::memory_order_release);
+  });
+  return admin;
+}
+
+AdminServer::~AdminServer() {
+  if (!http_ || !http_->thread.joinable()) return;
+  // stop() does nothing until the accept loop has begun, so repeat it until the loop has ended
+  // (bounded: the loop starts at once; a connection being served ends within its timeouts).
+  for (int i = 0; i < 10'000 && !http_->done.load(std::memory_order_acquire); ++i) {
+    http_->server.stop();
+    if (http_->done.load(std::memory_order_acquire)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  http_->thread.join();
+}
+
+}  // namespace impulse::server

@@ -1,0 +1,124 @@
+// The admin HTTP endpoint (--admin-port): /metrics in the Prometheus text format, /healthz and
+// /readyz, served by cpp-httplib on threads of its own. The tick thread never waits for it: it
+// publishes a once-per-wake-up copy of its figures with try_lock (skipped when a scrape is
+// copying it, so the next wake-up publishes instead) and health through atomics; the HTTP
+// threads only read those.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "server/app/metrics_text.h"
+#include "server/app/server.h"
+#include "server/net/reject_log.h"
+
+namespace impulse::server {
+
+/// Bucket bounds of impulse_tick_duration_seconds [s]: around the 60 Hz budget (16.7 ms).
+metrics::Histogram make_tick_histogram();
+/// Bucket bounds of impulse_client_rtt_seconds [s]: loopback to intercontinental.
+metrics::Histogram make_rtt_histogram();
+
+/// What the tick thread publishes after each wake-up: one consistent set of figures. Plain
+/// values only (copied under a lock that the tick thread only ever try_locks).
+struct MetricsSnapshot {
+  bool published = false;  ///< false until the first wake-up
+  bool playback = false;   ///< impulse-replay serve
+  uint64_t steps = 0;      ///< steps taken (in playback: ticks played) since start
+  uint64_t world_tick = 0;
+  uint64_t steps_dropped = 0;
+  uint32_t clients = 0, max_clients = 0, bodies = 0, awake = 0;
+  uint64_t datagrams_in = 0, bytes_in = 0, datagrams_out = 0, bytes_out = 0;
+  uint64_t datagrams_invalid = 0, datagrams_unauthenticated = 0;
+  std::array<uint64_t, static_cast<size_t>(RejectReason::Count)> drops{};  ///< RejectLog::count by reason
+  std::array<uint64_t, ServerStats::kResultCodes> results{};               ///< by wire::ResultCode
+  uint64_t requests_duplicate = 0, requests_unsequenced = 0;
+  uint64_t snapshot_bytes = 0, event_bytes = 0, events_queued = 0;
+  uint64_t bodies_removed_non_finite = 0;
+  uint64_t step_ns = 0, record_ns = 0, events_ns = 0, snapshots_ns = 0;
+  metrics::Histogram tick_seconds = make_tick_histogram();
+  metrics::Histogram rtt_seconds = make_rtt_histogram();
+  bool recording = false;
+  uint64_t record_frames_encoded = 0, record_bytes_encoded = 0, record_bytes_written = 0, record_files = 0;
+  uint64_t record_frames_dropped = 0, record_write_errors = 0, record_backlog_events = 0;
+};
+
+/// The hand-over of MetricsSnapshot from the tick thread to the HTTP threads.
+class MetricsExchange {
+ public:
+  /// Tick thread: copies `s` in unless a reader holds the lock (then this wake-up's figures are
+  /// skipped; the next wake-up publishes). Never blocks. Returns whether it published.
+  bool publish(const MetricsSnapshot& s);
+  /// HTTP threads: a copy of the latest published snapshot.
+  MetricsSnapshot read() const;
+
+ private:
+  mutable std::mutex mutex_;
+  MetricsSnapshot latest_;
+};
+
+/// Health and readiness, written by the server's threads and read by the HTTP threads.
+struct HealthState {
+  std::atomic<bool> ready{false};     ///< the scene is loaded, the UDP socket bound, the loop running
+  std::atomic<bool> draining{false};  ///< stop() was called (SIGTERM/SIGINT): shutting down
+  /// steady_clock time [ns since its epoch] when the last wake-up completed; 0 = none yet.
+  std::atomic<int64_t> last_progress_ns{0};
+};
+
+/// An HTTP status and a one-line plain-text body.
+struct Verdict {
+  int status = 200;
+  std::string body;
+};
+/// /healthz: 200 while the last wake-up completed within `stall_seconds` of `now_ns` (or while
+/// draining: a loop stopped on purpose is not stuck); 503 when it is older, or before the loop ran.
+Verdict check_health(const HealthState& h, int64_t now_ns, double stall_seconds);
+/// /readyz: 200 when ready and not draining, else 503.
+Verdict check_ready(const HealthState& h);
+
+/// The process's own figures (the Prometheus client libraries' process_* metrics), from
+/// getrusage, /proc/self/statm, /proc/self/stat and /proc/self/fd.
+struct ProcessFigures {
+  bool cpu_ok = false, memory_ok = false, start_ok = false, fds_ok = false;
+  double cpu_seconds = 0;
+  uint64_t resident_bytes = 0, virtual_bytes = 0;
+  double start_time_seconds = 0;  ///< Unix time
+  uint64_t open_fds = 0;
+};
+ProcessFigures read_process_figures();
+
+/// The /metrics body for `s` and `p` (metric names and meanings: docs in /metrics' HELP lines).
+std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p);
+
+/// The HTTP side: a cpp-httplib server on its own accept thread with a small bounded worker
+/// pool. Only GET and HEAD of /metrics, /healthz and /readyz; other paths 404, other methods 405.
+class AdminServer {
+ public:
+  struct Options {
+    std::string bind = "127.0.0.1";
+    int port = 0;  ///< -1 or 0 here: an ephemeral port (the caller decides whether to start at all)
+    double stall_seconds = 2.0;
+  };
+  /// Binds (synchronously, so a taken port fails the server's start) and starts the threads.
+  /// `exchange` and `health` must outlive the AdminServer. On failure returns null with *error
+  /// saying what to do.
+  static std::unique_ptr<AdminServer> start(const Options& options, const MetricsExchange& exchange,
+                                            const HealthState& health, std::string* error);
+  ~AdminServer();  ///< stops listening and joins the threads
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  AdminServer() = default;
+  struct Http;
+  std::unique_ptr<Http> http_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace impulse::server

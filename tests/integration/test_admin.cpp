@@ -1,0 +1,383 @@
+// The admin endpoint over real loopback HTTP (cpp-httplib's client) against a real server with
+// real clients: /metrics agrees with ServerStats, rises between scrapes and passes promtool;
+// /healthz flips to 503 when the tick loop is held; /readyz is 503 while draining; only GET and
+// HEAD of the three paths are served.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <httplib.h>
+
+#include "integration/harness.h"
+
+namespace impulse::test {
+namespace {
+
+ServerOptions admin_options(double stall_seconds = 2.0) {
+  ServerOptions o;
+  o.configure = [stall_seconds](server::ServerConfig& c) {
+    c.admin_port = -1;  // an ephemeral port
+    c.health_stall_seconds = stall_seconds;
+  };
+  return o;
+}
+
+httplib::Client http_client(uint16_t port) {
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(2, 0);
+  client.set_write_timeout(2, 0);
+  return client;
+}
+
+/// GET `path`; nullopt when the request failed (no connection, timeout).
+std::optional<httplib::Response> get(uint16_t port, const std::string& path) {
+  httplib::Client client = http_client(port);
+  httplib::Result r = client.Get(path);
+  if (!r) return std::nullopt;
+  return *r;
+}
+
+/// The value of the sample `series` (e.g. `impulse_clients` or `impulse_drops_total{reason="X"}`)
+/// in a /metrics body; nullopt when absent or unparsable.
+std::optional<double> value_of(const std::string& text, std::string_view series) {
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line(text.data() + at, end - at);
+    if (line.size() > series.size() && line.substr(0, series.size()) == series && line[series.size()] == ' ') {
+      const std::string number(line.substr(series.size() + 1));
+      char* parsed_end = nullptr;
+      const double v = std::strtod(number.c_str(), &parsed_end);
+      if (parsed_end == number.c_str()) return std::nullopt;
+      return v;
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+/// Scrapes until pred(status, body) holds or the deadline passes; returns the last response.
+template <class Pred>
+std::optional<httplib::Response> poll_http(uint16_t port, const std::string& path, Pred pred,
+                                           milliseconds timeout = kWaitTimeout) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  std::optional<httplib::Response> last;
+  for (int i = 0; i < 2000 && Clock::now() < deadline; ++i) {
+    last = get(port, path);
+    if (last && pred(*last)) return last;
+    std::this_thread::sleep_for(milliseconds(5));  // a polling interval, not a synchronisation
+  }
+  return last;
+}
+
+uint64_t load(const std::atomic<uint64_t>& a) { return a.load(); }
+
+TEST(Admin, OffByDefault) {
+  RunningServer server;
+  ASSERT_TRUE(server.started()) << server.error();
+  EXPECT_EQ(server.server().admin_port(), 0);
+}
+
+TEST(Admin, MetricsAgreeWithServerStatsAfterAScriptedSession) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  ASSERT_NE(port, 0);
+  const server::ServerStats& stats = server.stats();
+
+  // The script: three clients, each creates two spheres; one pushes an id that does not exist.
+  ClientDriver clients[3];
+  for (ClientDriver& c : clients) {
+    std::string error;
+    ASSERT_TRUE(c.connect(server.port(), &error)) << error;
+  }
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      ASSERT_NE(clients[i].create_ok(make_sphere(0.5f, {static_cast<float>(4 * i), 1.0f + 2.0f * static_cast<float>(k), 0})),
+                ObjectID{});
+    }
+  }
+  const std::optional<RequestResult> stale = clients[0].wait_result(clients[0].client.apply_impulse(ObjectID{999, 7}, {0, 1, 0}));
+  ASSERT_TRUE(stale.has_value());
+  EXPECT_EQ(stale->code, ResultCode::StaleId);
+
+  // The counters keep moving (snapshots flow), so bracket the scrape: before <= scraped <= after.
+  // A scrape shows the figures of the last completed wake-up: take one that shows a later tick
+  // than `before` saw, so it was copied after `before` was read.
+  const uint64_t bytes_in_before = load(stats.bytes_in), bytes_out_before = load(stats.bytes_out);
+  const uint64_t datagrams_in_before = load(stats.datagrams_in), snapshot_bytes_before = load(stats.snapshot_bytes);
+  const uint64_t tick_before = load(stats.tick);
+  const std::optional<httplib::Response> r = poll_http(port, "/metrics", [&](const httplib::Response& res) {
+    return value_of(res.body, "impulse_world_tick").value_or(0) > static_cast<double>(tick_before);
+  });
+  const uint64_t bytes_in_after = load(stats.bytes_in), bytes_out_after = load(stats.bytes_out);
+  const uint64_t datagrams_in_after = load(stats.datagrams_in), snapshot_bytes_after = load(stats.snapshot_bytes);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = r->body;
+
+  EXPECT_EQ(value_of(text, "impulse_clients"), 3.0);
+  EXPECT_EQ(value_of(text, "impulse_clients"), static_cast<double>(stats.clients.load()));
+  EXPECT_EQ(value_of(text, "impulse_bodies"), 7.0);  // the ground and six spheres
+  EXPECT_EQ(value_of(text, "impulse_bodies"), static_cast<double>(stats.objects.load()));
+  const auto bracketed = [&](std::string_view series, uint64_t before, uint64_t after) {
+    SCOPED_TRACE(std::string(series));
+    const std::optional<double> v = value_of(text, series);
+    ASSERT_TRUE(v.has_value());
+    EXPECT_GE(*v, static_cast<double>(before));
+    EXPECT_LE(*v, static_cast<double>(after));
+  };
+  bracketed("impulse_received_bytes_total", bytes_in_before, bytes_in_after);
+  bracketed("impulse_sent_bytes_total", bytes_out_before, bytes_out_after);
+  bracketed("impulse_datagrams_received_total", datagrams_in_before, datagrams_in_after);
+  bracketed("impulse_snapshot_bytes_total", snapshot_bytes_before, snapshot_bytes_after);
+  EXPECT_GT(value_of(text, "impulse_sent_bytes_total").value_or(0), 0.0);
+  // Six creates answered Ok, one push StaleId: by code, and as ServerStats counts them.
+  EXPECT_EQ(value_of(text, "impulse_request_results_total{code=\"Ok\"}"), 6.0);
+  EXPECT_EQ(value_of(text, "impulse_request_results_total{code=\"StaleId\"}"), 1.0);
+  EXPECT_EQ(value_of(text, "impulse_request_results_total{code=\"Ok\"}"), static_cast<double>(stats.requests_applied.load()));
+  EXPECT_EQ(value_of(text, "impulse_drops_total{reason=\"StaleId\"}"), 1.0);
+  EXPECT_GE(value_of(text, "impulse_tick_duration_seconds_count").value_or(0), 1.0);
+  EXPECT_EQ(value_of(text, "impulse_tick_duration_seconds_bucket{le=\"+Inf\"}"),
+            value_of(text, "impulse_tick_duration_seconds_count"));
+  EXPECT_GT(value_of(text, "process_resident_memory_bytes").value_or(0), 0.0);
+  EXPECT_GT(value_of(text, "process_cpu_seconds_total").value_or(0), 0.0);
+  EXPECT_EQ(value_of(text, "impulse_recording_active"), 0.0);
+}
+
+TEST(Admin, TicksTotalRisesBetweenTwoScrapes) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  const std::optional<httplib::Response> first =
+      poll_http(port, "/metrics", [](const httplib::Response& r) { return value_of(r.body, "impulse_ticks_total").value_or(0) > 0; });
+  ASSERT_TRUE(first.has_value());
+  const double ticks = value_of(first->body, "impulse_ticks_total").value_or(0);
+  ASSERT_GT(ticks, 0.0);
+  const std::optional<httplib::Response> second = poll_http(
+      port, "/metrics", [&](const httplib::Response& r) { return value_of(r.body, "impulse_ticks_total").value_or(0) > ticks; });
+  ASSERT_TRUE(second.has_value());
+  EXPECT_GT(value_of(second->body, "impulse_ticks_total").value_or(0), ticks);
+}
+
+TEST(Admin, HealthzFlipsTo503WhileTheTickLoopIsHeldAndBackAfter) {
+  RunningServer server(admin_options(/*stall_seconds=*/0.2));
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  const auto status_is = [](int status) { return [status](const httplib::Response& r) { return r.status == status; }; };
+  const std::optional<httplib::Response> healthy = poll_http(port, "/healthz", status_is(200));
+  ASSERT_TRUE(healthy.has_value());
+  ASSERT_EQ(healthy->status, 200) << healthy->body;
+
+  server.server().test_only_stall(std::chrono::seconds(20));  // released below
+  const std::optional<httplib::Response> stalled = poll_http(port, "/healthz", status_is(503), milliseconds(10'000));
+  server.server().test_only_release_stall();
+  ASSERT_TRUE(stalled.has_value());
+  EXPECT_EQ(stalled->status, 503);
+  EXPECT_NE(stalled->body.find("stalled"), std::string::npos) << stalled->body;
+  // Readiness is not liveness: a stalled loop is still ready.
+  const std::optional<httplib::Response> ready = get(port, "/readyz");
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->status, 200);
+
+  const std::optional<httplib::Response> recovered = poll_http(port, "/healthz", status_is(200));
+  ASSERT_TRUE(recovered.has_value());
+  EXPECT_EQ(recovered->status, 200) << recovered->body;
+}
+
+TEST(Admin, ReadyzIs503DuringDrain) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  const std::optional<httplib::Response> ready =
+      poll_http(port, "/readyz", [](const httplib::Response& r) { return r.status == 200; });
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->status, 200) << ready->body;
+
+  // stop() is the SIGTERM path (run_until_signal calls it): the loop tells every client and
+  // returns; the admin endpoint answers until the Server is destroyed.
+  server.stop();
+  const std::optional<httplib::Response> draining = get(port, "/readyz");
+  ASSERT_TRUE(draining.has_value());
+  EXPECT_EQ(draining->status, 503);
+  EXPECT_NE(draining->body.find("draining"), std::string::npos) << draining->body;
+  const std::optional<httplib::Response> health = get(port, "/healthz");
+  ASSERT_TRUE(health.has_value());
+  EXPECT_EQ(health->status, 200) << "a drain on purpose is not a stall: " << health->body;
+}
+
+TEST(Admin, ServesOnlyGetAndHeadOfItsThreePaths) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  httplib::Client client = http_client(port);
+
+  const httplib::Result missing = client.Get("/metrics/../secret");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  const httplib::Result root = client.Get("/");
+  ASSERT_TRUE(root);
+  EXPECT_EQ(root->status, 404);
+  const httplib::Result post = client.Post("/metrics", "x", "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_TRUE(post->status == 405 || post->status == 413) << post->status;
+  const httplib::Result del = client.Delete("/healthz");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 405);
+  EXPECT_EQ(del->get_header_value("Allow"), "GET, HEAD");
+
+  const httplib::Result head = client.Head("/metrics");
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  EXPECT_TRUE(head->body.empty());
+
+  // A header line past cpp-httplib's 8 KiB bound is refused, and the endpoint still serves.
+  httplib::Headers huge{{"X-Filler", std::string(16 * 1024, 'a')}};
+  const httplib::Result refused = client.Get("/metrics", huge);
+  EXPECT_TRUE(!refused || refused->status >= 400) << (refused ? refused->status : 0);
+  const std::optional<httplib::Response> after = get(port, "/healthz");
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->status, 200);
+}
+
+/// Ticks the server takes while `load` runs for about `duration`, and the seconds it ran.
+template <class Load>
+std::pair<uint64_t, double> ticks_during(const server::ServerStats& stats, milliseconds duration, Load load_fn) {
+  const uint64_t tick_before = load(stats.tick);
+  const Clock::time_point start = Clock::now();
+  load_fn(start + duration);
+  return {load(stats.tick) - tick_before, std::chrono::duration<double>(Clock::now() - start).count()};
+}
+
+// A scrape flood, then a hostile scraper's connections that send nothing (each holds a worker
+// until the 2 s read timeout; more wait in the queue and the kernel's backlog). The tick must
+// not notice either: it only ever try_locks the hand-over.
+TEST(Admin, AScrapeFloodAndIdleConnectionsDoNotSlowTheTick) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  const server::ServerStats& stats = server.stats();
+  // 60 Hz: about 60 ticks a second; a tick that waited on the HTTP side would lose most of them.
+  const auto enough = [](uint64_t ticks, double seconds) { return static_cast<double>(ticks) >= 0.6 * 60.0 * seconds; };
+
+  std::atomic<int> answered{0};
+  const auto [flood_ticks, flood_s] = ticks_during(stats, milliseconds(1000), [&](Clock::time_point until) {
+    std::vector<std::thread> scrapers;
+    for (int t = 0; t < 3; ++t) {
+      scrapers.emplace_back([&] {
+        for (int i = 0; i < 10'000 && Clock::now() < until; ++i) {
+          if (const auto r = get(port, "/metrics"); r && r->status == 200) answered.fetch_add(1);
+        }
+      });
+    }
+    for (std::thread& t : scrapers) t.join();
+  });
+  EXPECT_GT(answered.load(), 10);
+  EXPECT_TRUE(enough(flood_ticks, flood_s)) << flood_ticks << " ticks in " << flood_s << " s";
+
+  std::vector<int> idle;
+  const auto [idle_ticks, idle_s] = ticks_during(stats, milliseconds(1000), [&](Clock::time_point until) {
+    for (int i = 0; i < 24; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      ASSERT_GE(fd, 0);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(port);
+      to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      // Non-blocking: once the backlog is full a connect would wait, and that is the point.
+      ::fcntl(fd, F_SETFL, O_NONBLOCK);
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+      idle.push_back(fd);
+    }
+    for (int i = 0; i < 10'000 && Clock::now() < until; ++i) std::this_thread::sleep_for(milliseconds(5));
+  });
+  for (const int fd : idle) ::close(fd);
+  EXPECT_TRUE(enough(idle_ticks, idle_s)) << idle_ticks << " ticks in " << idle_s << " s";
+  EXPECT_EQ(stats.steps_dropped.load(), 0u);
+
+  // Once the idle connections are gone the endpoint answers again.
+  const std::optional<httplib::Response> after =
+      poll_http(port, "/healthz", [](const httplib::Response& r) { return r.status == 200; }, milliseconds(10'000));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->status, 200);
+  std::printf("[ info ] %llu ticks in %.2f s under %d scrapes; %llu ticks in %.2f s with 24 idle connections\n",
+              static_cast<unsigned long long>(flood_ticks), flood_s, answered.load(),
+              static_cast<unsigned long long>(idle_ticks), idle_s);
+}
+
+TEST(Admin, ATakenAdminPortFailsTheStartAndNamesTheFlag) {
+  RunningServer first(admin_options());
+  ASSERT_TRUE(first.started()) << first.error();
+  const int taken = first.server().admin_port();
+  ServerOptions o;
+  o.configure = [taken](server::ServerConfig& c) { c.admin_port = taken; };
+  RunningServer second(o);
+  EXPECT_FALSE(second.started());
+  EXPECT_NE(second.error().find("--admin-port"), std::string::npos) << second.error();
+}
+
+// promtool (Debian's prometheus package, scripts/setup) must accept the whole exposition,
+// recording figures included. Skipped where promtool is not installed.
+TEST(Admin, PromtoolCheckMetricsAcceptsTheExposition) {
+  std::string promtool;
+  for (const char* candidate : {"/usr/bin/promtool", "/usr/local/bin/promtool"}) {
+    if (std::filesystem::exists(candidate)) promtool = candidate;
+  }
+  if (promtool.empty()) GTEST_SKIP() << "promtool not installed (apt-get install prometheus, or scripts/setup)";
+
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string recording = (dir / ("impulse-admin-" + std::to_string(::getpid()) + ".irec")).string();
+  ServerOptions o = admin_options();
+  o.record_file = recording;
+  std::string body;
+  {
+    RunningServer server(o);
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver client;
+    std::string error;
+    ASSERT_TRUE(client.connect(server.port(), &error)) << error;
+    ASSERT_NE(client.create_ok(make_sphere(0.5f, {0, 2, 0})), ObjectID{});
+    ASSERT_TRUE(client.wait_result(client.client.apply_impulse(ObjectID{999, 7}, {0, 1, 0})).has_value());
+    // Once a second the sessions' RTTs are sampled: wait for one so the histogram has data.
+    const std::optional<httplib::Response> r = poll_http(
+        server.server().admin_port(), "/metrics",
+        [&](const httplib::Response& res) {
+          client.poll_once();
+          return value_of(res.body, "impulse_client_rtt_seconds_count").value_or(0) > 0;
+        },
+        milliseconds(5000));
+    ASSERT_TRUE(r.has_value());
+    body = r->body;
+  }
+  std::error_code ignored;
+  std::filesystem::remove(recording, ignored);
+  EXPECT_GT(value_of(body, "impulse_client_rtt_seconds_count").value_or(0), 0.0);
+  EXPECT_EQ(value_of(body, "impulse_recording_active"), 1.0);
+  EXPECT_TRUE(value_of(body, "impulse_recording_lag_bytes").has_value());
+
+  const TempFile scraped("impulse-metrics", body);
+  const std::string command = promtool + " check metrics < " + scraped.path() + " 2>&1";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[512];
+  for (int i = 0; i < 10'000 && std::fgets(buffer, sizeof buffer, pipe) != nullptr; ++i) output += buffer;
+  const int status = ::pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << output;
+  EXPECT_EQ(output, "") << "promtool's lint findings";
+}
+
+}  // namespace
+}  // namespace impulse::test
