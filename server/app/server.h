@@ -39,6 +39,9 @@ struct ServerConfig {
   /// 0 = one per CPU core (at most 64). The world and the datagrams are bit-identical for every value.
   int threads = 0;
   std::string log_level = "info";  ///< --log-level: trace, debug, info, warn, error, off
+  /// --log-format: "text" (spdlog's lines) or "json" (one object per line; server/app/log_format.h).
+  /// Server::start installs it on spdlog's loggers, process-wide.
+  std::string log_format = "text";
   /// --record: record the session into this file (docs/RECORDING.md); empty = no recording.
   std::string record_file;
   /// --record-dir: record into this directory, one file per run (named by its UTC start time),
@@ -90,6 +93,9 @@ struct ServerConfig {
   /// --sim-jitter-ms, --sim-duplicate, --sim-reorder, --sim-seed.
   double sim_loss = 0, sim_latency_ms = 0, sim_jitter_ms = 0, sim_duplicate = 0, sim_reorder = 0;
   uint64_t sim_seed = 1;
+
+  /// Field by field (--dump-config checks that its file loads back to the same settings).
+  friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
 /// impulse-replay serve: play a recording to read-only spectators instead of simulating a scene
