@@ -2,6 +2,7 @@
 // formatter that writes one JSON object per line with the thread's structured fields.
 #include "server/app/log_format.h"
 
+#include <atomic>
 #include <cmath>
 #include <ctime>
 #include <iterator>
@@ -187,9 +188,12 @@ std::string format_json_log_line(const spdlog::details::log_msg& msg, std::span<
 }
 
 void set_log_format(LogFormat format) {
+  // Text leaves a pattern the embedding program chose alone, unless JSON replaced it here before.
+  static std::atomic<bool> json_installed{false};
   if (format == LogFormat::Json) {
     spdlog::set_formatter(std::make_unique<JsonLogFormatter>());
-  } else {
+    json_installed.store(true);
+  } else if (json_installed.exchange(false)) {
     spdlog::set_formatter(std::make_unique<spdlog::pattern_formatter>());  // spdlog's default pattern
   }
 }

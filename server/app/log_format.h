@@ -88,8 +88,9 @@ class JsonLogFormatter final : public spdlog::formatter {
 /// Formats one message as JsonLogFormatter does, without the newline (for tests).
 std::string format_json_log_line(const spdlog::details::log_msg& msg, std::span<const LogField> fields);
 
-/// Installs the format on every registered spdlog logger (the server logs through the default
-/// one) and on loggers created later.
+/// Json: installs JsonLogFormatter on every registered spdlog logger (the server logs through the
+/// default one) and on loggers created later. Text: puts spdlog's default pattern back if Json
+/// was installed before, else leaves the loggers' formatters as they are.
 void set_log_format(LogFormat format);
 
 }  // namespace impulse::server

@@ -230,15 +230,17 @@ struct Server::Impl {
     const uint64_t step_ns = load(stats.step_ns), events_ns = load(stats.events_ns);
     const uint64_t snapshots_ns = load(stats.snapshots_ns);
     const double per_wakeup = window.wakeups ? 1e-6 / static_cast<double>(window.wakeups) : 0.0;  // ns -> ms
+    const auto to_us = [](double ms) { return std::round(ms * 1000.0) / 1000.0; };  // ms, to 1 us: no noise digits
     const uint64_t tick = load(stats.tick);
     const uint32_t bodies = stats.objects.load(std::memory_order_relaxed);
     const uint32_t awake = stats.awake.load(std::memory_order_relaxed);
     const uint32_t clients = stats.clients.load(std::memory_order_relaxed);
-    const double mean_ms = window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0;
-    const double steps_ms = static_cast<double>(step_ns - window.step_ns) * per_wakeup;
-    const double events_ms = static_cast<double>(events_ns - window.events_ns) * per_wakeup;
-    const double snapshots_ms = static_cast<double>(snapshots_ns - window.snapshots_ns) * per_wakeup;
-    const double p50_ms = static_cast<double>(p50) / 1e6, p99_ms = static_cast<double>(p99) / 1e6;
+    const double mean_ms = to_us(window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0);
+    const double steps_ms = to_us(static_cast<double>(step_ns - window.step_ns) * per_wakeup);
+    const double events_ms = to_us(static_cast<double>(events_ns - window.events_ns) * per_wakeup);
+    const double snapshots_ms = to_us(static_cast<double>(snapshots_ns - window.snapshots_ns) * per_wakeup);
+    const double p50_ms = to_us(static_cast<double>(p50) / 1e6), p99_ms = to_us(static_cast<double>(p99) / 1e6);
+    const double max_ms = to_us(window.tick_ms_max), interval_s = to_us(seconds);
     // --log-format json carries the same figures as fields (per interval except tick, bodies, awake, clients).
     const LogField fields[] = {
         {"event", std::string_view("stats")},
@@ -252,7 +254,7 @@ struct Server::Impl {
         {"tick_ms_snapshots", snapshots_ms},
         {"tick_ms_p50", p50_ms},
         {"tick_ms_p99", p99_ms},
-        {"tick_ms_max", window.tick_ms_max},
+        {"tick_ms_max", max_ms},
         {"wakeups", window.wakeups},
         {"steps", window.steps},
         {"steps_dropped", dropped_steps - window.dropped_steps},
@@ -261,14 +263,14 @@ struct Server::Impl {
         {"datagrams_out", out - window.datagrams_out},
         {"bytes_out", bout - window.bytes_out},
         {"datagrams_dropped", dropped - window.dropped},
-        {"interval_s", seconds},
+        {"interval_s", interval_s},
     };
     const ScopedLogFields scope(fields);
     spdlog::info(
         "stats: tick={} bodies={} awake={} clients={} tick_ms mean={:.3f} (steps {:.3f} events {:.3f} snapshots "
         "{:.3f}) p50={:.3f} p99={:.3f} max={:.3f} (over {} wake-ups, {} steps, {} dropped) in={} datagrams/{} B "
         "out={} datagrams/{} B dropped={} (last {:.1f} s)",
-        tick, bodies, awake, clients, mean_ms, steps_ms, events_ms, snapshots_ms, p50_ms, p99_ms, window.tick_ms_max,
+        tick, bodies, awake, clients, mean_ms, steps_ms, events_ms, snapshots_ms, p50_ms, p99_ms, max_ms,
         window.wakeups, window.steps, dropped_steps - window.dropped_steps, in - window.datagrams_in, bin - window.bytes_in,
         out - window.datagrams_out, bout - window.bytes_out, dropped - window.dropped, seconds);
     std::vector<uint64_t> keep = std::move(window.tick_ns);

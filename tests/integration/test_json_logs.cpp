@@ -152,6 +152,14 @@ TEST(JsonLogs, EveryLineParsesIncludingAHostileClientNameAndStatsFields) {
       // characters and the invalid byte were replaced by '?' when the name was stored.
       EXPECT_TRUE(message_has(j, "name=\"" + shown_name + "\"")) << j.dump();
       EXPECT_NE(shown_name.find("\"\\"), std::string::npos);
+      // The structured field holds the name as sent: every control character intact, the invalid
+      // byte as U+FFFD.
+      EXPECT_EQ(j.value("event", ""), "client_connected") << j.dump();
+      std::string sent = name;
+      sent.replace(sent.find('\xff'), 1, "\xef\xbf\xbd");
+      EXPECT_EQ(j.value("client_name", ""), sent) << j.dump();
+      EXPECT_TRUE(j.contains("client_id") && j["client_id"].is_number_unsigned()) << j.dump();
+      EXPECT_EQ(j.value("address", "").rfind("127.0.0.1:", 0), 0u) << j.dump();
     }
     if (j.value("event", "") == "stats") {
       ++stats_lines;

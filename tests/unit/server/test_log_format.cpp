@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 #include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "server/app/log_format.h"
 #include "tests/support/rng.h"
@@ -169,6 +170,32 @@ TEST(JsonLogLine, ThroughSpdlogOneObjectPerLineWithScopedFields) {
   EXPECT_EQ(parsed[3]["level"], "debug");
   EXPECT_FALSE(parsed[4].contains("tick"));
   EXPECT_EQ(parsed[4]["message"], "after \"bad\nname\"");
+}
+
+TEST(LogFormat, SetLogFormatSwitchesTheDefaultLoggerAndBack) {
+  std::ostringstream out;
+  const auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  logger->set_pattern("%v");  // the embedding program's own pattern
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  set_log_format(LogFormat::Text);  // leaves the program's pattern alone
+  spdlog::info("plain one");
+  set_log_format(LogFormat::Json);
+  spdlog::info("json \"two\"");
+  set_log_format(LogFormat::Text);  // back to spdlog's default pattern
+  spdlog::info("plain three");
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(spdlog::level::off);
+
+  std::istringstream lines(out.str());
+  std::vector<std::string> got;
+  for (std::string line; std::getline(lines, line);) got.push_back(line);
+  ASSERT_EQ(got.size(), 3u) << out.str();
+  EXPECT_EQ(got[0], "plain one");
+  EXPECT_EQ(nlohmann::json::parse(got[1])["message"], "json \"two\"");
+  EXPECT_NE(got[2].find("[info] plain three"), std::string::npos) << got[2];
+  EXPECT_EQ(got[2].front(), '[');
 }
 
 TEST(LogFormat, ParsesTheFlagValues) {
