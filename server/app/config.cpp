@@ -302,6 +302,10 @@ std::string apply_config_text(CLI::App& app, std::string_view text, const std::s
     if (!option->get_configurable()) {
       return fmt::format("{}: \"{}\" cannot be set in a config file (give it on the command line)", where, key);
     }
+    if (item.inputs.size() != 1) {
+      return fmt::format("{}: {}: the value reads as {} values (split at spaces or commas); put a string in quotes",
+                         where, key, item.inputs.size());
+    }
     if (option->count() > 0) continue;  // the command line or the environment set it: they win
     try {
       option->add_result(item.inputs);

@@ -343,6 +343,7 @@ TEST(ConfigFile, MalformedLinesAreNamedWithFileAndLine) {
       {"port =\n", ":1: port has no value"},
       {" = 3\n", ":1: no key before '='"},
       {"port = [1, 2]\n", ":1: port: arrays are not used"},
+      {"port = 1\nscene = my scene.json\n", ":2: scene: the value reads as 2 values (split at spaces or commas)"},
       {"config = \"other.toml\"\n", ":1: \"config\" cannot be set in a config file"},
       {"dump-config = true\n", ":1: \"dump-config\" cannot be set in a config file"},
   };
