@@ -12,11 +12,13 @@
 #include <map>
 #include <sstream>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "server/app/agones.h"
 #include "server/app/log_format.h"
 #include "shared/wire/codec.h"
 #include "shared/wire/quantize.h"
@@ -33,6 +35,9 @@ constexpr double kMaxStatsIntervalS = 3600.0;
 constexpr double kMaxKeyframeSeconds = 3600.0;
 constexpr double kMaxRotateMb = 1.0e6;
 constexpr double kMaxRotateMinutes = 1.0e5;
+constexpr double kMinAgonesHealthIntervalS = 0.05;
+constexpr double kMaxAgonesHealthIntervalS = 300.0;
+constexpr double kMaxAgonesShutdownWhenEmptyS = 7 * 24 * 3600.0;
 
 bool is_log_level(std::string_view level) {
   for (std::string_view known : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
@@ -141,6 +146,15 @@ std::string validate_config(const ServerConfig& c) {
   for (const auto& [flag, value] : {std::pair{"--sim-latency-ms", c.sim_latency_ms}, std::pair{"--sim-jitter-ms", c.sim_jitter_ms}}) {
     if (!(value >= 0.0 && value <= 10000.0)) return fmt::format("{} must be in [0, 10000] ms (got {})", flag, value);
   }
+  if (!(c.agones_health_interval_s >= kMinAgonesHealthIntervalS && c.agones_health_interval_s <= kMaxAgonesHealthIntervalS)) {
+    return fmt::format("--agones-health-interval must be in [{}, {}] seconds, and below the fleet's health "
+                       "periodSeconds (got {})",
+                       kMinAgonesHealthIntervalS, kMaxAgonesHealthIntervalS, c.agones_health_interval_s);
+  }
+  if (!(c.agones_shutdown_when_empty_s >= 0.0 && c.agones_shutdown_when_empty_s <= kMaxAgonesShutdownWhenEmptyS)) {
+    return fmt::format("--agones-shutdown-when-empty must be in [0, {}] seconds (0 = never; got {})",
+                       kMaxAgonesShutdownWhenEmptyS, c.agones_shutdown_when_empty_s);
+  }
   if (!is_log_level(c.log_level)) {
     return fmt::format("--log-level must be one of trace, debug, info, warn, error, critical, off (got \"{}\")",
                        c.log_level);
@@ -163,23 +177,38 @@ std::string env_name_of(std::string_view flag) {
 /// Adds `flag` bound to `field`, also read from IMPULSE_<FLAG> when `with_env`. Its default string
 /// (shown by --help, written by --dump-config) is the field's value with the shortest digits that
 /// read back exactly: CLI11's own capture_default_str keeps only 6 significant digits of a double.
+/// A bool is a flag (--agones, or agones = true in a file). `env` replaces IMPULSE_<FLAG> when given.
 template <class T>
-CLI::Option* add_setting(CLI::App& app, bool with_env, const std::string& flag, T& field, const std::string& description) {
-  CLI::Option* option = app.add_option(flag, field, description);
-  if (with_env) option->envname(env_name_of(flag));
+CLI::Option* add_setting(CLI::App& app, bool with_env, const std::string& flag, T& field, const std::string& description,
+                         const std::string& env = {}) {
+  CLI::Option* option = nullptr;
+  if constexpr (std::is_same_v<T, bool>) {
+    option = app.add_flag(flag, field, description);
+  } else {
+    option = app.add_option(flag, field, description);
+  }
+  if (with_env) option->envname(env.empty() ? env_name_of(flag) : env);
   option->default_str(fmt::format("{}", field));
   return option;
 }
 
-/// Every setting of ServerConfig as an option of `app`, bound to `config` (and `port`, parsed as
-/// int so that an out-of-range value gets our message, not a conversion error). The option's
-/// long name without "--" is also its key in a config file.
-void add_settings(CLI::App& app, ServerConfig& config, int& port, bool with_env) {
+/// The settings held as uint16_t in ServerConfig, parsed as int so that an out-of-range value gets
+/// our message, not a conversion error.
+struct PortSettings {
+  int port = 0;
+  int agones_port = 0;
+  explicit PortSettings(const ServerConfig& c) : port(c.port), agones_port(c.agones_port) {}
+};
+
+/// Every setting of ServerConfig as an option of `app`, bound to `config` (and `ports`). The
+/// option's long name without "--" is also its key in a config file, and --dump-config writes
+/// exactly these: a new setting must be added here.
+void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool with_env) {
   auto add = [&](const std::string& flag, auto& field, const std::string& description) {
     return add_setting(app, with_env, flag, field, description);
   };
   add("--bind", config.bind, "Local IP address to listen on (IPv4 or IPv6)");
-  add("--port", port, "UDP port, 0..65535; 0 picks a free ephemeral port");
+  add("--port", ports.port, "UDP port, 0..65535; 0 picks a free ephemeral port");
   add("--tick-hz", config.tick_hz, "Physics steps per second [Hz], 1..1000");
   add("--snapshot-hz", config.snapshot_hz, "Snapshots sent to each client per second [Hz], 1..tick-hz");
   add("--scene", config.scene, "\"demo\" (built in) or the path of a JSON scene file (schemas/scene.fbs)");
@@ -245,6 +274,24 @@ void add_settings(CLI::App& app, ServerConfig& config, int& port, bool with_env)
   add_sim("--sim-duplicate", config.sim_duplicate, "Probability a datagram is sent twice, [0, 1]");
   add_sim("--sim-reorder", config.sim_reorder, "Probability a datagram is delayed past later ones, [0, 1]");
   add_sim("--sim-seed", config.sim_seed, "Seed of the simulation's random numbers");
+
+  auto* agones = app.add_option_group("Agones", "The Agones game-server lifecycle through the SDK sidecar's REST API");
+  auto add_agones = [&](const std::string& flag, auto& field, const std::string& description, const std::string& env = {}) {
+    return add_setting(*agones, with_env, flag, field, description, env);
+  };
+  add_agones("--agones", config.agones,
+             "Call Ready, then Health on a timer, and Shutdown on SIGTERM, on the SDK sidecar at "
+             "localhost:--agones-port (on by itself when AGONES_SDK_HTTP_PORT is set)");
+  // Agones sets AGONES_SDK_HTTP_PORT in every game server's pod, so that variable (not an IMPULSE_
+  // one) is --agones-port's fallback: inside a fleet the lifecycle turns itself on.
+  add_agones("--agones-port", ports.agones_port,
+             "The SDK sidecar's REST port, 0..65535; non-zero turns the lifecycle on (0 = 9358 with --agones)",
+             "AGONES_SDK_HTTP_PORT");
+  add_agones("--agones-health-interval", config.agones_health_interval_s,
+             "Seconds between Health calls, [0.05, 300]; keep it below the fleet's health periodSeconds");
+  add_agones("--agones-shutdown-when-empty", config.agones_shutdown_when_empty_s,
+             "Call Shutdown when no client has been connected for this many seconds after the last one "
+             "left (0 = never)");
 }
 
 constexpr size_t kMaxConfigFileBytes = 1 << 20;  // a config file is a few KiB; refuse anything absurd
@@ -329,10 +376,19 @@ std::string locate_problem(std::string problem, const std::string& label, const 
   return fmt::format("{}:{}: {}: {}", label, found->second, key, problem);
 }
 
-/// Checks the port range and validate_config, naming the file's line when the value came from it.
-std::string check_settings(ServerConfig& config, int port, const std::string& label, const FileLines& lines) {
-  if (port < 0 || port > 65535) return locate_problem(fmt::format("--port must be in 0..65535 (got {})", port), label, lines);
-  config.port = static_cast<uint16_t>(port);
+/// Checks the ports' ranges and validate_config, naming the file's line when the value came from it.
+std::string check_settings(ServerConfig& config, const PortSettings& ports, const std::string& label,
+                           const FileLines& lines) {
+  if (ports.port < 0 || ports.port > 65535) {
+    return locate_problem(fmt::format("--port must be in 0..65535 (got {})", ports.port), label, lines);
+  }
+  config.port = static_cast<uint16_t>(ports.port);
+  if (ports.agones_port < 0 || ports.agones_port > 65535) {
+    return locate_problem(
+        fmt::format("--agones-port (or AGONES_SDK_HTTP_PORT) must be in 0..65535 (got {})", ports.agones_port), label,
+        lines);
+  }
+  config.agones_port = static_cast<uint16_t>(ports.agones_port);
   return locate_problem(validate_config(config), label, lines);
 }
 
@@ -417,8 +473,8 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   app.set_version_flag("--version", "impulse-server 0.1.0");
   app.get_formatter()->column_width(34);
 
-  int port = config.port;
-  add_settings(app, config, port, /*with_env=*/true);
+  PortSettings ports(config);
+  add_settings(app, config, ports, /*with_env=*/true);
   std::string config_file;
   app.add_option("--config", config_file,
                  "Read settings from this TOML file (key = value; keys are the long flag names, e.g. tick-hz = 60); "
@@ -458,7 +514,7 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
       return ParseStatus::Error;
     }
   }
-  if (std::string problem = check_settings(config, port, config_file, file_lines); !problem.empty()) {
+  if (std::string problem = check_settings(config, ports, config_file, file_lines); !problem.empty()) {
     set_message(std::move(problem));
     return ParseStatus::Error;
   }
@@ -478,8 +534,8 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
 ParseStatus load_config_text(std::string_view text, const std::string& label, ServerConfig& config,
                              std::string* message) {
   CLI::App app{"impulse-server configuration", "impulse-server"};
-  int port = config.port;
-  add_settings(app, config, port, /*with_env=*/false);
+  PortSettings ports(config);
+  add_settings(app, config, ports, /*with_env=*/false);
   const char* argv[] = {"impulse-server"};
   FileLines file_lines;
   std::string problem;
@@ -489,7 +545,7 @@ ParseStatus load_config_text(std::string_view text, const std::string& label, Se
   } catch (const CLI::Error& e) {
     problem = e.what();
   }
-  if (problem.empty()) problem = check_settings(config, port, label, file_lines);
+  if (problem.empty()) problem = check_settings(config, ports, label, file_lines);
   if (!problem.empty()) {
     if (message) *message = std::move(problem);
     return ParseStatus::Error;
@@ -499,9 +555,9 @@ ParseStatus load_config_text(std::string_view text, const std::string& label, Se
 
 std::string dump_config(const ServerConfig& config, std::string* error) {
   ServerConfig copy = config;
-  int port = copy.port;
+  PortSettings ports(copy);
   CLI::App app{std::string(kDumpDescription), "impulse-server"};
-  add_settings(app, copy, port, /*with_env=*/false);
+  add_settings(app, copy, ports, /*with_env=*/false);
   // Each option's default string is the value in `config`; CLI11 writes it with the option's help as a comment.
   std::string text = std::string(kDumpHeader) + app.config_to_str(/*default_also=*/true, /*write_description=*/true);
   // A value this dialect cannot hold (e.g. a path with a '#', or both kinds of quotes) must not
@@ -530,7 +586,7 @@ std::string describe_config(const ServerConfig& c) {
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
       "max_objects_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
-      "position_bits={}{}",
+      "position_bits={} agones={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.log_format, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
@@ -538,6 +594,10 @@ std::string describe_config(const ServerConfig& c) {
       c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps,
       c.max_objects_per_address, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
       c.position_fraction_bits,
+      agones_enabled(c) ? fmt::format("localhost:{} health_interval={}s shutdown_when_empty={}", c.agones_port != 0 ? c.agones_port : kAgonesDefaultHttpPort,
+                                      c.agones_health_interval_s,
+                                      c.agones_shutdown_when_empty_s > 0 ? fmt::format("{}s", c.agones_shutdown_when_empty_s) : std::string("off"))
+                        : std::string("off"),
       c.sim_loss > 0 || c.sim_latency_ms > 0 || c.sim_jitter_ms > 0 || c.sim_duplicate > 0 || c.sim_reorder > 0
           ? fmt::format(" SIMULATED LINK loss={} latency={}ms jitter={}ms duplicate={} reorder={} seed={}", c.sim_loss,
                         c.sim_latency_ms, c.sim_jitter_ms, c.sim_duplicate, c.sim_reorder, c.sim_seed)

@@ -17,6 +17,7 @@
 #include <asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include "server/app/agones.h"
 #include "server/app/config.h"
 #include "server/app/log_format.h"
 #include "server/app/scene.h"
@@ -28,6 +29,10 @@
 
 namespace impulse::server {
 namespace {
+
+// How long run() waits, after the clients were told, for the Agones sidecar to acknowledge
+// Shutdown (the call is retried meanwhile). Well inside Kubernetes' default 30 s grace period.
+constexpr std::chrono::milliseconds kAgonesShutdownWait{5000};
 
 // Datagrams read per drain of the socket. 2 MiB of receive buffer holds about 2,000 small
 // datagrams; a drain of this many takes a few milliseconds.
@@ -63,6 +68,14 @@ record::RecordingConfig recording_config_of(const ServerConfig& c) {
   return r;
 }
 
+AgonesSettings agones_settings_of(const ServerConfig& c) {
+  AgonesSettings a;
+  a.port = c.agones_port != 0 ? c.agones_port : kAgonesDefaultHttpPort;
+  a.health_interval = std::chrono::milliseconds(std::llround(c.agones_health_interval_s * 1000.0));
+  a.shutdown_when_empty = std::chrono::milliseconds(std::llround(c.agones_shutdown_when_empty_s * 1000.0));
+  return a;
+}
+
 // The q-quantile of `samples` (reordered in place); 0 when empty.
 uint64_t quantile(std::vector<uint64_t>& samples, double q) {
   if (samples.empty()) return 0;
@@ -88,6 +101,7 @@ struct Server::Impl {
   Outbox delayed;                     // one datagram at a time, from the simulator to the socket
   std::unique_ptr<ServerCore> core;
   std::unique_ptr<record::Recorder> recorder;  // null when not recording
+  std::unique_ptr<AgonesLifecycle> agones;     // null without --agones / AGONES_SDK_HTTP_PORT
   Outbox outbox;
   // One byte more than the limit: a larger datagram is truncated by the kernel to 1201 bytes and
   // then rejected as Oversized. Aligned for in-place FlatBuffers reads (wire::kDatagramAlignment).
@@ -151,6 +165,7 @@ struct Server::Impl {
 
   void on_timer(const asio::error_code& ec) {
     if (stopped || ec == asio::error::operation_aborted) return;
+    stats.wakeups.fetch_add(1, std::memory_order_relaxed);  // the heartbeat the Agones thread watches
     drain_socket(Clock::now());  // what arrived during the last update is applied in this one
     const TimePoint t0 = Clock::now();  // the tick time covers the update, not the reads
     const int steps = core->update(t0, outbox);
@@ -289,6 +304,19 @@ struct Server::Impl {
     window.snapshots_ns = snapshots_ns;
   }
 
+  // Called once the scene is loaded and the socket bound; start() in run() sends Ready.
+  void make_agones() {
+    if (!agones_enabled(config)) return;
+    agones = std::make_unique<AgonesLifecycle>(agones_settings_of(config), stats.wakeups, stats.clients,
+                                               stats.agones_calls_ok, stats.agones_calls_failed);
+    const AgonesSettings& a = agones->settings();
+    spdlog::info("agones: lifecycle on: SDK sidecar at {}:{}, Health every {:g} s, Shutdown on SIGTERM{}", a.host, a.port,
+                 config.agones_health_interval_s,
+                 config.agones_shutdown_when_empty_s > 0
+                     ? fmt::format(" and after {:g} s without clients", config.agones_shutdown_when_empty_s)
+                     : std::string{});
+  }
+
   void shut_down() {
     if (stopped) return;
     stopped = true;
@@ -296,6 +324,8 @@ struct Server::Impl {
       core->shut_down("server shutting down", outbox);
       flush();
       send_due_link(TimePoint::max());  // a simulated link must not swallow the goodbyes
+      // The clients are told (their Disconnects are sent): now Agones may tear the pod down.
+      if (agones) agones->request_shutdown();
       spdlog::info("{} stopped at tick {}", replay ? "replay server" : "server", core->world().tick());
       if (recorder) recorder->finish();
     }
@@ -382,6 +412,7 @@ bool Server::start(std::string* error) {
   m.port = m.socket.local_endpoint(ec).port();
   if (ec) return fail(fmt::format("cannot read the bound UDP port: {}", ec.message()));
   m.started = true;
+  m.make_agones();
   spdlog::info("listening on UDP {}:{}; scene \"{}\" with {} bodies; {} Hz steps, {} Hz snapshots, "
                "snapshots of at most {} payload bytes, budget {} kbit/s per client",
                m.config.bind, m.port, escape_for_log(scene.name.empty() ? m.config.scene : scene.name), scene.bodies.size(),
@@ -417,6 +448,7 @@ bool Server::start_replay(std::string* error) {
   m.port = m.socket.local_endpoint(ec).port();
   if (ec) return fail(fmt::format("cannot read the bound UDP port: {}", ec.message()));
   m.started = true;
+  m.make_agones();
   const record::Playback& p = *m.core->playback();
   const double hz = static_cast<double>(p.tick_hz());
   spdlog::info("serving {}: scene \"{}\", ticks {}..{} ({:.1f} s at {} Hz, {} keyframes){}{}", p.path(), escape_for_log(p.scene_name()),
@@ -439,8 +471,19 @@ void Server::run() {
   m.window.since = now;
   m.arm_receive();
   m.arm_timer(now + m.core->time_to_next_step());
+  if (m.agones) m.agones->start();  // Ready: the scene is loaded, the socket bound, the loop starting
   // Handlers report errors through error codes and counters; none throws by design.
   m.io.run();
+  if (m.agones) {
+    // The tick loop is over, so waiting here blocks nothing; shut_down() asked for Shutdown after
+    // telling the clients (asked again in case the loop ended some other way).
+    m.agones->request_shutdown();
+    if (!m.agones->wait_for_shutdown(kAgonesShutdownWait)) {
+      spdlog::warn("agones: Shutdown not acknowledged within {} s; exiting anyway (Agones deletes the pod on its own)",
+                   std::chrono::duration<double>(kAgonesShutdownWait).count());
+    }
+    m.agones.reset();
+  }
 }
 
 void Server::stop() {

@@ -94,9 +94,24 @@ struct ServerConfig {
   double sim_loss = 0, sim_latency_ms = 0, sim_jitter_ms = 0, sim_duplicate = 0, sim_reorder = 0;
   uint64_t sim_seed = 1;
 
+  // --- Agones (server/app/agones.h) ---
+  /// --agones: run the Agones lifecycle (Ready, Health, Shutdown) against the SDK sidecar on
+  /// localhost:agones_port, or 9358 when agones_port is 0.
+  bool agones = false;
+  /// --agones-port, or the environment variable AGONES_SDK_HTTP_PORT (which Agones sets in every
+  /// game server's pod): the sidecar's REST port; a non-zero value also turns the lifecycle on.
+  uint16_t agones_port = 0;
+  double agones_health_interval_s = 2;     ///< --agones-health-interval: seconds between Health calls
+  /// --agones-shutdown-when-empty: call Shutdown once no client has been connected for this long
+  /// after the last one left [s]; 0 = never (a server nobody has joined yet is never shut down).
+  double agones_shutdown_when_empty_s = 0;
+
   /// Field by field (--dump-config checks that its file loads back to the same settings).
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
+
+/// Whether the Agones lifecycle is on (--agones, --agones-port or AGONES_SDK_HTTP_PORT).
+inline bool agones_enabled(const ServerConfig& c) { return c.agones || c.agones_port != 0; }
 
 /// impulse-replay serve: play a recording to read-only spectators instead of simulating a scene
 /// (docs/RECORDING.md, "Serving a recording"). The server then takes tick_hz from the recording
@@ -150,6 +165,11 @@ struct ServerStats {
   std::atomic<uint64_t> record_ns{0};          ///< of step_ns: world hashes, tick frames and keyframes for --record
   std::atomic<uint64_t> events_ns{0};          ///< raycasts and collision-event datagrams
   std::atomic<uint64_t> snapshots_ns{0};       ///< snapshot source and per-client snapshot writes
+  /// Timer wake-ups of the tick loop (with or without steps): its heartbeat, read by the Agones
+  /// thread, which withholds Health while it stands still.
+  std::atomic<uint64_t> wakeups{0};
+  std::atomic<uint64_t> agones_calls_ok{0};      ///< Agones SDK calls (Ready, Health, Shutdown) answered 2xx
+  std::atomic<uint64_t> agones_calls_failed{0};  ///< Agones SDK calls that failed (each retry counts)
 };
 
 /// The q-quantile (q in [0, 1]) of the tick times counted in `counts` (a difference of two

@@ -317,7 +317,9 @@ bool SnapshotSender::visit(const SnapshotSource& source, uint32_t index, uint32_
     candidates_.push_back(Candidate{index, 0, 0.0f, 1, wire::RecordKind::Exit});
     return true;
   }
-  if (t.baseline_valid && t.baseline == source.states[r]) {  // the client has it: costs nothing
+  // The client has it: costs nothing. Equal to the baseline is not enough while a later send of
+  // another state may be in flight or arrived unacked: the client shows what it received last.
+  if (t.baseline_valid && t.baseline == source.states[r] && !sent_other_than_baseline(t, index)) {
     t.priority = 0.0f;
     return false;
   }
@@ -329,6 +331,22 @@ bool SnapshotSender::visit(const SnapshotSource& source, uint32_t index, uint32_
   candidates_.push_back(Candidate{index, r, t.priority, static_cast<uint8_t>(t.exit_pending),
                                   delta_ok ? wire::RecordKind::Delta : wire::RecordKind::Entry});
   return true;
+}
+
+bool SnapshotSender::sent_other_than_baseline(const Track& t, uint32_t index) const {
+  if (t.sends_since_baseline == 0) return false;
+  if (t.sends_since_baseline > kSentPacketHistory) return true;  // some are no longer on record
+  uint32_t found = 0;
+  for (const SentPacket& packet : sent_) {
+    if (!sequence_after(packet.sequence, t.baseline_sequence)) continue;
+    // A packet's items are in index order (step 3 encodes in index order).
+    const auto it = std::lower_bound(packet.items.begin(), packet.items.end(), index,
+                                     [](const SentItem& item, uint32_t i) { return item.index < i; });
+    if (it == packet.items.end() || it->index != index || it->kind == wire::RecordKind::Exit) continue;
+    if (!(it->state == t.baseline)) return true;
+    ++found;
+  }
+  return found < t.sends_since_baseline;  // the rest were in packets the ring has overwritten
 }
 
 bool SnapshotSender::collect_nearby_visits(const SnapshotSource& source) {

@@ -245,6 +245,9 @@ class SnapshotSender {
   /// Updates one index's track for this write and queues its due record, if any. Returns true
   /// when the index needs a visit next write too (it has a due record or exit).
   bool visit(const SnapshotSource& source, uint32_t index, uint32_t sequence);
+  // True unless every send of `index` after its baseline's packet carried the baseline state, so
+  // the client holds exactly the baseline whichever of those packets arrived.
+  bool sent_other_than_baseline(const Track& t, uint32_t index) const;
   /// Fills visits_ for a Sphere or Box area from the grid cells it overlaps plus pending_,
   /// acked_ and held_ (sorted, unique). False when the area covers too many cells to be worth it.
   bool collect_nearby_visits(const SnapshotSource& source);

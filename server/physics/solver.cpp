@@ -155,7 +155,11 @@ void solve(SolverManifold& m, std::span<SolverBody> bodies, const Softness& soft
     const float vn = row_velocity(a, b, n, p.rn_a, p.rn_b);
     const float impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
     // Clamp the total, not the increment: the contact as a whole only ever pushes.
-    const float total = std::max(p.normal_impulse + impulse, 0.0f);
+    float total = std::max(p.normal_impulse + impulse, 0.0f);
+    // A relax sweep may release a point that has a gap but never push it: every position update
+    // is preceded by a biased sweep that enforces the gap again, so a push here only brakes a body
+    // in mid-air (and counted as a hit, restitution would bounce it off a surface it never reached).
+    if (!use_bias && separation > 0) total = std::min(total, p.normal_impulse);
     const float applied = total - p.normal_impulse;
     p.normal_impulse = total;
     p.max_normal_impulse = std::max(p.max_normal_impulse, applied);
@@ -276,7 +280,7 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
 
   // Collisions first, before gravity (a resting body must not bounce): the rebound of each
   // impact propagates down chains of touching bodies (restitution.h).
-  propagate_restitution(manifolds, bodies, c.restitution_threshold, c.dt);
+  propagate_restitution(manifolds, bodies, c.restitution_threshold, c.dt, c.gravity);
   // The sweeps run colour by colour, kSolverLanes manifolds at a time, then the manifolds the
   // colouring left over one at a time (solver_wide.h).
   const auto immovable = static_cast<uint32_t>(movable);

@@ -30,6 +30,7 @@ F dot(const WideVec3& a, const WideVec3& b) { return a.x * b.x + a.y * b.y + a.z
 
 // std::max(a, b) is (a < b) ? b : a.
 F max_of(F a, F b) { return select(a < b, b, a); }
+F min_of(F a, F b) { return select(b < a, b, a); }  // std::min's operand order
 
 // The movable state of kSolverLanes bodies.
 struct WideBody {
@@ -237,7 +238,8 @@ void normal_row(WidePoint& p, const WideVec3& n, F dn, F bias_rate_or_zero, F ma
   const F vn = dot(n, b.v - a.v) + dot(b.w, p.rn_b) - dot(a.w, p.rn_a);
   const F impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
   // Clamp the total, not the increment: the contact as a whole only ever pushes.
-  const F total = max_of(p.normal_impulse + impulse, zero);
+  F total = max_of(p.normal_impulse + impulse, zero);
+  if (!use_bias) total = select(speculative, min_of(total, p.normal_impulse), total);  // relax: release only
   const F applied = total - p.normal_impulse;
   p.normal_impulse = pick<kMasked>(p.active, total, p.normal_impulse);
   p.max_normal_impulse = pick<kMasked>(p.active, max_of(p.max_normal_impulse, applied), p.max_normal_impulse);

@@ -678,9 +678,11 @@ void World::collide_pairs() {
     const bool sensor = ia.sensor || ib.sensor;
     if (ia.sensor && ib.sensor) continue;
     // No response is defined without a dynamic body (kinematic-static, kinematic-kinematic),
-    // but a sensor reports any body that is not static.
+    // but a sensor reports any body that is not static: a kinematic door entering a static
+    // trigger volume (Jolt's SensorTests, TestKinematicVsSensor), or a kinematic sensor meeting a
+    // kinematic body. A kinematic sensor does not report the static world it sweeps over.
     if (ia.kind != BodyKind::Dynamic && ib.kind != BodyKind::Dynamic &&
-        (!sensor || ia.kind == BodyKind::Static || ib.kind == BodyKind::Static)) {
+        (!sensor || (ia.sensor ? ib.kind : ia.kind) == BodyKind::Static)) {
       continue;
     }
     const Pose& pa = bodies_.pose[da];

@@ -243,7 +243,9 @@ TEST(ConfigFile, FileBeatsDefault) {
                                      "client-timeout = 2.5\n"
                                      "  log-level = 'debug'\n"
                                      "log-format = \"json\"\n"
-                                     "sim-seed = 18446744073709551615\n");
+                                     "sim-seed = 18446744073709551615\n"
+                                     "agones = true\n"
+                                     "agones-port = 9400\n");
   const Parsed p = parse_args({"--config", file});
   ASSERT_EQ(p.status, ParseStatus::Run) << p.message;
   EXPECT_EQ(p.config.tick_hz, 120);
@@ -253,6 +255,8 @@ TEST(ConfigFile, FileBeatsDefault) {
   EXPECT_EQ(p.config.log_level, "debug");
   EXPECT_EQ(p.config.log_format, "json");
   EXPECT_EQ(p.config.sim_seed, UINT64_MAX);
+  EXPECT_TRUE(p.config.agones);
+  EXPECT_EQ(p.config.agones_port, 9400);
   EXPECT_EQ(p.config.snapshot_hz, ServerConfig{}.snapshot_hz);  // not in the file: default
 }
 
@@ -387,7 +391,8 @@ TEST(ConfigFile, DumpConfigLoadsBackToTheSameSettings) {
   // Values from each source, awkward ones included: digits past CLI11's default 6, a path with spaces.
   const Parsed first = parse_args({"--config", input, "--dump-config", "--client-timeout", "2.718281828459045",
                                    "--scene", "my scenes/it's.json", "--record", "/tmp/r.rec", "--sim-seed",
-                                   "18446744073709551615", "--world-bound", "100.5", "--log-format", "json"});
+                                   "18446744073709551615", "--world-bound", "100.5", "--log-format", "json",
+                                   "--agones", "--agones-health-interval", "0.25"});
   ASSERT_EQ(first.status, ParseStatus::Exit) << first.message;
   EXPECT_TRUE(contains(first.message, "tick-hz=90")) << first.message;
   EXPECT_TRUE(contains(first.message, "max-clients=9")) << first.message;
@@ -406,6 +411,8 @@ TEST(ConfigFile, DumpConfigLoadsBackToTheSameSettings) {
   EXPECT_EQ(loaded.config.sim_loss, 0.1234567891);
   EXPECT_EQ(loaded.config.sim_seed, UINT64_MAX);
   EXPECT_EQ(loaded.config.log_format, "json");
+  EXPECT_TRUE(loaded.config.agones);  // a flag: agones=true
+  EXPECT_EQ(loaded.config.agones_health_interval_s, 0.25);
   const Parsed again = parse_args({"--config", dumped, "--dump-config"});
   ASSERT_EQ(again.status, ParseStatus::Exit) << again.message;
   EXPECT_EQ(again.message, first.message);

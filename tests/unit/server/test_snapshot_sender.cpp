@@ -565,9 +565,11 @@ TEST(SnapshotSender, DeltasOnlyAgainstBaselinesTheClientRingStillHolds) {
   EXPECT_EQ(*link.receiver.find_state(a), src.states[0]);
 }
 
-TEST(SnapshotSender, AnAckOfAStateTheObjectLeftAgainIsSentBack) {
-  // A acked; B sent but not yet acked; the object returns to A (equal to the baseline: nothing
-  // due); then B's packet is acked: the client shows B, so A must be sent again.
+TEST(SnapshotSender, AStateEqualToTheBaselineIsSentWhileAnotherMayBeHeld) {
+  // A acked; B sent and received but not yet acked; the object returns to A. Equal to the acked
+  // baseline is not enough: the client shows B, so A is sent at once (a spectator compares its
+  // view with a recorded client's at every tick, and both must be the server's state then).
+  // Then B's ack, A's ack: once every later send carries A, nothing more is due.
   DirectLink link;
   SimWorld world;
   const ObjectID a = world.create({1, 1, 1});
@@ -580,14 +582,21 @@ TEST(SnapshotSender, AnAckOfAStateTheObjectLeftAgainIsSentBack) {
   world.fill({}, 2, &src);
   EXPECT_EQ(link.send(src, 1200, /*ack=*/false).deltas, 1u);
   const uint32_t b_packet = link.sequence;
+  EXPECT_NE(*link.receiver.find_state(a), state_a);
   world.slots[a.index].position.y = 1.0f;
   world.fill({}, 3, &src);
   ASSERT_EQ(src.states[0], state_a);
-  EXPECT_EQ(link.send(src, 1200, /*ack=*/false).records, 0u) << "equal to the acked baseline";
+  EXPECT_EQ(link.send(src, 1200, /*ack=*/false).deltas, 1u) << "the client holds B";
+  const uint32_t a_packet = link.sequence;
+  EXPECT_EQ(*link.receiver.find_state(a), state_a);
   link.sender.on_acked(b_packet);
-  world.fill({}, 4, &src);  // nothing changed in the world
-  const SnapshotWriteStats s = link.send(src);
-  EXPECT_EQ(s.deltas, 1u);
+  world.fill({}, 4, &src);  // nothing changed in the world; A's packet is not acked yet
+  EXPECT_EQ(link.send(src, 1200, /*ack=*/false).deltas, 1u);
+  EXPECT_EQ(*link.receiver.find_state(a), state_a);
+  link.sender.on_acked(a_packet);  // every send after it carried A as well
+  world.fill({}, 5, &src);
+  EXPECT_EQ(link.send(src).records, 0u);
+  EXPECT_EQ(link.send(src).records, 0u);
   EXPECT_EQ(*link.receiver.find_state(a), state_a);
 }
 
