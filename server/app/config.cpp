@@ -1,14 +1,25 @@
-// Flag parsing with CLI11 (each option also reads IMPULSE_<FLAG> via ->envname()), then explicit
-// range checks with messages that name the flag, its range and what was given.
+// Flag parsing with CLI11 (each option also reads IMPULSE_<FLAG> via ->envname()), the --config
+// file (CLI11's TOML reader, applied after the flags and the environment so that they win), then
+// explicit range checks with messages that name the flag (and the file's line), its range and what
+// was given.
 #include "server/app/config.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "server/app/agones.h"
+#include "server/app/log_format.h"
 #include "shared/wire/codec.h"
 #include "shared/wire/quantize.h"
 
@@ -159,7 +170,316 @@ std::string validate_config(const ServerConfig& c) {
     return fmt::format("--log-level must be one of trace, debug, info, warn, error, critical, off (got \"{}\")",
                        c.log_level);
   }
+  if (LogFormat format{}; !parse_log_format(c.log_format, &format)) {
+    return fmt::format("--log-format must be text or json (got \"{}\")", c.log_format);
+  }
   return {};
+}
+
+namespace {
+
+/// "--tick-hz" -> "IMPULSE_TICK_HZ".
+std::string env_name_of(std::string_view flag) {
+  std::string env = "IMPULSE_";
+  for (char c : flag.substr(2)) env += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return env;
+}
+
+/// Adds `flag` bound to `field`, also read from IMPULSE_<FLAG> when `with_env`. Its default string
+/// (shown by --help, written by --dump-config) is the field's value with the shortest digits that
+/// read back exactly: CLI11's own capture_default_str keeps only 6 significant digits of a double.
+/// A bool is a flag (--agones, or agones = true in a file). `env` replaces IMPULSE_<FLAG> when given.
+template <class T>
+CLI::Option* add_setting(CLI::App& app, bool with_env, const std::string& flag, T& field, const std::string& description,
+                         const std::string& env = {}) {
+  CLI::Option* option = nullptr;
+  if constexpr (std::is_same_v<T, bool>) {
+    option = app.add_flag(flag, field, description);
+  } else {
+    option = app.add_option(flag, field, description);
+  }
+  if (with_env) option->envname(env.empty() ? env_name_of(flag) : env);
+  option->default_str(fmt::format("{}", field));
+  return option;
+}
+
+/// The settings held as uint16_t in ServerConfig, parsed as int so that an out-of-range value gets
+/// our message, not a conversion error.
+struct PortSettings {
+  int port = 0;
+  int agones_port = 0;
+  explicit PortSettings(const ServerConfig& c) : port(c.port), agones_port(c.agones_port) {}
+};
+
+/// Every setting of ServerConfig as an option of `app`, bound to `config` (and `ports`). The
+/// option's long name without "--" is also its key in a config file, and --dump-config writes
+/// exactly these: a new setting must be added here.
+void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool with_env) {
+  auto add = [&](const std::string& flag, auto& field, const std::string& description) {
+    return add_setting(app, with_env, flag, field, description);
+  };
+  add("--bind", config.bind, "Local IP address to listen on (IPv4 or IPv6)");
+  add("--port", ports.port, "UDP port, 0..65535; 0 picks a free ephemeral port");
+  add("--tick-hz", config.tick_hz, "Physics steps per second [Hz], 1..1000");
+  add("--snapshot-hz", config.snapshot_hz, "Snapshots sent to each client per second [Hz], 1..tick-hz");
+  add("--scene", config.scene, "\"demo\" (built in) or the path of a JSON scene file (schemas/scene.fbs)");
+  add("--max-clients", config.max_clients, "Sessions at most, 1..4096; more get ServerFull");
+  add("--client-timeout", config.client_timeout_s, "Silence [s] before a session is dropped, (0, 3600]");
+  add("--max-steps-per-frame", config.max_steps_per_frame,
+      "Physics steps at most per wake-up, 1..100; time beyond is dropped and counted");
+  add("--threads", config.threads,
+      "Threads for the physics step and the snapshot writes, 0..256; 0 = one per CPU core "
+      "(results are identical for any value)");
+  add("--stats-interval", config.stats_interval_s, "Seconds between stats log lines [s], (0, 3600]");
+  add("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off");
+  add("--log-format", config.log_format,
+      "text, or json: one JSON object per line (time, level, message; the stats line's figures as fields)");
+
+  add("--record", config.record_file, "Record the session into this file (docs/RECORDING.md); replay with impulse-replay");
+  add("--record-dir", config.record_dir, "Record into this directory: one file per run, named by its UTC start time");
+  add("--record-rotate-mb", config.record_rotate_mb, "With --record-dir: start a new file after this many MB; 0 = never");
+  add("--record-rotate-minutes", config.record_rotate_minutes,
+      "With --record-dir: start a new file after this many minutes; 0 = never");
+  add("--keyframe-seconds", config.keyframe_seconds,
+      "Seconds of simulated time between full keyframes in a recording, (0, 3600]");
+
+  add("--token-key", config.token_key_file,
+      "Key file (impulse-server keygen): clients must present a connect token sealed with it; "
+      "without it anonymous clients are accepted");
+  add("--authority", config.authority,
+      "owner: clients push/destroy only objects they created (and push shared ones and the scene's, which no "
+      "client may destroy); any: every object");
+  add("--max-objects-per-client", config.max_objects_per_client,
+      "Live objects one client may own, 0..1000000 (0 = no limit; a token may set its own)");
+  add("--max-client-objects", config.max_client_objects,
+      "Live objects all clients together may own (the scene's not counted), 0..1000000; then WorldFull "
+      "(0 = no limit)");
+  add("--max-client-extent", config.max_client_extent,
+      "Largest radius, half extent or capsule half height + radius [m] of a client's body, [0, 1000] "
+      "(0 = the world's 1000 m); clients may not create planes");
+  add("--max-spawn-overlaps", config.max_spawn_overlaps,
+      "Bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)");
+  add("--max-objects-per-address", config.max_objects_per_address,
+      "Anonymous mode: live objects all sessions from one IP address may own together, kept objects "
+      "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)");
+  add("--on-disconnect", config.on_disconnect,
+      "destroy: a client's objects are destroyed when its session ends; keep: they stay");
+  add("--max-requests-per-second", config.max_requests_per_second,
+      "Requests per second per client before RateLimited answers (0 = no limit)");
+  add("--max-kbytes-in-per-second", config.max_kbytes_in_per_second,
+      "KiB per second received per client before datagrams are dropped (0 = no limit)");
+  add("--max-kbps-per-client", config.max_kbps_per_client,
+      "Send budget per client [kbit/s], 16..1000000; snapshots are cut to fit it");
+  add("--world-bound", config.world_bound,
+      fmt::format("Snapshots carry objects with every |coordinate| <= this [m], [1, {:g}]; "
+                  "this times 2^position-bits must be <= 2^24",
+                  wire::kMaxWorldBoundM));
+  add("--position-bits", config.position_fraction_bits, "Snapshot position precision: 2^-bits m, 4..14 (9 = 1/512 m)");
+  auto* admin = app.add_option_group(
+      "Admin HTTP", "Prometheus /metrics, /healthz and /readyz over HTTP (docs: README, \"Operating Impulse\")");
+  auto add_admin = [&](const std::string& flag, auto& field, const std::string& description) {
+    return add_setting(*admin, with_env, flag, field, description);
+  };
+  add_admin("--admin-port", config.admin_port,
+            "TCP port of the admin endpoint, 0..65535; 0 = off, the default, so nothing new listens unless asked "
+            "(-1 = any free port, logged)");
+  add_admin("--admin-bind", config.admin_bind,
+            "Address of the admin endpoint: loopback by default, so only this machine can scrape it unless the "
+            "operator binds wider (0.0.0.0 in a container)");
+  add_admin("--health-stall-seconds", config.health_stall_seconds,
+            "/healthz answers 503 once the last completed tick is older than this [s], [0.05, 3600]");
+  auto* sim = app.add_option_group("Network simulation", "Testing only: impair every datagram the server sends");
+  auto add_sim = [&](const std::string& flag, auto& field, const std::string& description) {
+    return add_setting(*sim, with_env, flag, field, description);
+  };
+  add_sim("--sim-loss", config.sim_loss, "Probability a datagram is lost, [0, 1]");
+  add_sim("--sim-latency-ms", config.sim_latency_ms, "Added one-way latency [ms]");
+  add_sim("--sim-jitter-ms", config.sim_jitter_ms, "Latency jitter, +- [ms]");
+  add_sim("--sim-duplicate", config.sim_duplicate, "Probability a datagram is sent twice, [0, 1]");
+  add_sim("--sim-reorder", config.sim_reorder, "Probability a datagram is delayed past later ones, [0, 1]");
+  add_sim("--sim-seed", config.sim_seed, "Seed of the simulation's random numbers");
+
+  auto* agones = app.add_option_group("Agones", "The Agones game-server lifecycle through the SDK sidecar's REST API");
+  auto add_agones = [&](const std::string& flag, auto& field, const std::string& description, const std::string& env = {}) {
+    return add_setting(*agones, with_env, flag, field, description, env);
+  };
+  add_agones("--agones", config.agones,
+             "Call Ready, then Health on a timer, and Shutdown on SIGTERM, on the SDK sidecar at "
+             "localhost:--agones-port (on by itself when AGONES_SDK_HTTP_PORT is set)");
+  // Agones sets AGONES_SDK_HTTP_PORT in every game server's pod, so that variable (not an IMPULSE_
+  // one) is --agones-port's fallback: inside a fleet the lifecycle turns itself on.
+  add_agones("--agones-port", ports.agones_port,
+             "The SDK sidecar's REST port, 0..65535; non-zero turns the lifecycle on (0 = 9358 with --agones)",
+             "AGONES_SDK_HTTP_PORT");
+  add_agones("--agones-health-interval", config.agones_health_interval_s,
+             "Seconds between Health calls, [0.05, 300]; keep it below the fleet's health periodSeconds");
+  add_agones("--agones-shutdown-when-empty", config.agones_shutdown_when_empty_s,
+             "Call Shutdown when no client has been connected for this many seconds after the last one "
+             "left (0 = never)");
+}
+
+constexpr size_t kMaxConfigFileBytes = 1 << 20;  // a config file is a few KiB; refuse anything absurd
+
+/// Reads a whole file of at most kMaxConfigFileBytes. False and *error ("cannot read ...") on failure.
+bool read_config_file(const std::string& path, std::string* text, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = fmt::format("--config {}: cannot open it ({}); give the path of a TOML file", path, std::strerror(errno));
+    return false;
+  }
+  text->clear();
+  char buffer[4096];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text->append(buffer, static_cast<size_t>(in.gcount()));
+    if (text->size() > kMaxConfigFileBytes) {
+      *error = fmt::format("--config {}: larger than {} bytes; is it the right file?", path, kMaxConfigFileBytes);
+      return false;
+    }
+  }
+  if (in.bad()) {
+    *error = fmt::format("--config {}: read error", path);
+    return false;
+  }
+  return true;
+}
+
+/// Where each setting read from a config file came from: key -> line.
+using FileLines = std::map<std::string, int, std::less<>>;
+
+/// Applies the config file `text` (named `label` in errors) to the options of `app` that neither the
+/// command line nor the environment set (flag > environment > file > default). `app` has parsed
+/// already. Returns an empty string, or the first problem as "FILE:LINE: ...".
+std::string apply_config_text(CLI::App& app, std::string_view text, const std::string& label, FileLines* lines) {
+  std::vector<ConfigFileKey> keys;
+  std::string problem;
+  if (!scan_config_file(text, &keys, &problem)) return fmt::format("{}:{}", label, problem);
+  std::map<std::string, int, std::less<>> line_of;
+  for (const ConfigFileKey& k : keys) line_of[k.key] = k.line;
+
+  // CLI11 reads the values (its TOML subset: quotes removed, '#' starts a comment); the scan above
+  // has already refused what it would misread and knows each key's line, which CLI11 does not.
+  std::istringstream in{std::string(text)};
+  const std::vector<CLI::ConfigItem> items = CLI::ConfigTOML().from_config(in);
+  for (const CLI::ConfigItem& item : items) {
+    const std::string key = item.fullname();
+    const auto found = line_of.find(key);
+    const std::string where = found != line_of.end() ? fmt::format("{}:{}", label, found->second) : label;
+    CLI::Option* option = app.get_option_no_throw("--" + key);
+    if (option == nullptr) {
+      return fmt::format("{}: unknown key \"{}\": keys are impulse-server's long flag names without \"--\" (e.g. "
+                         "tick-hz = 60); impulse-server --help lists them, --dump-config writes a complete file",
+                         where, json_escape(key));
+    }
+    if (!option->get_configurable()) {
+      return fmt::format("{}: \"{}\" cannot be set in a config file (give it on the command line)", where, key);
+    }
+    if (item.inputs.size() != 1) {
+      return fmt::format("{}: {}: the value reads as {} values (split at spaces or commas); put a string in quotes",
+                         where, key, item.inputs.size());
+    }
+    if (option->count() > 0) continue;  // the command line or the environment set it: they win
+    try {
+      option->add_result(item.inputs);
+      option->run_callback();
+    } catch (const CLI::Error& e) {
+      return fmt::format("{}: bad value for {}: {}", where, key, e.what());
+    }
+    if (found != line_of.end()) (*lines)[key] = found->second;
+  }
+  return {};
+}
+
+/// A range error of validate_config ("--tick-hz must be ...") for a setting the file gave, prefixed
+/// with the file, the line and the key; other errors unchanged.
+std::string locate_problem(std::string problem, const std::string& label, const FileLines& lines) {
+  if (problem.rfind("--", 0) != 0) return problem;
+  const size_t end = problem.find_first_of(" ,:;", 2);
+  const std::string_view key = std::string_view(problem).substr(2, end == std::string::npos ? end : end - 2);
+  const auto found = lines.find(key);
+  if (found == lines.end()) return problem;
+  return fmt::format("{}:{}: {}: {}", label, found->second, key, problem);
+}
+
+/// Checks the ports' ranges and validate_config, naming the file's line when the value came from it.
+std::string check_settings(ServerConfig& config, const PortSettings& ports, const std::string& label,
+                           const FileLines& lines) {
+  if (ports.port < 0 || ports.port > 65535) {
+    return locate_problem(fmt::format("--port must be in 0..65535 (got {})", ports.port), label, lines);
+  }
+  config.port = static_cast<uint16_t>(ports.port);
+  if (ports.agones_port < 0 || ports.agones_port > 65535) {
+    return locate_problem(
+        fmt::format("--agones-port (or AGONES_SDK_HTTP_PORT) must be in 0..65535 (got {})", ports.agones_port), label,
+        lines);
+  }
+  config.agones_port = static_cast<uint16_t>(ports.agones_port);
+  return locate_problem(validate_config(config), label, lines);
+}
+
+constexpr std::string_view kDumpHeader = "# impulse-server settings, written by --dump-config: load them with --config FILE.\n";
+constexpr std::string_view kDumpDescription =
+    "Keys are the long flag names; a flag or an IMPULSE_* environment variable overrides a key.";
+
+}  // namespace
+
+bool scan_config_file(std::string_view text, std::vector<ConfigFileKey>* keys, std::string* error) {
+  keys->clear();
+  auto trim = [](std::string_view s) {
+    const size_t first = s.find_first_not_of(" \t\r\f\v");
+    if (first == std::string_view::npos) return std::string_view{};
+    return s.substr(first, s.find_last_not_of(" \t\r\f\v") - first + 1);
+  };
+  auto fail = [&](int line, std::string message) {
+    *error = fmt::format("{}: {}", line, message);
+    return false;
+  };
+  int number = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t eol = text.find('\n', pos);
+    const std::string_view raw = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+    pos = eol == std::string_view::npos ? text.size() : eol + 1;
+    ++number;
+    const std::string_view line = trim(raw);
+    if (line.empty() || line.front() == '#' || line.front() == ';') continue;
+    if (line.front() == '[') {
+      return fail(number, fmt::format("\"{}\": sections are not used; write every key at the top level",
+                                      json_escape(line)));
+    }
+    const size_t equals = line.find('=');
+    if (equals == std::string_view::npos) {
+      return fail(number, fmt::format("\"{}\" is not `key = value`", json_escape(line)));
+    }
+    std::string_view key = trim(line.substr(0, equals));
+    if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front()) {
+      key = key.substr(1, key.size() - 2);
+    }
+    if (key.empty()) return fail(number, "no key before '='");
+    std::string_view value = trim(line.substr(equals + 1));
+    if (const size_t hash = value.find('#'); hash != std::string_view::npos) {
+      const char quote = value.front();
+      if ((quote == '"' || quote == '\'') && value.find(quote, 1) > hash) {
+        return fail(number, fmt::format("{}: a '#' inside a quoted value is read as the start of a comment; "
+                                        "rename the file or directory, or give it as a flag",
+                                        json_escape(key)));
+      }
+      value = trim(value.substr(0, hash));  // a trailing comment
+    }
+    if (value.empty()) return fail(number, fmt::format("{} has no value (write {} = \"\" for an empty string)", key, key));
+    if (value.front() == '[') return fail(number, fmt::format("{}: arrays are not used; every key takes one value", key));
+    if (value.front() == '"' || value.front() == '\'') {
+      if (value.size() < 2 || value.back() != value.front()) {
+        return fail(number, fmt::format("{}: the quoted value has no closing {}", key, value.front()));
+      }
+    }
+    for (const ConfigFileKey& earlier : *keys) {
+      if (earlier.key == key) {
+        return fail(number, fmt::format("{} is given twice (first on line {}); keep one", key, earlier.line));
+      }
+    }
+    keys->push_back(ConfigFileKey{std::string(key), number});
+  }
+  return true;
 }
 
 ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config, std::string* message) {
@@ -168,8 +488,8 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   };
 
   CLI::App app{fmt::format("impulse-server: authoritative 3D rigid-body physics over UDP (FlatBuffers, protocol v{}).\n"
-                           "Every flag --foo-bar can also be set as the environment variable IMPULSE_FOO_BAR; the "
-                           "flag wins.\n"
+                           "Each setting comes from, first found: its flag --foo-bar; the environment variable "
+                           "IMPULSE_FOO_BAR; the key foo-bar of the --config file (TOML); the default.\n"
                            "Connect tokens: impulse-server keygen --out FILE, then impulse-server token --key FILE "
                            "--client-id N --ttl SECONDS (each with --help).",
                            wire::kProtocolVersion),
@@ -177,137 +497,18 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
   app.set_version_flag("--version", "impulse-server 0.1.0");
   app.get_formatter()->column_width(34);
 
-  // Ports are parsed as int so that an out-of-range value gets our message, not a conversion error.
-  int port = config.port;
-  app.add_option("--bind", config.bind, "Local IP address to listen on (IPv4 or IPv6)")
-      ->envname("IMPULSE_BIND")->capture_default_str();
-  app.add_option("--port", port, "UDP port, 0..65535; 0 picks a free ephemeral port")
-      ->envname("IMPULSE_PORT")->capture_default_str();
-  app.add_option("--tick-hz", config.tick_hz, "Physics steps per second [Hz], 1..1000")
-      ->envname("IMPULSE_TICK_HZ")->capture_default_str();
-  app.add_option("--snapshot-hz", config.snapshot_hz, "Snapshots sent to each client per second [Hz], 1..tick-hz")
-      ->envname("IMPULSE_SNAPSHOT_HZ")->capture_default_str();
-  app.add_option("--scene", config.scene, "\"demo\" (built in) or the path of a JSON scene file (schemas/scene.fbs)")
-      ->envname("IMPULSE_SCENE")->capture_default_str();
-  app.add_option("--max-clients", config.max_clients, "Sessions at most, 1..4096; more get ServerFull")
-      ->envname("IMPULSE_MAX_CLIENTS")->capture_default_str();
-  app.add_option("--client-timeout", config.client_timeout_s, "Silence [s] before a session is dropped, (0, 3600]")
-      ->envname("IMPULSE_CLIENT_TIMEOUT")->capture_default_str();
-  app.add_option("--max-steps-per-frame", config.max_steps_per_frame,
-                 "Physics steps at most per wake-up, 1..100; time beyond is dropped and counted")
-      ->envname("IMPULSE_MAX_STEPS_PER_FRAME")->capture_default_str();
-  app.add_option("--threads", config.threads,
-                 "Threads for the physics step and the snapshot writes, 0..256; 0 = one per CPU core "
-                 "(results are identical for any value)")
-      ->envname("IMPULSE_THREADS")->capture_default_str();
-  app.add_option("--stats-interval", config.stats_interval_s, "Seconds between stats log lines [s], (0, 3600]")
-      ->envname("IMPULSE_STATS_INTERVAL")->capture_default_str();
-  app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, critical or off")
-      ->envname("IMPULSE_LOG_LEVEL")->capture_default_str();
-
-  app.add_option("--record", config.record_file,
-                 "Record the session into this file (docs/RECORDING.md); replay with impulse-replay")
-      ->envname("IMPULSE_RECORD");
-  app.add_option("--record-dir", config.record_dir,
-                 "Record into this directory: one file per run, named by its UTC start time")
-      ->envname("IMPULSE_RECORD_DIR");
-  app.add_option("--record-rotate-mb", config.record_rotate_mb,
-                 "With --record-dir: start a new file after this many MB; 0 = never")
-      ->envname("IMPULSE_RECORD_ROTATE_MB")->capture_default_str();
-  app.add_option("--record-rotate-minutes", config.record_rotate_minutes,
-                 "With --record-dir: start a new file after this many minutes; 0 = never")
-      ->envname("IMPULSE_RECORD_ROTATE_MINUTES")->capture_default_str();
-  app.add_option("--keyframe-seconds", config.keyframe_seconds,
-                 "Seconds of simulated time between full keyframes in a recording, (0, 3600]")
-      ->envname("IMPULSE_KEYFRAME_SECONDS")->capture_default_str();
-
-  app.add_option("--token-key", config.token_key_file,
-                 "Key file (impulse-server keygen): clients must present a connect token sealed with it; "
-                 "without it anonymous clients are accepted")
-      ->envname("IMPULSE_TOKEN_KEY");
-  app.add_option("--authority", config.authority,
-                 "owner: clients push/destroy only objects they created (and push shared ones and the scene's, which no "
-                 "client may destroy); any: every object")
-      ->envname("IMPULSE_AUTHORITY")->capture_default_str();
-  app.add_option("--max-objects-per-client", config.max_objects_per_client,
-                 "Live objects one client may own, 0..1000000 (0 = no limit; a token may set its own)")
-      ->envname("IMPULSE_MAX_OBJECTS_PER_CLIENT")->capture_default_str();
-  app.add_option("--max-client-objects", config.max_client_objects,
-                 "Live objects all clients together may own (the scene's not counted), 0..1000000; then WorldFull "
-                 "(0 = no limit)")
-      ->envname("IMPULSE_MAX_CLIENT_OBJECTS")->capture_default_str();
-  app.add_option("--max-client-extent", config.max_client_extent,
-                 "Largest radius, half extent or capsule half height + radius [m] of a client's body, [0, 1000] "
-                 "(0 = the world's 1000 m); clients may not create planes")
-      ->envname("IMPULSE_MAX_CLIENT_EXTENT")->capture_default_str();
-  app.add_option("--max-spawn-overlaps", config.max_spawn_overlaps,
-                 "Bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)")
-      ->envname("IMPULSE_MAX_SPAWN_OVERLAPS")->capture_default_str();
-  app.add_option("--max-objects-per-address", config.max_objects_per_address,
-                 "Anonymous mode: live objects all sessions from one IP address may own together, kept objects "
-                 "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)")
-      ->envname("IMPULSE_MAX_OBJECTS_PER_ADDRESS")->capture_default_str();
-  app.add_option("--on-disconnect", config.on_disconnect,
-                 "destroy: a client's objects are destroyed when its session ends; keep: they stay")
-      ->envname("IMPULSE_ON_DISCONNECT")->capture_default_str();
-  app.add_option("--max-requests-per-second", config.max_requests_per_second,
-                 "Requests per second per client before RateLimited answers (0 = no limit)")
-      ->envname("IMPULSE_MAX_REQUESTS_PER_SECOND")->capture_default_str();
-  app.add_option("--max-kbytes-in-per-second", config.max_kbytes_in_per_second,
-                 "KiB per second received per client before datagrams are dropped (0 = no limit)")
-      ->envname("IMPULSE_MAX_KBYTES_IN_PER_SECOND")->capture_default_str();
-  app.add_option("--max-kbps-per-client", config.max_kbps_per_client,
-                 "Send budget per client [kbit/s], 16..1000000; snapshots are cut to fit it")
-      ->envname("IMPULSE_MAX_KBPS_PER_CLIENT")->capture_default_str();
-  app.add_option("--world-bound", config.world_bound,
-                 fmt::format("Snapshots carry objects with every |coordinate| <= this [m], [1, {:g}]; "
-                             "this times 2^position-bits must be <= 2^24",
-                             wire::kMaxWorldBoundM))
-      ->envname("IMPULSE_WORLD_BOUND")->capture_default_str();
-  app.add_option("--position-bits", config.position_fraction_bits,
-                 "Snapshot position precision: 2^-bits m, 4..14 (9 = 1/512 m)")
-      ->envname("IMPULSE_POSITION_BITS")->capture_default_str();
-  auto* admin = app.add_option_group(
-      "Admin HTTP", "Prometheus /metrics, /healthz and /readyz over HTTP (docs: README, \"Operating Impulse\")");
-  admin->add_option("--admin-port", config.admin_port,
-                    "TCP port of the admin endpoint, 0..65535; 0 = off, the default, so nothing new listens unless "
-                    "asked (-1 = any free port, logged)")
-      ->envname("IMPULSE_ADMIN_PORT")->capture_default_str();
-  admin->add_option("--admin-bind", config.admin_bind,
-                    "Address of the admin endpoint: loopback by default, so only this machine can scrape it unless "
-                    "the operator binds wider (0.0.0.0 in a container)")
-      ->envname("IMPULSE_ADMIN_BIND")->capture_default_str();
-  admin->add_option("--health-stall-seconds", config.health_stall_seconds,
-                    "/healthz answers 503 once the last completed tick is older than this [s], [0.05, 3600]")
-      ->envname("IMPULSE_HEALTH_STALL_SECONDS")->capture_default_str();
-  auto* sim = app.add_option_group("Network simulation", "Testing only: impair every datagram the server sends");
-  sim->add_option("--sim-loss", config.sim_loss, "Probability a datagram is lost, [0, 1]")->envname("IMPULSE_SIM_LOSS");
-  sim->add_option("--sim-latency-ms", config.sim_latency_ms, "Added one-way latency [ms]")->envname("IMPULSE_SIM_LATENCY_MS");
-  sim->add_option("--sim-jitter-ms", config.sim_jitter_ms, "Latency jitter, +- [ms]")->envname("IMPULSE_SIM_JITTER_MS");
-  sim->add_option("--sim-duplicate", config.sim_duplicate, "Probability a datagram is sent twice, [0, 1]")
-      ->envname("IMPULSE_SIM_DUPLICATE");
-  sim->add_option("--sim-reorder", config.sim_reorder, "Probability a datagram is delayed past later ones, [0, 1]")
-      ->envname("IMPULSE_SIM_REORDER");
-  sim->add_option("--sim-seed", config.sim_seed, "Seed of the simulation's random numbers")->envname("IMPULSE_SIM_SEED");
-
-  // Agones sets AGONES_SDK_HTTP_PORT in every game server's pod, so that variable (not an IMPULSE_
-  // one) is --agones-port's fallback: inside a fleet the lifecycle turns itself on.
-  int agones_port = config.agones_port;
-  auto* agones = app.add_option_group("Agones", "The Agones game-server lifecycle through the SDK sidecar's REST API");
-  agones->add_flag("--agones", config.agones,
-                   "Call Ready, then Health on a timer, and Shutdown on SIGTERM, on the SDK sidecar at "
-                   "localhost:--agones-port (on by itself when AGONES_SDK_HTTP_PORT is set)")
-      ->envname("IMPULSE_AGONES");
-  agones->add_option("--agones-port", agones_port,
-                     "The SDK sidecar's REST port, 0..65535; non-zero turns the lifecycle on (0 = 9358 with --agones)")
-      ->envname("AGONES_SDK_HTTP_PORT")->capture_default_str();
-  agones->add_option("--agones-health-interval", config.agones_health_interval_s,
-                     "Seconds between Health calls, [0.05, 300]; keep it below the fleet's health periodSeconds")
-      ->envname("IMPULSE_AGONES_HEALTH_INTERVAL")->capture_default_str();
-  agones->add_option("--agones-shutdown-when-empty", config.agones_shutdown_when_empty_s,
-                     "Call Shutdown when no client has been connected for this many seconds after the last one "
-                     "left (0 = never)")
-      ->envname("IMPULSE_AGONES_SHUTDOWN_WHEN_EMPTY")->capture_default_str();
+  PortSettings ports(config);
+  add_settings(app, config, ports, /*with_env=*/true);
+  std::string config_file;
+  app.add_option("--config", config_file,
+                 "Read settings from this TOML file (key = value; keys are the long flag names, e.g. tick-hz = 60); "
+                 "flags and IMPULSE_* variables override it")
+      ->envname("IMPULSE_CONFIG")
+      ->configurable(false);
+  bool dump = false;
+  app.add_flag("--dump-config", dump,
+               "Print the effective settings (flags, environment, --config file, defaults) as a config file and exit")
+      ->configurable(false);
 
   try {
     app.parse(argc, argv);
@@ -325,33 +526,93 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
     return ParseStatus::Error;
   }
 
-  if (port < 0 || port > 65535) {
-    set_message(fmt::format("--port must be in 0..65535 (got {})", port));
-    return ParseStatus::Error;
+  FileLines file_lines;
+  if (!config_file.empty()) {
+    std::string text, problem;
+    if (!read_config_file(config_file, &text, &problem)) {
+      set_message(std::move(problem));
+      return ParseStatus::Error;
+    }
+    if (problem = apply_config_text(app, text, config_file, &file_lines); !problem.empty()) {
+      set_message(std::move(problem));
+      return ParseStatus::Error;
+    }
   }
-  config.port = static_cast<uint16_t>(port);
-  if (agones_port < 0 || agones_port > 65535) {
-    set_message(fmt::format("--agones-port (or AGONES_SDK_HTTP_PORT) must be in 0..65535 (got {})", agones_port));
-    return ParseStatus::Error;
-  }
-  config.agones_port = static_cast<uint16_t>(agones_port);
-  if (std::string problem = validate_config(config); !problem.empty()) {
+  if (std::string problem = check_settings(config, ports, config_file, file_lines); !problem.empty()) {
     set_message(std::move(problem));
+    return ParseStatus::Error;
+  }
+  if (dump) {
+    std::string problem;
+    std::string text = dump_config(config, &problem);
+    if (!problem.empty()) {
+      set_message(std::move(problem));
+      return ParseStatus::Error;
+    }
+    set_message(std::move(text));
+    return ParseStatus::Exit;
+  }
+  return ParseStatus::Run;
+}
+
+ParseStatus load_config_text(std::string_view text, const std::string& label, ServerConfig& config,
+                             std::string* message) {
+  CLI::App app{"impulse-server configuration", "impulse-server"};
+  PortSettings ports(config);
+  add_settings(app, config, ports, /*with_env=*/false);
+  const char* argv[] = {"impulse-server"};
+  FileLines file_lines;
+  std::string problem;
+  try {
+    app.parse(1, argv);
+    problem = apply_config_text(app, text, label, &file_lines);
+  } catch (const CLI::Error& e) {
+    problem = e.what();
+  }
+  if (problem.empty()) problem = check_settings(config, ports, label, file_lines);
+  if (!problem.empty()) {
+    if (message) *message = std::move(problem);
     return ParseStatus::Error;
   }
   return ParseStatus::Run;
 }
 
+std::string dump_config(const ServerConfig& config, std::string* error) {
+  ServerConfig copy = config;
+  PortSettings ports(copy);
+  CLI::App app{std::string(kDumpDescription), "impulse-server"};
+  add_settings(app, copy, ports, /*with_env=*/false);
+  // Each option's default string is the value in `config`; CLI11 writes it with the option's help as a comment.
+  std::string text = std::string(kDumpHeader) + app.config_to_str(/*default_also=*/true, /*write_description=*/true);
+  // A value this dialect cannot hold (e.g. a path with a '#', or both kinds of quotes) must not
+  // make a file that loads as something else: load it back and compare.
+  ServerConfig loaded;
+  std::string problem;
+  if (load_config_text(text, "--dump-config", loaded, &problem) != ParseStatus::Run) {
+    if (error) *error = fmt::format("--dump-config: the settings cannot be written as a config file: {}", problem);
+    return {};
+  }
+  if (!(loaded == config)) {
+    if (error) {
+      *error = fmt::format("--dump-config: the settings cannot be written as a config file that reads back the same "
+                           "(a string with both kinds of quotes, or leading or trailing spaces?): {}",
+                           describe_config(loaded));
+    }
+    return {};
+  }
+  return text;
+}
+
 std::string describe_config(const ServerConfig& c) {
   return fmt::format(
       "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
-      "max_steps_per_frame={} threads={} stats_interval={}s log_level={} record={} record_dir={} record_rotate_mb={} "
+      "max_steps_per_frame={} threads={} stats_interval={}s log_level={} log_format={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
       "max_objects_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={} agones={} admin={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
-      c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.record_file.empty() ? "-" : c.record_file,
+      c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.log_format, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
       c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,
       c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps,

@@ -20,6 +20,7 @@
 #include "server/app/agones.h"
 #include "server/app/admin.h"
 #include "server/app/config.h"
+#include "server/app/log_format.h"
 #include "server/app/scene.h"
 #include "server/app/server_core.h"
 #include "server/net/udp_endpoint.h"
@@ -329,19 +330,49 @@ struct Server::Impl {
     const uint64_t step_ns = load(stats.step_ns), events_ns = load(stats.events_ns);
     const uint64_t snapshots_ns = load(stats.snapshots_ns);
     const double per_wakeup = window.wakeups ? 1e-6 / static_cast<double>(window.wakeups) : 0.0;  // ns -> ms
+    const auto to_us = [](double ms) { return std::round(ms * 1000.0) / 1000.0; };  // ms, to 1 us: no noise digits
+    const uint64_t tick = load(stats.tick);
+    const uint32_t bodies = stats.objects.load(std::memory_order_relaxed);
+    const uint32_t awake = stats.awake.load(std::memory_order_relaxed);
+    const uint32_t clients = stats.clients.load(std::memory_order_relaxed);
+    const double mean_ms = to_us(window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0);
+    const double steps_ms = to_us(static_cast<double>(step_ns - window.step_ns) * per_wakeup);
+    const double events_ms = to_us(static_cast<double>(events_ns - window.events_ns) * per_wakeup);
+    const double snapshots_ms = to_us(static_cast<double>(snapshots_ns - window.snapshots_ns) * per_wakeup);
+    const double p50_ms = to_us(static_cast<double>(p50) / 1e6), p99_ms = to_us(static_cast<double>(p99) / 1e6);
+    const double max_ms = to_us(window.tick_ms_max), interval_s = to_us(seconds);
+    // --log-format json carries the same figures as fields (per interval except tick, bodies, awake, clients).
+    const LogField fields[] = {
+        {"event", std::string_view("stats")},
+        {"tick", tick},
+        {"bodies", bodies},
+        {"awake", awake},
+        {"clients", clients},
+        {"tick_ms_mean", mean_ms},
+        {"tick_ms_steps", steps_ms},
+        {"tick_ms_events", events_ms},
+        {"tick_ms_snapshots", snapshots_ms},
+        {"tick_ms_p50", p50_ms},
+        {"tick_ms_p99", p99_ms},
+        {"tick_ms_max", max_ms},
+        {"wakeups", window.wakeups},
+        {"steps", window.steps},
+        {"steps_dropped", dropped_steps - window.dropped_steps},
+        {"datagrams_in", in - window.datagrams_in},
+        {"bytes_in", bin - window.bytes_in},
+        {"datagrams_out", out - window.datagrams_out},
+        {"bytes_out", bout - window.bytes_out},
+        {"datagrams_dropped", dropped - window.dropped},
+        {"interval_s", interval_s},
+    };
+    const ScopedLogFields scope(fields);
     spdlog::info(
         "stats: tick={} bodies={} awake={} clients={} tick_ms mean={:.3f} (steps {:.3f} events {:.3f} snapshots "
         "{:.3f}) p50={:.3f} p99={:.3f} max={:.3f} (over {} wake-ups, {} steps, {} dropped) in={} datagrams/{} B "
         "out={} datagrams/{} B dropped={} (last {:.1f} s)",
-        load(stats.tick), stats.objects.load(std::memory_order_relaxed), stats.awake.load(std::memory_order_relaxed),
-        stats.clients.load(std::memory_order_relaxed),
-        window.wakeups ? window.tick_ms_sum / static_cast<double>(window.wakeups) : 0.0,
-        static_cast<double>(step_ns - window.step_ns) * per_wakeup,
-        static_cast<double>(events_ns - window.events_ns) * per_wakeup,
-        static_cast<double>(snapshots_ns - window.snapshots_ns) * per_wakeup, static_cast<double>(p50) / 1e6,
-        static_cast<double>(p99) / 1e6, window.tick_ms_max, window.wakeups, window.steps,
-        dropped_steps - window.dropped_steps, in - window.datagrams_in, bin - window.bytes_in, out - window.datagrams_out,
-        bout - window.bytes_out, dropped - window.dropped, seconds);
+        tick, bodies, awake, clients, mean_ms, steps_ms, events_ms, snapshots_ms, p50_ms, p99_ms, max_ms,
+        window.wakeups, window.steps, dropped_steps - window.dropped_steps, in - window.datagrams_in, bin - window.bytes_in,
+        out - window.datagrams_out, bout - window.bytes_out, dropped - window.dropped, seconds);
     std::vector<uint64_t> keep = std::move(window.tick_ns);
     keep.clear();
     window = Window{};
@@ -423,6 +454,9 @@ bool Server::start(std::string* error) {
   if (m.started) return fail("the server is already started");
   if (std::string problem = validate_config(m.config); !problem.empty()) return fail(problem);
   spdlog::set_level(spdlog::level::from_str(m.config.log_level));  // validated above
+  LogFormat log_format = LogFormat::Text;
+  parse_log_format(m.config.log_format, &log_format);  // validated above
+  set_log_format(log_format);
   if (m.replay) return start_replay(error);
   spdlog::info("impulse-server starting: {}", describe_config(m.config));
 

@@ -40,6 +40,9 @@ struct ServerConfig {
   /// 0 = one per CPU core (at most 64). The world and the datagrams are bit-identical for every value.
   int threads = 0;
   std::string log_level = "info";  ///< --log-level: trace, debug, info, warn, error, off
+  /// --log-format: "text" (spdlog's lines) or "json" (one object per line; server/app/log_format.h).
+  /// Server::start installs it on spdlog's loggers, process-wide.
+  std::string log_format = "text";
   /// --record: record the session into this file (docs/RECORDING.md); empty = no recording.
   std::string record_file;
   /// --record-dir: record into this directory, one file per run (named by its UTC start time),
@@ -112,6 +115,9 @@ struct ServerConfig {
   int admin_port = 0;
   /// --health-stall-seconds: /healthz answers 503 once the last completed tick is older than this [s].
   double health_stall_seconds = 2.0;
+
+  /// Field by field (--dump-config checks that its file loads back to the same settings).
+  friend bool operator==(const ServerConfig&, const ServerConfig&) = default;
 };
 
 /// Whether the Agones lifecycle is on (--agones, --agones-port or AGONES_SDK_HTTP_PORT).

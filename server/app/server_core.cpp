@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/app/log_format.h"
 #include "server/net/snapshot_writer.h"
 #include "server/physics/narrowphase.h"
 #include "server/record/playback.h"
@@ -524,7 +525,15 @@ void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, ui
   // Burst: a quarter second, so a snapshot after a quiet spell may use a full datagram.
   s->bytes_out = TokenBucket{out_bytes, out_bytes / 4, out_bytes / 4, now};
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
-  spdlog::info("client connected: {} name=\"{}\" id={}{} ({} of {} clients)", to_string(from), s->name, s->client_id,
+  // --log-format json also carries the name exactly as sent (check_request bounds its length; the
+  // JSON escaper makes any bytes safe), where the text line shows it with '?' for unsafe bytes.
+  const std::string address = to_string(from);
+  const LogField fields[] = {{"event", std::string_view("client_connected")},
+                             {"client_id", s->client_id},
+                             {"address", std::string_view(address)},
+                             {"client_name", client_name_of(m)}};
+  const ScopedLogFields scope(fields);
+  spdlog::info("client connected: {} name=\"{}\" id={}{} ({} of {} clients)", address, s->name, s->client_id,
                token_key_ ? " (token)" : " (anonymous)", sessions_.size(), config_.max_clients);
   journal_.session(record::ClientEventType::Connect, s->client_id, world_.tick(), to_string(from), s->name);
   send_accepted(*s, now, out);
