@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Offline end-to-end check of the Impulse container image with podman, as root:
 #   1. containers.conf fit for this kind of machine  2. debian:bookworm-slim bootstrapped locally
-#   3. image build  4. container start + ping  5. demo client  6. SIGTERM stop, exit code 0.
+#   3. image build  4. container start + ping + /metrics  5. demo client  6. SIGTERM stop, exit code 0.
 # Needs: podman, runc, mmdebstrap (IMPULSE_SETUP_DOCKER=1 bash scripts/setup) and a host build of
 # impulse-client (build/bin/, or IMPULSE_CLIENT=path). Never pulls: no registry is reachable.
 #
@@ -195,6 +195,18 @@ write_bookworm_sources() {
 
 # Picks a UDP port in 20000..29999 that nothing on the host listens on (reads /proc, so it needs
 # no ss/netstat).
+# A TCP port in 20000..29999 no listening socket uses (/proc/net/tcp*, column 2), for the admin port.
+pick_free_tcp_port() {
+  local used=() hex port attempt
+  while read -r hex; do used+=("$((16#$hex))"); done < <(
+    awk 'FNR > 1 { n = split($2, a, ":"); print a[n] }' /proc/net/tcp /proc/net/tcp6 2>/dev/null || true)
+  for ((attempt = 0; attempt < 200; attempt++)); do
+    port=$((20000 + RANDOM % 10000))
+    if [[ " ${used[*]} " != *" $port "* ]]; then echo "$port"; return 0; fi
+  done
+  return 1
+}
+
 pick_free_udp_port() {
   local used=() hex port attempt
   # Column 2 is LOCAL_ADDRESS:PORT with the port in hex (mawk has no strtonum: convert in bash).
@@ -357,13 +369,14 @@ end_step
 # ---- 4. start + readiness -------------------------------------------------------------------
 begin_step "4 start container"
 port=${IMPULSE_SMOKE_PORT:-$(pick_free_udp_port)} || die "no free UDP port found in 20000..29999"
+admin_port=$(pick_free_tcp_port) || die "no free TCP port found in 20000..29999"
 # Published on the bridge network to a free host port: the image runs unchanged (its CMD and its
 # health check both use 7777 inside) and a server already on the host's 7777 cannot interfere.
 # Same hardening as docker/compose.yaml: read-only root, no capabilities, no privilege gain.
 podman_quiet run -d --pull=never --name "$container" \
   --read-only --cap-drop=ALL --security-opt=no-new-privileges \
-  -p "127.0.0.1:$port:7777/udp" "$image" >/dev/null
-log "container $container publishes 127.0.0.1:$port/udp -> 7777/udp"
+  -p "127.0.0.1:$port:7777/udp" -p "127.0.0.1:$admin_port:9100/tcp" "$image" >/dev/null
+log "container $container publishes 127.0.0.1:$port/udp -> 7777/udp, 127.0.0.1:$admin_port/tcp -> 9100/tcp (admin)"
 deadline=$((SECONDS + timeout_ready))
 attempts=0
 until timeout 10 "$client" ping --server "127.0.0.1:$port" --timeout-ms 1000 >"$workdir/ping.log" 2>&1; do
@@ -381,6 +394,20 @@ log "ping answered after $attempts failed attempt(s): $(tr '\n' ' ' <"$workdir/p
 podman_quiet healthcheck run "$container" >"$workdir/health.log" ||
   { cat "$workdir/health.log" >&2; die "the image's HEALTHCHECK failed"; }
 log "image HEALTHCHECK: $(podman inspect --format '{{.State.Health.Status}}' "$container")"
+# The image's CMD serves the admin endpoint on 9100 (all of the container's interfaces): /metrics
+# must answer in the Prometheus text format with a tick counter, and /readyz with 200.
+fetch() { python3 -c 'import sys, urllib.request; r = urllib.request.urlopen(sys.argv[1], timeout=5); sys.stdout.write(r.read().decode())' "$1"; }
+deadline=$((SECONDS + timeout_ready))
+until fetch "http://127.0.0.1:$admin_port/metrics" >"$workdir/metrics.txt" 2>"$workdir/metrics.err" &&
+      grep -qE '^impulse_ticks_total [0-9]' "$workdir/metrics.txt"; do
+  if ((SECONDS >= deadline)); then
+    cat "$workdir/metrics.err" "$workdir/metrics.txt" >&2
+    die "the container's /metrics did not answer with impulse_ticks_total within ${timeout_ready} s"
+  fi
+  sleep 0.5
+done
+fetch "http://127.0.0.1:$admin_port/readyz" >/dev/null || die "the container's /readyz did not answer 200"
+log "admin endpoint: $(grep -E '^impulse_ticks_total ' "$workdir/metrics.txt"), /readyz 200"
 end_step
 
 # ---- 5. demo client -------------------------------------------------------------------------
