@@ -8,12 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
 #include "server/net/session_table.h"
 #include "tests/integration/harness.h"
+#include "tests/support/text_match.h"
 
 extern char** environ;
 
@@ -93,13 +93,11 @@ TEST(JsonLogs, EveryLineParsesIncludingAHostileClientNameAndStatsFields) {
   LineReader out(pipe_fds[0]);
 
   // The bound port, from the JSON "listening on UDP 127.0.0.1:PORT" line.
-  const std::regex listening(R"(listening on UDP 127\.0\.0\.1:(\d+))");
   uint16_t port = 0;
   Clock::time_point deadline = Clock::now() + std::chrono::seconds(10);
   for (int i = 0; i < kMaxIterations && port == 0 && Clock::now() < deadline && out.pump(milliseconds{10}); ++i) {
     for (const std::string& line : out.lines) {
-      std::smatch m;
-      if (std::regex_search(line, m, listening)) port = static_cast<uint16_t>(std::stoi(m[1]));
+      if (const auto p = port_after(line, "listening on UDP 127.0.0.1:")) port = *p;
     }
   }
   ASSERT_NE(port, 0) << "no listening line; got:\n" << (out.lines.empty() ? out.partial() : out.lines.front());
@@ -136,13 +134,12 @@ TEST(JsonLogs, EveryLineParsesIncludingAHostileClientNameAndStatsFields) {
 
   const std::vector<nlohmann::json> lines = parse_all(out.lines);
   ASSERT_EQ(lines.size(), out.lines.size());
-  const std::regex rfc3339(R"(^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$)");
   const std::string shown_name = server::sanitize_for_log(name, wire::kMaxClientNameBytes);
   int connect_lines = 0, stats_lines = 0;
   for (const nlohmann::json& j : lines) {
     ASSERT_TRUE(j.is_object());
     ASSERT_TRUE(j.contains("time") && j["time"].is_string());
-    EXPECT_TRUE(std::regex_match(j["time"].get<std::string>(), rfc3339)) << j.dump();
+    EXPECT_TRUE(is_rfc3339_utc_ms(j["time"].get<std::string>())) << j.dump();
     ASSERT_TRUE(j.contains("level") && j["level"].is_string()) << j.dump();
     EXPECT_NE(j["level"], "critical") << "a forged line: " << j.dump();
     ASSERT_TRUE(j.contains("message") && j["message"].is_string()) << j.dump();
