@@ -143,6 +143,9 @@ constexpr int kStageCount = 8;
 struct RoundSamples {
   std::vector<double> impulse_ms;
   std::vector<double> bullet_ms;
+  // Step time and awake bodies at each step's start, summed: time per awake body-step.
+  double impulse_ms_sum = 0, bullet_ms_sum = 0;
+  double impulse_awake_sum = 0, bullet_awake_sum = 0;
   std::vector<double> chunk_ratios;
   std::vector<double> stage[kStageCount];
 };
@@ -212,6 +215,7 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
   const auto steps = static_cast<size_t>(config.steps);
 
   std::vector<double> round_imp_median, round_imp_p95, round_bt_median, round_bt_p95, round_ratio;
+  std::vector<double> round_imp_us_awake, round_bt_us_awake;
   std::vector<double> round_stage[kStageCount];
   RoundSamples samples;
   samples.impulse_ms.reserve(steps);
@@ -255,6 +259,8 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
           samples.impulse_ms.push_back(ms);
           impulse_chunk_ms += ms;
           const physics::StepProfile& p = impulse.profile();
+          samples.impulse_ms_sum += ms;
+          samples.impulse_awake_sum += p.awake_count;  // awake at the step's start
           const double stage_ms[kStageCount] = {p.broadphase_ms, p.narrowphase_ms, p.events_ms,  p.wake_ms,
                                                 p.solve_ms,      p.writeback_ms,   p.islands_ms, p.total_ms};
           for (int k = 0; k < kStageCount; ++k) samples.stage[k].push_back(stage_ms[k]);
@@ -271,11 +277,14 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
       };
       auto run_bullet = [&] {
         for (int s = 0; s < count; ++s) {
+          const uint32_t awake_before = bullet.awake_count();  // outside the timed step
           const Clock::time_point begin = Clock::now();
           bullet.step(scenes::kSceneDt);
           const Clock::time_point end = Clock::now();
           const double ms = elapsed_ms(begin, end);
           samples.bullet_ms.push_back(ms);
+          samples.bullet_ms_sum += ms;
+          samples.bullet_awake_sum += awake_before;
           bullet_chunk_ms += ms;
           if (first_round && !result.bullet.asleep_at_s && config.sleep && bullet.awake_count() == 0) {
             result.bullet.asleep_at_s = static_cast<double>(done + s + 1) * scenes::kSceneDt;
@@ -310,6 +319,9 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
     round_bt_median.push_back(median(samples.bullet_ms));
     round_bt_p95.push_back(percentile(samples.bullet_ms, 95.0));
     round_ratio.push_back(median(samples.chunk_ratios));
+    auto us_per_awake = [](double ms_sum, double awake_sum) { return awake_sum > 0 ? 1000.0 * ms_sum / awake_sum : 0.0; };
+    round_imp_us_awake.push_back(us_per_awake(samples.impulse_ms_sum, samples.impulse_awake_sum));
+    round_bt_us_awake.push_back(us_per_awake(samples.bullet_ms_sum, samples.bullet_awake_sum));
     for (int k = 0; k < kStageCount; ++k) round_stage[k].push_back(median(samples.stage[k]));
     if (first_round) {
       result.impulse.awake_end = impulse.awake_count();
@@ -327,6 +339,8 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
   result.bullet.ms_median = median(round_bt_median);
   result.bullet.ms_p95 = median(round_bt_p95);
   result.ratio_median = median(round_ratio);
+  result.impulse.us_per_awake_body_step = median(round_imp_us_awake);
+  result.bullet.us_per_awake_body_step = median(round_bt_us_awake);
   result.ratio_of_medians = result.bullet.ms_median > 0 ? result.impulse.ms_median / result.bullet.ms_median : 0;
   StageMedians& st = result.impulse_stages;
   double* stage_out[kStageCount] = {&st.broadphase_ms, &st.narrowphase_ms, &st.events_ms,  &st.wake_ms,

@@ -62,6 +62,9 @@ struct EngineResult {
   double ms_median = 0;  ///< median step time [ms] (median across rounds of each round's median)
   double ms_p95 = 0;     ///< nearest-rank p95 step time [ms] (median across rounds)
   uint32_t awake_end = 0;  ///< awake dynamic bodies after the last step (round 1)
+  /// Step time per awake body [µs]: the round's summed step times over its summed awake counts at
+  /// each step's start (median across rounds), so that sleeping sooner cannot hide a slower step.
+  double us_per_awake_body_step = 0;
   /// Simulated time [s] after which the awake count first reached 0 (round 1); nullopt if never.
   std::optional<double> asleep_at_s;
   Vec3 top_start;  ///< S1: top box centre before the first step [m]

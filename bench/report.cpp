@@ -86,6 +86,8 @@ void print_human(std::FILE* out, const SceneResult& r) {
   std::snprintf(awake_imp, sizeof awake_imp, "%u / %u", r.impulse.awake_end, r.n);
   std::snprintf(awake_bt, sizeof awake_bt, "%u / %u", r.bullet.awake_end, r.n);
   std::fprintf(out, "  %-24s %22s %22s\n", "awake at end", awake_imp, awake_bt);
+  std::fprintf(out, "  %-24s %22.3f %22.3f\n", "us per awake body-step", r.impulse.us_per_awake_body_step,
+               r.bullet.us_per_awake_body_step);
   std::fprintf(out, "  %-24s %22s %22s\n", "all asleep at",
                format_asleep(r.impulse.asleep_at_s, r.sleep, simulated_s).c_str(),
                format_asleep(r.bullet.asleep_at_s, r.sleep, simulated_s).c_str());
@@ -130,6 +132,8 @@ std::string to_json_line(const SceneResult& r) {
   j["bullet_rss_kib"] = rss_or_null(r.bullet.rss);
   j["rss_method"] = r.impulse.rss ? Json(r.impulse.rss->method) : Json(nullptr);
   j["bullet_awake_end"] = r.bullet.awake_end;
+  j["impulse_us_per_awake_body_step"] = round_to(r.impulse.us_per_awake_body_step, 4);
+  j["bullet_us_per_awake_body_step"] = round_to(r.bullet.us_per_awake_body_step, 4);
   j["impulse_asleep_at_s"] = json_or_null(r.impulse.asleep_at_s, 4);
   j["bullet_asleep_at_s"] = json_or_null(r.bullet.asleep_at_s, 4);
   if (r.has_top_body) {
