@@ -927,6 +927,9 @@ uint32_t ClientCore::create_object(const ObjectDesc& desc) {
   args.sensor = desc.sensor;
   args.shared = desc.shared;
   args.asleep = desc.asleep;
+  args.category = desc.category;
+  args.mask = desc.mask;
+  args.group = desc.group;
   return m.queue_request(request_id, wire::build_create_object(m.fbb, request_id, args));
 }
 
@@ -979,11 +982,20 @@ uint32_t ClientCore::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
   return m.queue_request(request_id, wire::build_set_angular_velocity(m.fbb, request_id, id, angular_velocity));
 }
 
-uint32_t ClientCore::raycast(Vec3 origin, Vec3 translation, bool all) {
+uint32_t ClientCore::set_filter(ObjectID id, uint32_t category, uint32_t mask, int32_t group) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  return m.queue_request(request_id, wire::build_raycast(m.fbb, request_id, origin, translation, all));
+  return m.queue_request(request_id, wire::build_set_filter(m.fbb, request_id, id, category, mask, group));
+}
+
+uint32_t ClientCore::raycast(Vec3 origin, Vec3 translation, bool all, std::optional<RayFilter> filter) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  return m.queue_request(request_id, wire::build_raycast(
+                                         m.fbb, request_id, origin, translation, all,
+                                         filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt));
 }
 
 uint32_t ClientCore::set_interest(const InterestArea& area) {

@@ -739,9 +739,9 @@ void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
   if (s == nullptr) return;  // disconnected since
   ray_entries_.clear();
   if (r.all_hits) {
-    world_.raycast_all(r.vector, r.translation, ray_hits_);
+    world_.raycast_all(r.vector, r.translation, ray_hits_, r.query_filter);
     for (const physics::RayHit& h : ray_hits_) ray_entries_.push_back(to_wire_hit(h));
-  } else if (const std::optional<physics::RayHit> hit = world_.raycast_closest(r.vector, r.translation)) {
+  } else if (const std::optional<physics::RayHit> hit = world_.raycast_closest(r.vector, r.translation, r.query_filter)) {
     ray_entries_.push_back(to_wire_hit(*hit));
   }
   // The builder keeps the nearest raycast_hits_per_datagram() hits and flags the rest as cut.

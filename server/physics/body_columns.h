@@ -50,6 +50,7 @@ struct BodyInfo {
   uint32_t awake_index = 0;    ///< position in World's awake list; meaningless when not awake
   uint32_t contact_count = 0;  ///< contacts (active + resting) the body is part of
   uint32_t island = 0;         ///< sleeping island index while asleep (dynamic bodies only)
+  Filter filter;               ///< collision filter (should_collide in types.h)
 };
 
 /// The columns, all indexed by the dense index of SlotMap; every column has size() elements.

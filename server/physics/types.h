@@ -50,6 +50,36 @@ struct Transform {
 };
 
 /// Everything needed to create an object. Validated by World::create_object.
+/// Collision filter, with Box2D's b2Filter semantics (box2d v3, include/box2d/types.h b2Filter and
+/// src/shape.h b2ShouldShapesCollide). Two bodies touch (contact or sensor event) iff
+/// should_collide(a, b): when both have the same non-zero group, a positive group always touches
+/// and a negative one never does; otherwise each body's category must be in the other's mask.
+/// Bits are the application's own categories (e.g. 1 = world, 2 = player, 4 = debris).
+/// The defaults (category 1, every mask bit, group 0) touch every other default body.
+struct Filter {
+  uint32_t category = 1;     ///< the categories this body belongs to (usually one bit)
+  uint32_t mask = ~0u;       ///< the categories this body touches
+  int32_t group = 0;         ///< 0 = none; same positive group: always; same negative: never
+  bool operator==(const Filter&) const = default;
+};
+
+/// The collision rule (our own code after Box2D's b2ShouldShapesCollide). Symmetric.
+constexpr bool should_collide(const Filter& a, const Filter& b) {
+  if (a.group == b.group && a.group != 0) return a.group > 0;
+  return (a.category & b.mask) != 0 && (b.category & a.mask) != 0;
+}
+
+/// Filter of a ray or overlap query (Box2D's b2QueryFilter): a body is reported iff
+/// (body.category & query.mask) != 0 and (query.category & body.mask) != 0. Groups do not apply.
+struct QueryFilter {
+  uint32_t category = 1;  ///< what the query "is", tested against each body's mask
+  uint32_t mask = ~0u;    ///< the categories the query reports
+};
+
+constexpr bool query_accepts(const QueryFilter& q, const Filter& body) {
+  return (body.category & q.mask) != 0 && (q.category & body.mask) != 0;
+}
+
 struct BodyDesc {
   BodyKind kind = BodyKind::Dynamic;
   Shape shape;
@@ -73,6 +103,8 @@ struct BodyDesc {
   /// and angular_velocity are ignored). It wakes as any sleeping body does: touched by an awake
   /// body or a moving kinematic one, or pushed by a command. Static bodies ignore it.
   bool asleep = false;
+  /// Which bodies this one touches (contacts and sensor events) and which filtered queries see it.
+  Filter filter;
 };
 
 /// Result codes of world operations. A failed operation leaves the world unchanged.
@@ -101,6 +133,7 @@ struct BodyState {
   uint16_t material = 0;
   bool sensor = false;
   bool sleeping = false;
+  Filter filter;
 };
 
 /// One contact between two bodies after a step. a < b (by ObjectID order).

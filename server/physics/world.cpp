@@ -317,6 +317,7 @@ CreateResult World::create_object(const BodyDesc& desc) {
   BodyInfo info;
   info.kind = desc.kind;
   info.sensor = desc.sensor;
+  info.filter = desc.filter;
   info.extent = shape_extent(shape);
   if (desc.kind == BodyKind::Dynamic) {
     motion.velocity = desc.velocity;
@@ -420,6 +421,7 @@ BodyState World::state_at_dense(uint32_t dense) const {
   s.material = bodies_.material[dense].id;
   s.sensor = info.sensor;
   s.sleeping = info.sleeping;
+  s.filter = info.filter;
   return s;
 }
 
@@ -587,6 +589,25 @@ Error World::set_material_pair(uint16_t a, uint16_t b, const MaterialPair& pair)
   return Error::Ok;
 }
 
+Error World::set_filter(ObjectID id, const Filter& filter) {
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone) return Error::StaleId;
+  bodies_.info[dense].filter = filter;
+  if (bodies_.info[dense].kind != BodyKind::Static) {
+    wake_body(dense);
+  } else {
+    // A static body never wakes, but the sleeping bodies resting on it must be re-collided for
+    // a contact the new filter forbids to end (resting contacts are not re-tested while asleep).
+    for (size_t i = 0; i < resting_.size(); ++i) {
+      const Contact& c = resting_[i].contact;
+      if (c.a != id && c.b != id) continue;
+      const uint32_t other = slots_.find(c.a == id ? c.b : c.a);
+      if (other != SlotMap::kNone) wake_body(other);  // only marks resting_ dirty
+    }
+  }
+  return Error::Ok;
+}
+
 MaterialPair World::mix_materials(uint32_t da, uint32_t db) const {
   const Material& a = bodies_.material[da];
   const Material& b = bodies_.material[db];
@@ -682,6 +703,9 @@ void World::collide_pairs() {
     const BodyInfo& ib = bodies_.info[db];
     const bool sensor = ia.sensor || ib.sensor;
     if (ia.sensor && ib.sensor) continue;
+    // Collision filter (types.h, Box2D's b2ShouldShapesCollide): for contacts and sensors alike,
+    // so a sensor's mask chooses what it detects.
+    if (!should_collide(ia.filter, ib.filter)) continue;
     // No response is defined without a dynamic body (kinematic-static, kinematic-kinematic),
     // but a sensor reports any body that is not static: a kinematic door entering a static
     // trigger volume (Jolt's SensorTests, TestKinematicVsSensor), or a kinematic sensor meeting a

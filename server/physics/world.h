@@ -165,6 +165,11 @@ class World {
   /// instead of the mixing rules. Takes effect at the next step. O(log pairs).
   /// @return InvalidArgument (friction not finite or < 0, restitution outside [0, 1]) or Ok.
   Error set_material_pair(uint16_t a, uint16_t b, const MaterialPair& pair);
+  /// Replaces a body's collision filter (Filter in types.h; any bit pattern is valid). Wakes the
+  /// body (a static body wakes the sleeping bodies resting on it), so a contact the new filter
+  /// forbids ends with an End event at the next step, and a newly allowed one begins there.
+  /// @return StaleId (world unchanged) or Ok.
+  Error set_filter(ObjectID id, const Filter& filter);
 
   // --- Step ----------------------------------------------------------------------------------
   /// Advances the world by dt [s] (fixed, typically 1/60). A dt that is not finite or <= 0 makes
@@ -220,8 +225,8 @@ class World {
   /// scratch buffers and the query cache (rebuilt on demand). A world restored from the blob
   /// steps bit-identically to this one (same world_hash() every tick, same events, same next
   /// ObjectID), in any process built with the same layout. Little-endian, fixed-width fields,
-  /// an XXH64 checksum; 182 bytes per body plus 98-206 bytes per contact (1-4 points), about
-  /// 390 bytes per body in a settled box pile. O(bodies + contacts); allocates only `out`'s growth.
+  /// an XXH64 checksum; 194 bytes per body plus 98-206 bytes per contact (1-4 points), about
+  /// 400 bytes per body in a settled box pile. O(bodies + contacts); allocates only `out`'s growth.
   void save_state(std::vector<uint8_t>& out) const;
   /// Replaces this world's state, settings included, with one saved by save_state. The input may
   /// come from a file or the network: magic, format version, layout fingerprint, sizes and the
@@ -261,13 +266,18 @@ class World {
   /// The first shape hit by the segment origin + t * translation, t in [0, 1] (world frame [m]),
   /// or nullopt. Ties in fraction go to the smaller ObjectID. A ray starting inside a shape hits
   /// it at fraction 0 with normal -translation/|translation|. Sensors are included.
-  std::optional<RayHit> raycast_closest(Vec3 origin, Vec3 translation) const;
+  /// With `filter`, only bodies that query_accepts(*filter, body filter) are considered (a skipped
+  /// body neither hits nor blocks); without it, every body.
+  std::optional<RayHit> raycast_closest(Vec3 origin, Vec3 translation,
+                                        std::optional<QueryFilter> filter = std::nullopt) const;
   /// Every shape hit by the segment, one hit per object (its first), sorted by (fraction, id).
-  /// `out` is cleared first.
-  void raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out) const;
+  /// `out` is cleared first. `filter` as for raycast_closest.
+  void raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out,
+                   std::optional<QueryFilter> filter = std::nullopt) const;
   /// Every object whose (speculative-margin enlarged) AABB overlaps `box` (world frame [m]),
-  /// sorted by ObjectID. `out` is cleared first.
-  void overlap_aabb(const Aabb& box, std::vector<ObjectID>& out) const;
+  /// sorted by ObjectID. `out` is cleared first. `filter` as for raycast_closest.
+  void overlap_aabb(const Aabb& box, std::vector<ObjectID>& out,
+                    std::optional<QueryFilter> filter = std::nullopt) const;
 
  private:
   BodyState state_at_dense(uint32_t dense) const;
@@ -283,7 +293,8 @@ class World {
   MaterialPair mix_materials(uint32_t da, uint32_t db) const;
   /// Dense indices of the bodies whose AABB the segment overlaps: parked ones from the grid,
   /// awake ones tested directly (world_queries.cpp).
-  void gather_ray_candidates(Vec3 origin, Vec3 translation, std::vector<uint32_t>& dense_out) const;
+  void gather_ray_candidates(Vec3 origin, Vec3 translation, const std::optional<QueryFilter>& filter,
+                             std::vector<uint32_t>& dense_out) const;
 
   // Stages of step(), in order (see world.cpp).
   void remove_non_finite();

@@ -104,6 +104,9 @@ void io_info(Io& io, S& i) {
   io.u32(i.awake_index);
   io.u32(i.contact_count);
   io.u32(i.island);
+  io.u32(i.filter.category);
+  io.u32(i.filter.mask);
+  io.i32(i.filter.group);
 }
 
 template <class Io, class S>

@@ -38,23 +38,28 @@ bool precedes(const RayHit& l, const RayHit& r) {
 
 }  // namespace
 
-void World::gather_ray_candidates(Vec3 origin, Vec3 translation, std::vector<uint32_t>& dense_out) const {
+void World::gather_ray_candidates(Vec3 origin, Vec3 translation, const std::optional<QueryFilter>& filter,
+                                  std::vector<uint32_t>& dense_out) const {
   dense_out.clear();
+  const auto accepted = [&](uint32_t dense) { return !filter || query_accepts(*filter, bodies_.info[dense].filter); };
   // Parked bodies come from the grid. Awake bodies are tested directly: the grid's copy of them
   // is taken before the step moves them, and bodies created since the last step are not in it.
   std::vector<uint32_t> slots;
   broadphase_.query_ray(origin, translation, slots);
   for (const uint32_t slot : slots) {
     const uint32_t dense = slots_.dense_of_slot(slot);
-    if (dense != SlotMap::kNone && is_parked(dense)) dense_out.push_back(dense);
+    if (dense != SlotMap::kNone && is_parked(dense) && accepted(dense)) dense_out.push_back(dense);
   }
   for (const uint32_t slot : awake_) {
     const uint32_t dense = slots_.dense_of_slot(slot);
-    if (segment_overlaps_aabb(origin, translation, bodies_.pose[dense].aabb)) dense_out.push_back(dense);
+    if (accepted(dense) && segment_overlaps_aabb(origin, translation, bodies_.pose[dense].aabb)) {
+      dense_out.push_back(dense);
+    }
   }
 }
 
-void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out) const {
+void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out,
+                        std::optional<QueryFilter> filter) const {
   out.clear();
   if (!is_usable_ray(origin, translation)) return;
   const auto cast = [&](uint32_t dense) {
@@ -66,12 +71,12 @@ void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out)
   };
 
   std::vector<uint32_t> candidates;
-  gather_ray_candidates(origin, translation, candidates);
+  gather_ray_candidates(origin, translation, filter, candidates);
   for (const uint32_t dense : candidates) cast(dense);
   std::sort(out.begin(), out.end(), precedes);
 }
 
-std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation) const {
+std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation, std::optional<QueryFilter> filter) const {
   if (!is_usable_ray(origin, translation)) return std::nullopt;
   std::optional<RayHit> best;
   float max_fraction = 1.0f;  // shrinks to the best hit so far: later casts stop earlier
@@ -90,13 +95,14 @@ std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation) cons
   };
 
   std::vector<uint32_t> candidates;
-  gather_ray_candidates(origin, translation, candidates);
+  gather_ray_candidates(origin, translation, filter, candidates);
   for (const uint32_t dense : candidates) cast(dense);
   return best;
 }
 
-void World::overlap_aabb(const Aabb& box, std::vector<ObjectID>& out) const {
+void World::overlap_aabb(const Aabb& box, std::vector<ObjectID>& out, std::optional<QueryFilter> filter) const {
   out.clear();
+  const auto accepted = [&](uint32_t dense) { return !filter || query_accepts(*filter, bodies_.info[dense].filter); };
   // NaN or inverted bounds overlap nothing; infinite bounds are allowed (a box around everything).
   if (!(box.min.x <= box.max.x && box.min.y <= box.max.y && box.min.z <= box.max.z)) return;
 
@@ -104,11 +110,11 @@ void World::overlap_aabb(const Aabb& box, std::vector<ObjectID>& out) const {
   broadphase_.query(box, candidates);
   for (const uint32_t slot : candidates) {
     const uint32_t dense = slots_.dense_of_slot(slot);
-    if (dense != SlotMap::kNone && is_parked(dense)) out.push_back(slots_.id_at(dense));
+    if (dense != SlotMap::kNone && is_parked(dense) && accepted(dense)) out.push_back(slots_.id_at(dense));
   }
   for (const uint32_t slot : awake_) {
     const uint32_t dense = slots_.dense_of_slot(slot);
-    if (overlaps(bodies_.pose[dense].aabb, box)) out.push_back(slots_.id_at(dense));
+    if (accepted(dense) && overlaps(bodies_.pose[dense].aabb, box)) out.push_back(slots_.id_at(dense));
   }
   std::sort(out.begin(), out.end());
 }

@@ -2,7 +2,7 @@
 // restored bit for bit (the approach of Jolt's StateRecorder: save the full state, then check
 // determinism by a hash). Checksum XXH64 (Y. Collet, xxHash, 2014).
 //
-// Byte layout, format version 1
+// Byte layout, format version 2 (2 added the collision filter to info)
 // -----------------------------
 // Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
 // complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
@@ -11,7 +11,7 @@
 //
 //   Header (68 bytes)
 //       0    4   magic "IMPW"
-//       4    4   u32 format version (1)
+//       4    4   u32 format version (2)
 //       8    4   u32 N = number of layout fingerprint entries (12)
 //      12   4N   layout fingerprint: u32 sizeof(), in the saving build, of Pose, Motion, Shape,
 //                Material, BodyInfo, ContactPointState, ContactRecord, Contact, ContactEvent,
@@ -38,7 +38,8 @@
 //                shape    kind u8, radius f32, half_extents 3 f32, half_height f32         (21)
 //                material restitution f32, friction f32, id u16                             (10)
 //                info     kind u8, sleeping bool, sensor bool, sleep_timer f32, mass f32,
-//                         extent f32, awake_index u32, contact_count u32, island u32        (27)
+//                         extent f32, awake_index u32, contact_count u32, island u32,
+//                         filter category u32, mask u32, group i32                          (39)
 //     awake      A u32; slot u32 [A] in awake-list order (the order the step visits bodies)
 //     contacts   the active list, then the resting list, each R u32 then R records in (a, b)
 //                order: a ObjectID, b ObjectID, point 3 f32, normal 3 f32, depth f32,
@@ -88,13 +89,13 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
 // keeps the size, so this check cannot see it: the field list is the one place to add it.
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
-                  sizeof(BodyInfo) == 28 && sizeof(ContactPointState) == 36 && sizeof(ContactRecord) == 192 &&
+                  sizeof(BodyInfo) == 40 && sizeof(ContactPointState) == 36 && sizeof(ContactRecord) == 192 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
                   sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");

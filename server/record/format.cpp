@@ -97,6 +97,14 @@ server::PendingRequest to_pending(const record::Request& r) {
   if (r.vector()) p.vector = phys(*r.vector());
   if (r.point()) p.point = phys(*r.point());
   if (r.body()) p.desc = to_physics(*r.body());
+  if (const record::Filter* f = r.filter()) {
+    const physics::Filter filter{f->category(), f->mask(), f->group()};
+    if (p.type == wire::Message::SetFilter) {
+      p.filter = filter;
+    } else {
+      p.desc.filter = filter;
+    }
+  }
   return p;
 }
 
@@ -139,7 +147,12 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
   scratch.clear();
   for (const RequestRecord& q : requests) {
     const server::PendingRequest& r = q.request;
-    const bool has_vector = r.type != wire::Message::CreateObject && r.type != wire::Message::DestroyObject;
+    const bool has_vector = r.type != wire::Message::CreateObject && r.type != wire::Message::DestroyObject &&
+                            r.type != wire::Message::SetFilter;
+    const physics::Filter& f = r.type == wire::Message::SetFilter ? r.filter : r.desc.filter;
+    const bool has_filter = r.type == wire::Message::SetFilter ||
+                            (r.type == wire::Message::CreateObject && f != physics::Filter{});
+    const record::Filter filter(f.category, f.mask, f.group);
     const record::Vec3 vector = rec(r.vector);
     const record::Vec3 point = rec(r.point.value_or(impulse::Vec3{}));
     const record::BodyDesc body = to_record(r.desc);
@@ -150,6 +163,7 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
     if (has_vector) b.add_vector(&vector);
     if (r.point) b.add_point(&point);
     if (r.type == wire::Message::CreateObject) b.add_body(&body);
+    if (has_filter) b.add_filter(&filter);
     b.add_result(static_cast<uint16_t>(q.result));
     b.add_type(static_cast<uint8_t>(r.type));
     scratch.push_back(b.Finish());

@@ -487,6 +487,10 @@ std::string to_scene_json(const physics::World& world, std::span<const BodyDampi
     if (it != dampings.end() && it->id() == key) body += ", \"angular_damping\": " + json_number(it->angular());
     if (s.material != 0) body += fmt::format(", \"material\": {}", s.material);
     if (s.sensor) body += ", \"sensor\": true";
+    if (s.filter != physics::Filter{}) {
+      body += fmt::format(", \"category\": {}, \"mask\": {}, \"group\": {}", s.filter.category, s.filter.mask,
+                          s.filter.group);
+    }
     body += " }";
     out += (first ? "" : ",\n") + body;
     first = false;

@@ -21,6 +21,7 @@ AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r) {
     case Message::SetVelocity: out.error = world.set_velocity(r.id, r.vector); break;
     case Message::ApplyTorque: out.error = world.apply_torque(r.id, r.vector); break;
     case Message::SetAngularVelocity: out.error = world.set_angular_velocity(r.id, r.vector); break;
+    case Message::SetFilter: out.error = world.set_filter(r.id, r.filter); break;
     default: out.error = physics::Error::InvalidArgument; break;
   }
   return out;

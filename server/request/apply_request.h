@@ -29,7 +29,9 @@ struct PendingRequest {
   std::optional<Vec3> point;                 ///< application point [m], world frame
   Vec3 translation;                          ///< Raycast only: the segment [m], world frame
   bool all_hits = false;                     ///< Raycast only: every hit instead of the closest
+  std::optional<physics::QueryFilter> query_filter;  ///< Raycast only: absent = every body
   bool shared = false;                       ///< CreateObject only: any client may touch it
+  physics::Filter filter;                    ///< SetFilter only: the new collision filter
   wire::InterestArgs interest;               ///< SetInterest only
   bool rerun = false;                        ///< a Raycast answered again after its answer was lost
   // ReplayControl only (impulse-replay serve).

@@ -84,6 +84,14 @@ void decode_angular_velocity(const wire::Envelope& e, const DecodeContext&, Deco
       e.message_as_SetAngularVelocity(), d);
 }
 
+// Any bit pattern is a valid filter (physics::Filter), so there is nothing to range-check.
+void decode_filter(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
+  const auto* m = e.message_as_SetFilter();
+  d.request.request_id = m->request_id();
+  d.request.id = from_wire(m->id());
+  d.request.filter = physics::Filter{m->category(), m->mask(), m->group()};
+}
+
 void decode_raycast(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
   const auto* m = e.message_as_Raycast();
   d.request.request_id = m->request_id();
@@ -92,6 +100,7 @@ void decode_raycast(const wire::Envelope& e, const DecodeContext&, DecodedReques
   d.request.vector = wire::to_vec3(*m->origin());
   d.request.translation = wire::to_vec3(*m->translation());
   d.request.all_hits = m->all();
+  if (const wire::QueryFilter* f = m->filter()) d.request.query_filter = physics::QueryFilter{f->category(), f->mask()};
 }
 
 void decode_interest(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
@@ -134,6 +143,7 @@ constexpr std::array<Decoder, wire::kMessageTypeCount> make_decoders() {
   t[static_cast<size_t>(Message::Raycast)] = decode_raycast;
   t[static_cast<size_t>(Message::SetInterest)] = decode_interest;
   t[static_cast<size_t>(Message::ReplayControl)] = decode_replay_control;
+  t[static_cast<size_t>(Message::SetFilter)] = decode_filter;
   return t;
 }
 constexpr std::array<Decoder, wire::kMessageTypeCount> kDecoders = make_decoders();
@@ -175,6 +185,7 @@ physics::BodyDesc to_body_desc(const wire::CreateObject& m) {
   desc.material = m.material();
   desc.sensor = m.sensor();
   desc.asleep = m.asleep();
+  desc.filter = physics::Filter{m.category(), m.mask(), m.group()};
   return desc;
 }
 

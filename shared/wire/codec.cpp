@@ -509,7 +509,8 @@ std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb
   const auto message =
       CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity, args.mass,
                          args.restitution, args.friction, &orientation, &angular_velocity, args.sensor,
-                         args.angular_damping, args.material, args.shared, args.asleep);
+                         args.angular_damping, args.material, args.shared, args.asleep, args.category,
+                         args.mask, args.group);
   return finish(fbb, Message::CreateObject, message.Union());
 }
 
@@ -554,6 +555,13 @@ std::span<const uint8_t> build_apply_torque(flatbuffers::FlatBufferBuilder& fbb,
   return finish(fbb, Message::ApplyTorque, message.Union());
 }
 
+std::span<const uint8_t> build_set_filter(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                          uint32_t category, uint32_t mask, int32_t group) {
+  fbb.Clear();
+  const auto message = CreateSetFilter(fbb, request_id, impulse::to_wire(id), category, mask, group);
+  return finish(fbb, Message::SetFilter, message.Union());
+}
+
 std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                                     ObjectID id, impulse::Vec3 angular_velocity) {
   fbb.Clear();
@@ -563,11 +571,13 @@ std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuild
 }
 
 std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
-                                       impulse::Vec3 origin, impulse::Vec3 translation, bool all) {
+                                       impulse::Vec3 origin, impulse::Vec3 translation, bool all,
+                                       std::optional<std::pair<uint32_t, uint32_t>> filter) {
   fbb.Clear();
   const wire::Vec3 o = to_wire(origin);
   const wire::Vec3 t = to_wire(translation);
-  const auto message = CreateRaycast(fbb, request_id, &o, &t, all);
+  const QueryFilter f = filter ? QueryFilter(filter->first, filter->second) : QueryFilter();
+  const auto message = CreateRaycast(fbb, request_id, &o, &t, all, filter ? &f : nullptr);
   return finish(fbb, Message::Raycast, message.Union());
 }
 

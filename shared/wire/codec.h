@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include <flatbuffers/flatbuffers.h>
 
@@ -202,6 +203,9 @@ struct CreateObjectArgs {
   bool sensor = false;                    ///< events only, no contact response
   bool shared = false;                    ///< any client may push or destroy it, not only its creator
   bool asleep = false;                    ///< dynamic or kinematic: starts asleep, velocities ignored
+  uint32_t category = 1;                  ///< collision filter: the body's categories (bits)
+  uint32_t mask = ~0u;                    ///< collision filter: the categories it touches
+  int32_t group = 0;                      ///< collision filter: 0 none, > 0 always, < 0 never within a group
 };
 
 /// A SetInterest request's area, world frame [m].
@@ -279,10 +283,15 @@ std::span<const uint8_t> build_set_velocity(flatbuffers::FlatBufferBuilder& fbb,
 /// angular_velocity [rad/s], world frame.
 std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                                     ObjectID id, impulse::Vec3 angular_velocity);
+/// SetFilter: replaces the collision filter of `id` (any values; see CreateObjectArgs).
+std::span<const uint8_t> build_set_filter(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                          uint32_t category, uint32_t mask, int32_t group);
 /// Raycast of the segment origin + t * translation, t in [0, 1] (world frame [m]); `all` asks
 /// for every hit instead of the closest.
+/// `filter` (optional): {category, mask} of the query (schemas/impulse.fbs QueryFilter).
 std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
-                                       impulse::Vec3 origin, impulse::Vec3 translation, bool all);
+                                       impulse::Vec3 origin, impulse::Vec3 translation, bool all,
+                                       std::optional<std::pair<uint32_t, uint32_t>> filter = std::nullopt);
 /// ReplayControl (impulse-replay serve): `tick` is used by Seek, `speed` (times the recorded
 /// tick rate) by SetSpeed; the server range-checks both.
 std::span<const uint8_t> build_replay_control(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,

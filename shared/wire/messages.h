@@ -76,6 +76,7 @@ inline constexpr std::array<MessageRule, kMessageTypeCount> kMessageRules = {{
     detail::server_message(Message::Challenge),
     detail::client_request(Message::SetInterest, false, false, false, /*answered_at_admission=*/true),
     detail::client_request(Message::ReplayControl, false, false, false, /*answered_at_admission=*/true),
+    detail::client_request(Message::SetFilter, true, true, false),
 }};
 
 constexpr bool rules_in_order() {

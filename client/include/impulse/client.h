@@ -77,6 +77,7 @@ class Client : private ClientCore {
   using ClientCore::apply_torque;
   using ClientCore::set_velocity;
   using ClientCore::set_angular_velocity;
+  using ClientCore::set_filter;
   using ClientCore::raycast;
   using ClientCore::set_interest;
   using ClientCore::set_interest_sphere;

@@ -184,13 +184,17 @@ class ClientCore {
   uint32_t set_velocity(ObjectID id, Vec3 velocity);
   /// Sets the angular velocity [rad/s] (world frame) of a dynamic or kinematic body.
   uint32_t set_angular_velocity(ObjectID id, Vec3 angular_velocity);
+  /// Replaces the collision filter of any body (ObjectDesc::category, mask and group; any values).
+  /// Wakes it; a contact the new filter forbids ends with an End event at the next step.
+  uint32_t set_filter(ObjectID id, uint32_t category, uint32_t mask, int32_t group);
   /// Asks the server to cast the segment origin + t * translation, t in [0, 1] (world frame
   /// [m]; 0 < |translation| <= 2000 m) against every shape, sensors included. The answer arrives
   /// in a PollResult as a RaycastResult (PollResult::raycasts) with the returned request id: the
   /// closest hit, or every hit (nearest first) when `all`. The server answers at its next tick
   /// boundary, against the world after that tick's steps (RaycastResult::tick, the state of the
   /// snapshot of that tick), so requests sent before it are included. 0 = not sent.
-  uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false);
+  /// With `filter`, only bodies the filter accepts are cast against (RayFilter).
+  uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false, std::optional<RayFilter> filter = std::nullopt);
   /// Sets this client's area of interest: snapshots and collision events then cover only objects
   /// inside it (objects leave the view once outside it by the server's hysteresis margin).
   /// Answered by a RequestResult. The default area is the whole world.

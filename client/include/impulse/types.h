@@ -117,6 +117,13 @@ struct ObjectDesc {
   /// angular_velocity are ignored), and stays put until something wakes it: an awake body or a
   /// moving kinematic body touching it, or a push. For props placed at rest.
   bool asleep = false;
+  /// Collision filter (Box2D's b2Filter rules): two bodies touch (contact or sensor event) iff
+  /// they share a non-zero `group` that is positive, or, with no common group, each one's
+  /// `category` has a bit in the other's `mask`. A shared negative group never touches. The
+  /// defaults touch every other default body. Change it later with ClientCore::set_filter.
+  uint32_t category = 1;     ///< the categories this body belongs to (bits; usually one)
+  uint32_t mask = ~0u;       ///< the categories it touches
+  int32_t group = 0;         ///< 0 = no group
 };
 
 /// One object as the server last reported it, dequantised from the delta snapshots (positions to
@@ -143,6 +150,13 @@ struct RequestResult {
   std::string message;                      ///< human-readable reason; empty on Ok
 
   bool ok() const { return code == ResultCode::Ok; }
+};
+
+/// A raycast's filter (Box2D's b2QueryFilter): a body is considered only if its category has a bit
+/// in `mask` and `category` has a bit in the body's mask (ObjectDesc). Groups do not apply.
+struct RayFilter {
+  uint32_t category = 1;  ///< what the ray "is", tested against each body's mask
+  uint32_t mask = ~0u;    ///< the body categories it hits
 };
 
 /// One raycast hit.

@@ -501,6 +501,34 @@ TEST_F(CoreTest, SetAngularVelocityIsAppliedAndRefusedForStaticBodies) {
   EXPECT_NE(r2[0]->message()->str().find("angular_velocity"), std::string::npos);
 }
 
+TEST_F(CoreTest, SetFilterReplacesTheFilterAndIsRefusedForStaleAndForeignIds) {
+  const Endpoint a = endpoint(5000);
+  const Endpoint b = endpoint(5001);
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  wire::CreateObjectArgs box;
+  box.position = {0, 80, 0};
+  box.category = 4;
+  box.mask = 0x10;
+  box.group = -2;
+  const ObjectID id = create(a, box);
+  ASSERT_FALSE(id.is_null());
+  EXPECT_EQ(core_.world().get_object(id)->filter, (physics::Filter{4, 0x10, -2}));  // CreateObject carries it
+  const auto sent = apply_in_one_step(a, {copy(wire::build_set_filter(fbb_, next_id(a), id, 8, 0x3, 5)),
+                                          copy(wire::build_set_filter(fbb_, next_id(a), ObjectID{999, 1}, 1, 1, 0))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0]->code(), ResultCode::Ok);
+  EXPECT_EQ(r[1]->code(), ResultCode::StaleId);
+  EXPECT_EQ(core_.world().get_object(id)->filter, (physics::Filter{8, 0x3, 5}));
+  // Another client may not change a body it does not own.
+  const auto foreign = apply_in_one_step(b, {copy(wire::build_set_filter(fbb_, next_id(b), id, 1, ~0u, 0))});
+  const auto r2 = results(foreign);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0]->code(), ResultCode::NotOwner);
+  EXPECT_EQ(core_.world().get_object(id)->filter, (physics::Filter{8, 0x3, 5}));
+}
+
 TEST_F(CoreTest, RaycastAnswersTheClosestHitOrAllHitsAfterTheStep) {
   const Endpoint a = endpoint(5000);
   ASSERT_NE(connect(a), 0u);

@@ -86,6 +86,7 @@ std::vector<Bytes> client_datagrams() {
   out.push_back(copy(build_set_velocity(fbb, 11, ObjectID{1, 1}, {1, 2, 3})));
   out.push_back(copy(build_apply_torque(fbb, 13, ObjectID{1, 1}, {1, 2, 3})));
   out.push_back(copy(build_set_angular_velocity(fbb, 14, ObjectID{1, 1}, {1, 2, 3})));
+  out.push_back(copy(build_set_filter(fbb, 18, ObjectID{1, 1}, 2, 0xFFu, -3)));
   out.push_back(copy(build_raycast(fbb, 15, {0, 10, 0}, {0, -20, 0}, true)));
   out.push_back(copy(build_set_interest(fbb, 16, sphere_interest({1, 2, 3}, 40.0f))));
   out.push_back(copy(build_set_interest(fbb, 17, box_interest({-5, 0, -5}, {5, 10, 5}))));
@@ -953,6 +954,27 @@ TEST(Builders, ClientMessagesRoundTrip) {
     EXPECT_EQ(d.message->request_id(), 8u);
     EXPECT_EQ(from_wire(d.message->id()), (ObjectID{4, 5}));
     EXPECT_EQ(to_vec3(*d.message->angular_velocity()), (impulse::Vec3{0, 6.5f, 0}));
+  }
+  {
+    const auto d = decode<SetFilter>(build_set_filter(fbb, 10, ObjectID{4, 5}, 0x8000'0000u, 0x5u, -7),
+                                     Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 10u);
+    EXPECT_EQ(from_wire(d.message->id()), (ObjectID{4, 5}));
+    EXPECT_EQ(d.message->category(), 0x8000'0000u);
+    EXPECT_EQ(d.message->mask(), 0x5u);
+    EXPECT_EQ(d.message->group(), -7);
+    CreateObjectArgs args;
+    args.category = 4;
+    args.mask = 0xF0u;
+    args.group = 9;
+    const auto c = decode<CreateObject>(build_create_object(fbb, 11, args), Direction::ClientToServer);
+    EXPECT_EQ(c.message->category(), 4u);
+    EXPECT_EQ(c.message->mask(), 0xF0u);
+    EXPECT_EQ(c.message->group(), 9);
+    const auto defaults = decode<CreateObject>(build_create_object(fbb, 12, CreateObjectArgs{}), Direction::ClientToServer);
+    EXPECT_EQ(defaults.message->category(), 1u);  // absent fields read as the defaults
+    EXPECT_EQ(defaults.message->mask(), 0xFFFF'FFFFu);
+    EXPECT_EQ(defaults.message->group(), 0);
   }
   for (const bool all : {false, true}) {
     const auto d = decode<Raycast>(build_raycast(fbb, 9, {1, 20, -3}, {0, -30, 0.5f}, all), Direction::ClientToServer);
