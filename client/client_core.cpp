@@ -927,6 +927,7 @@ uint32_t ClientCore::create_object(const ObjectDesc& desc) {
   args.sensor = desc.sensor;
   args.shared = desc.shared;
   args.asleep = desc.asleep;
+  args.bullet = desc.bullet;
   args.category = desc.category;
   args.mask = desc.mask;
   args.group = desc.group;

@@ -150,6 +150,7 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   out->material = b.material();
   out->sensor = b.sensor();
   out->asleep = b.asleep();
+  out->bullet = b.bullet();
   out->filter = physics::Filter{b.category(), b.mask(), b.group()};  // any bits are valid
   // What the wire-style checks above cannot see: mass properties (a light, small body whose
   // inverse inertia is not finite). The World would refuse the body at start-up for the same

@@ -44,6 +44,7 @@ struct BodyInfo {
   BodyKind kind = BodyKind::Dynamic;
   bool sleeping = false;       ///< parked in the broadphase, not in the awake list
   bool sensor = false;         ///< events only, no contact response
+  bool bullet = false;         ///< continuous collision against dynamic bodies too (BodyDesc::bullet)
   float sleep_timer = 0;       ///< [s] spent below the sleep thresholds
   float mass = 0;              ///< [kg] as created; 0 for static and kinematic bodies
   float extent = 0;            ///< largest distance from the centre to the surface [m] (sleep test)

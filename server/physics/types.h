@@ -105,6 +105,11 @@ struct BodyDesc {
   bool asleep = false;
   /// Which bodies this one touches (contacts and sensor events) and which filtered queries see it.
   Filter filter;
+  /// Dynamic bodies: continuous collision against dynamic and kinematic bodies too (Box2D v3's
+  /// bullets, Jolt's LinearCast motion quality). Every fast dynamic body is swept against static
+  /// bodies anyway (World::sweep_fast_bodies); a bullet is also swept, after the other bodies
+  /// have moved, against non-bullet dynamic and kinematic bodies. Ignored for other kinds.
+  bool bullet = false;
 };
 
 /// Result codes of world operations. A failed operation leaves the world unchanged.
@@ -134,6 +139,7 @@ struct BodyState {
   bool sensor = false;
   bool sleeping = false;
   Filter filter;
+  bool bullet = false;  ///< BodyDesc::bullet
 };
 
 /// One contact between two bodies after a step. a < b (by ObjectID order).

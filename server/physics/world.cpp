@@ -46,7 +46,12 @@
 //                                                    reads: contacts_, material, pose, motion
 //                                                    writes: motion, contacts_ impulses
 //  6. write-back   Poses written from the solver's position and rotation deltas (quaternion
-//                  renormalised), AABBs refreshed.   reads: solver bodies   writes: pose, motion
+//                  renormalised), AABBs refreshed. A dynamic body that moved more than half its
+//                  inner extent is listed as fast.   reads: solver bodies   writes: pose, motion
+//  6b. continuous  Only if a body is fast (world_continuous.cpp): swept from its start to its end
+//                  position against static bodies (a bullet also against non-bullet dynamic and
+//                  kinematic ones); one that ends sunk into or through a shape it met moves back
+//                  to the time of impact, velocity kept.   reads: pose, shape, info   writes: pose
 //  7. islands      Sleep timers (linear speed and angular speed x extent below sleep_speed;
 //                  kinematic: stopped; a body touching a moving kinematic body never rests). Union-
 //                  find over the awake dynamic bodies joined by solved manifolds gives the islands;
@@ -55,7 +60,7 @@
 //                  resting list with their geometry and impulses frozen (no End event).
 //                                                    writes: info, awake_, broadphase, resting_
 // Files: the storage, commands and stages 0-4 here; the solve and write-back (5, 6) in
-// world_solve.cpp, the islands (7) in world_islands.cpp, world_hash and awake_hash in
+// world_solve.cpp, continuous collision (6b) in world_continuous.cpp, the islands (7) in world_islands.cpp, world_hash and awake_hash in
 // world_hash.cpp, save and restore in world_state.cpp, queries in world_queries.cpp.
 // Every loop runs over dense arrays in an order fixed by the operation history (awake list,
 // sorted pair and contact lists), never over an unordered container, so the same inputs give
@@ -317,6 +322,7 @@ CreateResult World::create_object(const BodyDesc& desc) {
   BodyInfo info;
   info.kind = desc.kind;
   info.sensor = desc.sensor;
+  info.bullet = desc.bullet && desc.kind == BodyKind::Dynamic;
   info.filter = desc.filter;
   info.extent = shape_extent(shape);
   if (desc.kind == BodyKind::Dynamic) {
@@ -422,6 +428,7 @@ BodyState World::state_at_dense(uint32_t dense) const {
   s.sensor = info.sensor;
   s.sleeping = info.sleeping;
   s.filter = info.filter;
+  s.bullet = info.bullet;
   return s;
 }
 

@@ -31,7 +31,7 @@ struct StepProfile {
   double events_ms = 0;       ///< 3: Begin/End merge-diff and warm-start matching
   double wake_ms = 0;         ///< 4: waking the marked islands
   double solve_ms = 0;        ///< 5: contact preparation + substeps (forces, velocities, positions, relax) + restitution
-  double writeback_ms = 0;    ///< 6: poses from the solver's deltas, AABB refresh
+  double writeback_ms = 0;    ///< 6: poses from the solver's deltas, AABB refresh, and 6b: continuous collision
   double islands_ms = 0;      ///< 7: island building, sleep timers, parking + freezing resting contacts
   double total_ms = 0;
   uint32_t pair_count = 0;      ///< broadphase candidate pairs
@@ -41,6 +41,8 @@ struct StepProfile {
   uint32_t island_count = 0;    ///< awake islands built this step
   uint32_t woken_count = 0;     ///< sleeping bodies woken during this step
   uint32_t slept_count = 0;     ///< bodies that fell asleep this step
+  uint32_t fast_bodies = 0;     ///< 6b: dynamic bodies swept this step (moved > half their inner extent)
+  uint32_t continuous_hits = 0; ///< 6b: of those, moved back to their time of impact
 };
 
 /// Bounds of the commands, derived from the settings so that anything a valid body can do is
@@ -311,6 +313,7 @@ class World {
   size_t batch_solver_edges(uint32_t movable);
   void run_solver_batches(float dt, size_t batch_count);
   void write_back_poses(uint32_t movable);
+  void sweep_fast_bodies();  // continuous collision, world_continuous.cpp
   void update_islands(float dt);
   void sleep_island(std::span<const uint32_t> dense_members);
 
@@ -363,6 +366,13 @@ class World {
     MaterialPair material;
   };
 
+  // A dynamic body that moved more than half its inner extent this step (continuous collision).
+  struct FastBody {
+    uint32_t dense = 0;
+    Vec3 start;  // centre of mass at the start of the step [m]
+    Vec3 delta;  // its displacement this step [m]
+  };
+
   // Per-step scratch, reused so the step does not allocate in steady state.
   struct Scratch {
     std::vector<uint32_t> moving_ids;
@@ -388,6 +398,8 @@ class World {
     std::vector<uint32_t> island_members;
     std::vector<ContactEvent> events;
     std::vector<uint32_t> query_hits;
+    std::vector<FastBody> fast_bodies;    // continuous collision: this step's fast bodies
+    std::vector<uint32_t> sweep_candidates;  // continuous collision: broadphase query output
   } scratch_;
 
   // Lazily built union of contacts_ and resting_ and a (b, a)-ordered index into it.

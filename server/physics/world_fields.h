@@ -8,6 +8,8 @@
 // hashing. The readers check what they read (`what` names the field in their error messages).
 #pragma once
 
+#include <type_traits>
+
 #include "server/physics/world.h"
 
 namespace impulse::physics::detail {
@@ -93,11 +95,25 @@ void io_material(Io& io, S& m) {
   io.u16(m.id);
 }
 
+// The sensor and bullet flags share one byte (bit 0 sensor, bit 1 bullet): a world without bullets
+// saves and hashes exactly as before the bullet flag existed, so earlier states and pinned hashes
+// stay valid. Readers check the byte and set both flags.
+template <class Io, class S>
+void io_body_flags(Io& io, S& i) {
+  uint8_t bits = static_cast<uint8_t>((i.sensor ? 1u : 0u) | (i.bullet ? 2u : 0u));
+  io.u8(bits);
+  if constexpr (!std::is_const_v<S>) {
+    if (!io.expect(bits <= 3u, "body flags: only bit 0 (sensor) and bit 1 (bullet) are defined")) return;
+    i.sensor = (bits & 1u) != 0;
+    i.bullet = (bits & 2u) != 0;
+  }
+}
+
 template <class Io, class S>
 void io_info(Io& io, S& i) {
   io.enumeration(i.kind, BodyKind::Kinematic, "body kind");
   io.flag(i.sleeping, "body sleeping flag");
-  io.flag(i.sensor, "body sensor flag");
+  io_body_flags(io, i);
   io.f32(i.sleep_timer);
   io.f32(i.mass);
   io.f32(i.extent);

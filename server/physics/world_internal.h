@@ -42,6 +42,13 @@ inline Aabb fat_aabb(const Shape& shape, const Transform& t, float margin) {
   return box;
 }
 
+/// The radius of the largest sphere about the centre inside the shape [m] (Box2D's minExtent):
+/// the continuous-collision fast test compares a body's motion with half of it.
+inline float inner_extent(const Shape& s) {
+  if (s.kind == ShapeKind::Box) return std::min(s.half_extents.x, std::min(s.half_extents.y, s.half_extents.z));
+  return s.radius;  // sphere, capsule (a plane is never dynamic)
+}
+
 /// Component-wise 1 / v, with 0 for a component that is not positive (an axis the body cannot
 /// turn about).
 inline Vec3 safe_inverse(Vec3 v) {

@@ -35,6 +35,7 @@ void World::solve(float dt) {
   run_solver_batches(dt, batch_count);
   profile_.solve_ms = timer.lap();
   write_back_poses(movable);
+  sweep_fast_bodies();  // 6b: continuous collision, only when a body moved fast
   profile_.writeback_ms = timer.lap();
 }
 
@@ -226,6 +227,8 @@ void World::write_back_poses(uint32_t movable) {
   // 6. Write the poses back and refresh the AABBs of everything that moved.
   const std::vector<SolverBody>& sb = scratch_.solver_bodies;
   const float margin = settings_.speculative_margin;
+  std::vector<FastBody>& fast = scratch_.fast_bodies;
+  fast.clear();
   for (uint32_t i = 0; i < movable; ++i) {
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
     Motion& m = bodies_.motion[d];
@@ -233,6 +236,12 @@ void World::write_back_poses(uint32_t movable) {
     const SolverBody& b = sb[i];
     m.velocity = b.velocity;
     m.angular_velocity = b.angular_velocity;
+    // Fast: moved more than half its inner extent this step (Box2D v3's test in
+    // b2FinalizeBodiesTask); only dynamic bodies (inverse mass > 0) are swept.
+    if (b.inv_mass > 0) {
+      const float inner = detail::inner_extent(bodies_.shape[d]);
+      if (length_squared(b.delta_position) > 0.25f * inner * inner) fast.push_back(FastBody{d, p.position, b.delta_position});
+    }
     p.position += b.delta_position;
     p.orientation = normalize(b.delta_rotation * p.orientation);
     p.aabb = fat_aabb(bodies_.shape[d], Transform{p.position, p.orientation}, margin);

@@ -37,7 +37,8 @@
 //                         inv_mass, linear_damping, angular_damping f32                    (72)
 //                shape    kind u8, radius f32, half_extents 3 f32, half_height f32         (21)
 //                material restitution f32, friction f32, id u16                             (10)
-//                info     kind u8, sleeping bool, sensor bool, sleep_timer f32, mass f32,
+//                info     kind u8, sleeping bool, flags u8 (bit 0 sensor, bit 1 bullet; before the
+//                         bullet flag this byte was the sensor bool), sleep_timer f32, mass f32,
 //                         extent f32, awake_index u32, contact_count u32, island u32,
 //                         filter category u32, mask u32, group i32                          (39)
 //     awake      A u32; slot u32 [A] in awake-list order (the order the step visits bodies)

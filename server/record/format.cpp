@@ -62,7 +62,7 @@ record::BodyDesc to_record(const physics::BodyDesc& d) {
                           rec(d.shape.half_extents), d.shape.radius, d.shape.half_height, d.mass, d.restitution,
                           d.friction, d.linear_damping, d.angular_damping, d.material, static_cast<uint8_t>(d.kind),
                           static_cast<uint8_t>(d.shape.kind),
-                          static_cast<uint8_t>((d.sensor ? 1u : 0u) | (d.asleep ? 2u : 0u)));
+                          static_cast<uint8_t>((d.sensor ? 1u : 0u) | (d.asleep ? 2u : 0u) | (d.bullet ? 4u : 0u)));
 }
 
 physics::BodyDesc to_physics(const record::BodyDesc& r) {
@@ -84,6 +84,7 @@ physics::BodyDesc to_physics(const record::BodyDesc& r) {
   d.material = r.material();
   d.sensor = (r.flags() & 1u) != 0;
   d.asleep = (r.flags() & 2u) != 0;
+  d.bullet = (r.flags() & 4u) != 0;
   return d;
 }
 

@@ -185,6 +185,7 @@ physics::BodyDesc to_body_desc(const wire::CreateObject& m) {
   desc.material = m.material();
   desc.sensor = m.sensor();
   desc.asleep = m.asleep();
+  desc.bullet = m.bullet();
   desc.filter = physics::Filter{m.category(), m.mask(), m.group()};
   return desc;
 }

@@ -510,7 +510,7 @@ std::span<const uint8_t> build_create_object(flatbuffers::FlatBufferBuilder& fbb
       CreateCreateObject(fbb, request_id, args.kind, args.shape, &dims, &position, &velocity, args.mass,
                          args.restitution, args.friction, &orientation, &angular_velocity, args.sensor,
                          args.angular_damping, args.material, args.shared, args.asleep, args.category,
-                         args.mask, args.group);
+                         args.mask, args.group, args.bullet);
   return finish(fbb, Message::CreateObject, message.Union());
 }
 

@@ -206,6 +206,7 @@ struct CreateObjectArgs {
   uint32_t category = 1;                  ///< collision filter: the body's categories (bits)
   uint32_t mask = ~0u;                    ///< collision filter: the categories it touches
   int32_t group = 0;                      ///< collision filter: 0 none, > 0 always, < 0 never within a group
+  bool bullet = false;                    ///< dynamic: continuous collision against dynamic bodies too
 };
 
 /// A SetInterest request's area, world frame [m].

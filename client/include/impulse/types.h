@@ -124,6 +124,10 @@ struct ObjectDesc {
   uint32_t category = 1;     ///< the categories this body belongs to (bits; usually one)
   uint32_t mask = ~0u;       ///< the categories it touches
   int32_t group = 0;         ///< 0 = no group
+  /// Dynamic: continuous collision also against dynamic and kinematic bodies (Box2D's bullets).
+  /// Every fast dynamic body is already swept against static bodies so it cannot pass through
+  /// walls; set this for projectiles that must not pass through other moving bodies either.
+  bool bullet = false;
 };
 
 /// One object as the server last reported it, dequantised from the delta snapshots (positions to

@@ -72,6 +72,7 @@ std::vector<RequestRecord> sample_requests() {
   create.request.desc.angular_damping = 0.05f;
   create.request.desc.material = 3;
   create.request.desc.sensor = true;
+  create.request.desc.bullet = true;  // flags bit 2
   create.id = ObjectID{5, 2};
   out.push_back(create);
 
@@ -203,6 +204,7 @@ TEST(RecordingFormat, EveryFrameKindRoundTripsBitExactly) {
       EXPECT_EQ(d.angular_damping, e.desc.angular_damping);
       EXPECT_EQ(d.material, e.desc.material);
       EXPECT_EQ(d.sensor, e.desc.sensor);
+      EXPECT_EQ(d.bullet, e.desc.bullet);
     } else {
       EXPECT_EQ(p.id, e.id);
     }

@@ -216,6 +216,16 @@ TEST(Scene, CheckedInFileLoads) {
   EXPECT_EQ(scene.bodies[2].mass, 1.0f);  // the schema default
 }
 
+// A body marked "bullet" (continuous collision against dynamic bodies too) carries the flag.
+TEST(Scene, TheBulletFlagIsRead) {
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(scene_with(body(R"(, "bullet": true)") + ", " + body()), "inline", &scene, &error)) << error;
+  ASSERT_EQ(scene.bodies.size(), 2u);
+  EXPECT_TRUE(scene.bodies[0].bullet);
+  EXPECT_FALSE(scene.bodies[1].bullet);
+}
+
 TEST(Scene, DefaultsForOptionalFields) {
   Scene scene;
   std::string error;
@@ -233,6 +243,7 @@ TEST(Scene, DefaultsForOptionalFields) {
   EXPECT_EQ(scene.bodies[0].angular_damping, 0.05f);
   EXPECT_EQ(scene.bodies[0].material, 0);
   EXPECT_FALSE(scene.bodies[0].sensor);
+  EXPECT_FALSE(scene.bodies[0].bullet);
   EXPECT_EQ(scene.body_names, std::vector<std::string>{""});
 
   ASSERT_TRUE(parse_scene_json("{}", "empty", &scene, &error)) << error;
