@@ -1,0 +1,141 @@
+// Stacking at the edges (issue "Physics right at the edges", item 1 (h) and (i)): scenes from the
+// peers' samples, measured against what a game expects of them.
+//   (h) Box2D v3's card house (samples/sample_stacking.cpp, CardHouse): 2 mm cards leaning at
+//       25 degrees, friction 0.7, five levels. It should stand.
+//   (i) Jolt's PyramidTest (Samples/Tests/General/PyramidTest.cpp): 2 m boxes in 15 layers with a
+//       0.5 m gap between layers, so each layer lands on the one below. No box should slide
+//       sideways more than 5 cm when it lands.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/physics/world_test_helpers.h"
+
+namespace impulse::physics::test {
+namespace {
+
+constexpr float kDt = 1.0f / 60.0f;
+constexpr float kPi = 3.14159265358979f;
+
+Quat about_z(float angle) { return {0.0f, 0.0f, std::sin(0.5f * angle), std::cos(0.5f * angle)}; }
+
+float horizontal_distance(Vec3 a, Vec3 b) { return std::hypot(a.x - b.x, a.z - b.z); }
+
+// The 2D cards become 3D cards 20 cm deep (half extents 1 mm x 20 cm x 10 cm), rotated about z;
+// positions and angles are Box2D's.
+struct CardHouse {
+  std::vector<ObjectID> cards;
+  std::vector<Vec3> start;
+};
+
+CardHouse build_card_house(World& world) {
+  BodyDesc ground;
+  ground.kind = BodyKind::Static;
+  ground.shape = make_box({40.0f, 2.0f, 40.0f});
+  ground.position = {0.0f, -2.0f, 0.0f};
+  ground.friction = 0.7f;
+  add(world, ground);
+
+  const float card_height = 0.2f, card_thickness = 0.001f;
+  const float angle0 = 25.0f * kPi / 180.0f, angle1 = -angle0, angle2 = 0.5f * kPi;
+  CardHouse house;
+  auto card = [&](float x, float y, float angle) {
+    BodyDesc d = box_desc({x, y, 0.0f}, {card_thickness, card_height, 0.1f});
+    d.orientation = about_z(angle);
+    d.friction = 0.7f;
+    d.mass = 0.2f * 0.4f * 0.002f * 1000.0f;  // a card of density 1000 kg/m^3 (Box2D's default 1 is per m^2)
+    house.cards.push_back(add(world, d));
+    house.start.push_back(d.position);
+  };
+  float z0 = 0.0f, y = card_height - 0.02f;
+  for (int nb = 5; nb > 0; --nb) {
+    float z = z0;
+    for (int i = 0; i < nb; ++i) {
+      if (i != nb - 1) card(z + 0.25f, y + card_height - 0.015f, angle2);
+      card(z, y, angle1);
+      z += 0.175f;
+      card(z, y, angle0);
+      z += 0.175f;
+    }
+    y += card_height * 2.0f - 0.03f;
+    z0 += 0.175f;
+  }
+  return house;
+}
+
+// (h) The house stands for 10 s with sleep off (a sleeping house would stand trivially): after a
+// 1 s settle (the cards are placed with small gaps and drop into place, at most 3.1 cm), no card
+// moves more than 1 cm in the following 9 s. A collapse moves the upper cards by tens of cm.
+// Measured: settle 3.1 cm, then at most 2.3 mm. With sleep on, the house is asleep within 1 s.
+TEST(StackingEdges, TheCardHouseStandsForTenSeconds) {
+  WorldSettings settings;
+  settings.allow_sleep = false;
+  World world(settings);
+  const CardHouse house = build_card_house(world);
+  std::vector<Vec3> settled(house.cards.size());
+  float settle = 0.0f, drift = 0.0f;
+  for (int step = 0; step < 600; ++step) {
+    world.step(kDt);
+    for (size_t i = 0; i < house.cards.size(); ++i) {
+      const Vec3 p = state(world, house.cards[i]).position;
+      if (step < 60) {
+        settled[i] = p;
+        settle = std::max(settle, length(p - house.start[i]));
+      } else {
+        drift = std::max(drift, length(p - settled[i]));
+      }
+    }
+  }
+  std::printf("[ measured ] card house, %zu cards: settle %.4f m in 1 s, then at most %.4f m in 9 s\n",
+              house.cards.size(), settle, drift);
+  EXPECT_EQ(house.cards.size(), 40u);
+  EXPECT_LT(settle, 0.04f);
+  EXPECT_LT(drift, 0.01f);
+}
+
+// (i) Jolt's pyramid, 1240 boxes with Jolt's default friction 0.2. A box's sideways slip is its
+// largest horizontal distance from where it was created, over 10 s (it lands within the first 2 s).
+// Disabled: not met. Measured (sleep on, defaults): 117 boxes over 5 cm, worst 0.37 m; with
+// Impulse's default friction 0.5, 10 boxes, worst 6.3 cm (layer 4); friction 1.0 still 2 boxes,
+// 6.5 cm, so the push comes from the landing's contact response, not from friction too weak to
+// hold. 8 substeps: 2 boxes, 6.4 cm; 4 relax sweeps: 52 boxes, 18 cm. 108 of the 117 are boxes on
+// their layer's outer edge, sliding outward in the 25 steps after landing (the worst, layer 4,
+// by 0.37 m); capping the push-out speed at 0.3 m/s changes nothing (0.35 m), while a 1 cm gap
+// between neighbours halves it (0.16 m): the side contacts between touching neighbours push the
+// row outward.
+TEST(StackingEdges, DISABLED_APyramidsBoxesDoNotSlideSidewaysWhenTheirLayerLands) {
+  World world;
+  add_ground(world);
+  const int height = 15;
+  const float size = 2.0f, gap = 0.5f, half = 0.5f * size;
+  std::vector<ObjectID> boxes;
+  std::vector<Vec3> start;
+  for (int i = 0; i < height; ++i)
+    for (int j = i / 2; j < height - (i + 1) / 2; ++j)
+      for (int k = i / 2; k < height - (i + 1) / 2; ++k) {
+        const float offset = (i & 1) ? half : 0.0f;
+        const Vec3 p{-height + size * j + offset, 1.0f + (size + gap) * i, -height + size * k + offset};
+        BodyDesc d = box_desc(p, {half, half, half});
+        d.friction = 0.2f;  // Jolt's BodyCreationSettings default
+        boxes.push_back(add(world, d));
+        start.push_back(p);
+      }
+  ASSERT_EQ(boxes.size(), 1240u);
+  std::vector<float> slip(boxes.size(), 0.0f);
+  for (int step = 0; step < 600; ++step) {
+    world.step(kDt);
+    for (size_t i = 0; i < boxes.size(); ++i)
+      slip[i] = std::max(slip[i], horizontal_distance(state(world, boxes[i]).position, start[i]));
+  }
+  const size_t over = static_cast<size_t>(std::count_if(slip.begin(), slip.end(), [](float s) { return s > 0.05f; }));
+  const float worst = *std::max_element(slip.begin(), slip.end());
+  std::printf("[ measured ] pyramid: %zu of %zu boxes slid more than 5 cm; worst %.4f m\n", over, boxes.size(), worst);
+  EXPECT_EQ(over, 0u);
+  EXPECT_LT(worst, 0.05f);
+}
+
+}  // namespace
+}  // namespace impulse::physics::test
