@@ -108,7 +108,9 @@ struct BodyDesc {
   /// Dynamic bodies: continuous collision against dynamic and kinematic bodies too (Box2D v3's
   /// bullets, Jolt's LinearCast motion quality). Every fast dynamic body is swept against static
   /// bodies anyway (World::sweep_fast_bodies); a bullet is also swept, after the other bodies
-  /// have moved, against non-bullet dynamic and kinematic bodies. Ignored for other kinds.
+  /// have moved, against non-bullet dynamic and kinematic bodies: at most 64 bullets a step (in
+  /// awake-list order), so the cost of many bullets stays bounded; the rest are swept against
+  /// static and sleeping bodies only that step. Ignored for other kinds.
   bool bullet = false;
 };
 

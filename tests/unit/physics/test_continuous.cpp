@@ -133,6 +133,34 @@ TEST(ContinuousCollision, ABulletDoesNotPassThroughADynamicBody) {
   std::printf("[ measured ] sphere minus plank x after 20 steps: plain %.3f m, bullet %.3f m\n", plain_dx, bullet_dx);
 }
 
+// At most 64 bullets a step are swept against awake bodies (kMaxBulletSweepsPerStep), so one
+// client's many bullets cannot make the step arbitrarily slow: of 70 bullets fired in one step at
+// 70 dynamic planks, the first 64 in creation (awake-list) order stop and the last 6 pass.
+TEST(ContinuousCollision, AtMost64BulletsAStepAreSweptAgainstDynamicBodies) {
+  WorldSettings settings;
+  settings.gravity = {0, 0, 0};
+  World world(settings);
+  std::vector<ObjectID> balls;
+  for (int i = 0; i < 70; ++i) {
+    const float z = 3.0f * static_cast<float>(i);
+    add(world, box_desc({0, 0, z}, {0.05f, 1.0f, 1.0f}, 100.0f));
+    BodyDesc d = sphere_desc({-2.0f, 0.0f, z}, 0.05f);
+    d.velocity = {300.0f, 0, 0};
+    d.bullet = true;
+    balls.push_back(add(world, d));
+  }
+  world.step(kDt);
+  int passed = 0, first_passed = -1;
+  for (int i = 0; i < 70; ++i)
+    if (state(world, balls[static_cast<size_t>(i)]).position.x > 0.0f) {
+      ++passed;
+      if (first_passed < 0) first_passed = i;
+    }
+  EXPECT_EQ(world.profile().continuous_hits, 64u);
+  EXPECT_EQ(passed, 6);
+  EXPECT_EQ(first_passed, 64);
+}
+
 // The bullet flag travels through save_state / restore_state and the hash; a world without
 // bullets saves as before (one flags byte where the sensor bool was), and the step with bullets is
 // bit-identical for 1, 2 and 3 threads.
