@@ -13,6 +13,9 @@ namespace impulse::physics {
 namespace {
 
 constexpr float kTwoPi = 6.28318530717958647692f;
+// Newton iterations of the implicit midpoint gyroscopic step: from w1 = w0 the error shrinks from
+// O(h |w|) to about O((h |w|)^8) relative, below float rounding for |w| h < 0.4 (100 rad/s at 240 Hz).
+constexpr int kGyroscopicNewtonIterations = 3;
 
 // Scales (x, y) onto the disc of radius r if it lies outside. r >= 0.
 void clamp_to_disc(float& x, float& y, float r) {
@@ -47,29 +50,37 @@ void apply_row(SolverBody& a, SolverBody& b, Vec3 d, Vec3 ia, Vec3 ib, float lam
 }  // namespace
 
 Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h) {
-  const Vec3 iw = mul(inertia, w);
-  const Vec3 f = cross(w, iw) * h;
-  // J = I + h (skew(w) I - skew(I w)), columns j.
+  // Isotropic inertia: w x (I w) = 0, the spin is constant (skipping it avoids rounding drift).
+  if (inertia.x == inertia.y && inertia.y == inertia.z) return w;
   auto skew_col = [](Vec3 v, int j) {  // column j of skew(v)
     return j == 0 ? Vec3{0.0f, v.z, -v.y} : (j == 1 ? Vec3{-v.z, 0.0f, v.x} : Vec3{v.y, -v.x, 0.0f});
   };
-  Mat3 jm;
-  Vec3* cols[3] = {&jm.c0, &jm.c1, &jm.c2};
-  for (int j = 0; j < 3; ++j) {
-    Vec3 e{};
-    if (j == 0) e.x = inertia.x; else if (j == 1) e.y = inertia.y; else e.z = inertia.z;
-    *cols[j] = e + (skew_col(w, j) * component(inertia, j) - skew_col(iw, j)) * h;
+  // Implicit midpoint: I (w1 - w0) + h wm x (I wm) = 0 with wm = (w0 + w1) / 2, by Newton from
+  // w1 = w0; the Jacobian is J = I + h/2 (skew(wm) I - skew(I wm)).
+  const float half_h = 0.5f * h;
+  Vec3 w1 = w;
+  for (int iteration = 0; iteration < kGyroscopicNewtonIterations; ++iteration) {
+    const Vec3 wm = (w + w1) * 0.5f;
+    const Vec3 iwm = mul(inertia, wm);
+    const Vec3 residual = mul(inertia, w1 - w) + cross(wm, iwm) * h;
+    Mat3 jm;
+    Vec3* cols[3] = {&jm.c0, &jm.c1, &jm.c2};
+    for (int j = 0; j < 3; ++j) {
+      Vec3 e{};
+      if (j == 0) e.x = inertia.x; else if (j == 1) e.y = inertia.y; else e.z = inertia.z;
+      *cols[j] = e + (skew_col(wm, j) * component(inertia, j) - skew_col(iwm, j)) * half_h;
+    }
+    // Cramer's rule on J dw = -residual.
+    const Vec3 c12 = cross(jm.c1, jm.c2);
+    const float det = dot(jm.c0, c12);
+    if (!(std::fabs(det) > 1.0e-30f) || !std::isfinite(det)) return w;
+    const Vec3 rhs = -residual;
+    const float inv_det = 1.0f / det;
+    const Vec3 dw{dot(rhs, c12) * inv_det, dot(jm.c0, cross(rhs, jm.c2)) * inv_det,
+                  dot(jm.c0, cross(jm.c1, rhs)) * inv_det};
+    w1 = w1 + dw;
   }
-  // Cramer's rule on J dw = -f.
-  const Vec3 c01 = cross(jm.c1, jm.c2);
-  const float det = dot(jm.c0, c01);
-  if (!(std::fabs(det) > 1.0e-30f) || !std::isfinite(det)) return w;
-  const Vec3 rhs = -f;
-  const float inv_det = 1.0f / det;
-  const Vec3 dw{dot(rhs, c01) * inv_det, dot(jm.c0, cross(rhs, jm.c2)) * inv_det,
-                dot(jm.c0, cross(jm.c1, rhs)) * inv_det};
-  const Vec3 out = w + dw;
-  return is_finite(out) ? out : w;
+  return is_finite(w1) ? w1 : w;
 }
 
 namespace {
@@ -87,7 +98,8 @@ void integrate_velocities(std::span<SolverBody> bodies, std::span<const BodyForc
     Vec3 v = b.velocity + (c.gravity + f.linear) * h;
     Vec3 w = b.angular_velocity + f.angular * h;
     if (w != Vec3{} && f.inertia != Vec3{}) {
-      // Gyroscopic torque -w x (I w), implicit in the body frame at the current orientation.
+      // Gyroscopic torque -w x (I w), in the body frame at the current orientation (implicit
+      // midpoint, see implicit_gyroscopic).
       const Quat q = b.delta_rotation * f.orientation;
       w = rotate(q, implicit_gyroscopic(inverse_rotate(q, w), f.inertia, h));
     }

@@ -3,7 +3,9 @@
 // Jolt Physics UnitTests/Physics/PhysicsTests.cpp (TestPhysicsInsideSpeculativeContactDistance*),
 // UnitTests/Physics/SensorTests.cpp (TestKinematicVsSensor), and closed forms.
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -148,6 +150,69 @@ TEST(PhysicsEdges, DISABLED_TenOverlappingBoxesSeparateWithoutGainingSpeed) {
   EXPECT_LT(fastest, 0.05f);
   EXPECT_NEAR(momentum, 0.0f, 1.0e-3f);
   EXPECT_LT(row, 9.05f);
+}
+
+// (f) Torque-free rotation of a box with three distinct moments (half extents 0.2, 0.5, 1.0 m,
+// 1 kg: I = 0.4167, 0.3467, 0.0967 kg m^2), zero g, no damping, default settings, 10 s. Euler's
+// equations conserve the energy w.(I w)/2 and |L| = |I w| exactly. About the intermediate axis (y)
+// the spin is unstable and flips over and back every ~1.5 s (the Dzhanibekov effect; growth rate
+// |w| sqrt((I1 - I2)(I2 - I3) / (I1 I3)) = 6.6/s at 10 rad/s); about the major and minor axes it
+// stays put. Expected: energy and |L| within 2% (intermediate) and 1% (major, minor) at every
+// step, the intermediate spin flips, the others stay within 1% of their axis.
+struct SpinRun {
+  double worst_energy = 0;  // max |E - E0| / E0
+  double worst_momentum = 0;  // max ||L| - |L0|| / |L0|
+  int flips = 0;              // sign changes of the body-frame spin about the start axis
+  float worst_off_axis = 0;   // max |w_body - (w_body . axis) axis| / |w|
+};
+
+SpinRun spin_box(Vec3 body_spin, int axis) {
+  World world(zero_gravity());
+  BodyDesc d = box_desc({}, {0.2f, 0.5f, 1.0f}, 1.0f);
+  d.orientation = quat_from_axis_angle(normalize_or({1.0f, 2.0f, 3.0f}, {}), 0.7f);
+  d.angular_velocity = rotate(d.orientation, body_spin);
+  d.angular_damping = 0.0f;
+  d.linear_damping = 0.0f;
+  const ObjectID box = add(world, d);
+  const BodyState s0 = state(world, box);
+  const double e0 = kinetic_energy(s0);
+  const double l0 = length(angular_momentum(s0));
+  SpinRun run;
+  float last = component(body_spin, axis);
+  for (int step = 0; step < 600; ++step) {
+    world.step(kDt);
+    const BodyState s = state(world, box);
+    run.worst_energy = std::max(run.worst_energy, std::fabs(kinetic_energy(s) - e0) / e0);
+    run.worst_momentum = std::max(run.worst_momentum, std::fabs(length(angular_momentum(s)) - l0) / l0);
+    const Vec3 wb = inverse_rotate(s.orientation, s.angular_velocity);
+    const float along = component(wb, axis);
+    if ((along > 0) != (last > 0)) ++run.flips;
+    last = along;
+    Vec3 off = wb;
+    if (axis == 0) off.x = 0; else if (axis == 1) off.y = 0; else off.z = 0;
+    run.worst_off_axis = std::max(run.worst_off_axis, length(off) / length(wb));
+  }
+  return run;
+}
+
+TEST(PhysicsEdges, IntermediateAxisSpinKeepsEnergyAndAngularMomentumAndFlips) {
+  const SpinRun mid = spin_box({0.01f, 10.0f, 0.01f}, 1);
+  std::printf("[ measured ] intermediate axis 10 s: energy %.2e, |L| %.2e, flips %d\n", mid.worst_energy,
+              mid.worst_momentum, mid.flips);
+  EXPECT_LT(mid.worst_energy, 0.02);
+  EXPECT_LT(mid.worst_momentum, 0.02);
+  EXPECT_GE(mid.flips, 2) << "the Dzhanibekov flip must happen (and flip back)";
+  for (const int axis : {0, 2}) {
+    Vec3 spin{0.01f, 0.01f, 0.01f};
+    if (axis == 0) spin.x = 10.0f; else spin.z = 10.0f;
+    const SpinRun r = spin_box(spin, axis);
+    std::printf("[ measured ] axis %d 10 s: energy %.2e, |L| %.2e, flips %d, off axis %.2e\n", axis, r.worst_energy,
+                r.worst_momentum, r.flips, r.worst_off_axis);
+    EXPECT_LT(r.worst_energy, 0.01) << "axis " << axis;
+    EXPECT_LT(r.worst_momentum, 0.01) << "axis " << axis;
+    EXPECT_EQ(r.flips, 0) << "axis " << axis;
+    EXPECT_LT(r.worst_off_axis, 0.01f) << "axis " << axis;
+  }
 }
 
 // (b) Head-on impacts of two boxes, face to face along x, zero g, frictionless, against the

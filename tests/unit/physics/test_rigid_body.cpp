@@ -139,9 +139,9 @@ TEST(RigidBody, SlopeSlidingAccelerationIsGSinMinusMuCos) {
 // kinetic energy 1/2 w^T I w. A box with three distinct moments (half extents 0.2, 0.5, 1.0, so
 // I = m (b^2 + c^2) / 3 = 0.4167, 0.3467, 0.0967 kg m^2), spinning at 3.7 rad/s about a
 // non-principal axis so it precesses and nutates, keeps |L - L0| / |L0| < 1 % over 10 s at 60 Hz
-// (the required tolerance: the implicit gyroscopic step is first order, so L drifts slowly but must
-// not wander), and its kinetic energy does not grow by more than 1 % (the implicit step may lose a
-// little, never gain).
+// (the required tolerance: the implicit midpoint gyroscopic step keeps |L| and the energy, but the
+// direction of L drifts slowly with the rotation's first-order integration; it must not wander),
+// and its kinetic energy does not grow by more than 1 %.
 TEST(RigidBody, TorqueFreeBoxKeepsAngularMomentum) {
   World world(zero_gravity());
   BodyDesc d = box_desc({}, {0.2f, 0.5f, 1.0f}, 1.0f);
