@@ -990,13 +990,22 @@ uint32_t ClientCore::set_filter(ObjectID id, uint32_t category, uint32_t mask, i
   return m.queue_request(request_id, wire::build_set_filter(m.fbb, request_id, id, category, mask, group));
 }
 
-uint32_t ClientCore::raycast(Vec3 origin, Vec3 translation, bool all, std::optional<RayFilter> filter) {
+uint32_t ClientCore::move_kinematic(ObjectID id, Vec3 position, Quat orientation) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  return m.queue_request(request_id, wire::build_move_kinematic(m.fbb, request_id, id, position, orientation));
+}
+
+uint32_t ClientCore::raycast(Vec3 origin, Vec3 translation, bool all, std::optional<RayFilter> filter,
+                             bool back_faces) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
   return m.queue_request(request_id, wire::build_raycast(
                                          m.fbb, request_id, origin, translation, all,
-                                         filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt));
+                                         filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt,
+                                         back_faces));
 }
 
 uint32_t ClientCore::set_interest(const InterestArea& area) {

@@ -159,9 +159,19 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   return {};
 }
 
-// The 1-based line of the `index`-th element of the top-level "bodies" array in `json`, or 0 when
+// Range checks one material pair and converts it. Returns an empty string or "field: reason".
+std::string convert_material_pair(const scene::MaterialPair& p, SceneMaterialPair* out) {
+  if (!(p.friction() >= 0.0f && p.friction() <= wire::kMaxFriction)) {  // also rejects NaN
+    return "friction: must be finite and in [0, 10]";
+  }
+  if (!(p.restitution() >= 0.0f && p.restitution() <= 1.0f)) return "restitution: must be finite and in [0, 1]";
+  *out = SceneMaterialPair{p.a(), p.b(), p.friction(), p.restitution()};
+  return {};
+}
+
+// The 1-based line of the `index`-th element of the top-level array `key` in `json`, or 0 when
 // it cannot be found. A small scanner (strings, nesting depth), run only to report an error.
-size_t body_line(std::string_view json, size_t index) {
+size_t element_line(std::string_view json, std::string_view key, size_t index) {
   size_t line = 1;
   int depth = 0;
   bool in_string = false;
@@ -189,7 +199,7 @@ size_t body_line(std::string_view json, size_t index) {
         string_start = i + 1;
         break;
       case ':':
-        if (depth == 1) after_bodies_key = last_string == "bodies";
+        if (depth == 1) after_bodies_key = last_string == key;
         break;
       case '[':
         ++depth;
@@ -284,12 +294,36 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
       if (std::string problem = convert_body(*body, &desc); !problem.empty()) {
         const std::string label =
             body->name() ? fmt::format(" (\"{}\")", escape_for_log(body->name()->string_view())) : "";
-        const size_t line = body_line(json, i);
+        const size_t line = element_line(json, "bodies", i);
         const std::string where = line > 0 ? fmt::format("{}:{}", source, line) : std::string(source);
         return fail(fmt::format("{}: bodies[{}]{}.{}", where, i, label, problem));
       }
       result.bodies.push_back(desc);
       result.body_names.push_back(body->name() ? body->name()->str() : std::string{});
+    }
+  }
+  if (const auto* pairs = root->material_pairs()) {
+    if (pairs->size() > kMaxSceneMaterialPairs) {
+      return fail(fmt::format("{}: material_pairs: {} pairs, at most {} are accepted", source, pairs->size(),
+                              kMaxSceneMaterialPairs));
+    }
+    result.material_pairs.reserve(pairs->size());
+    for (flatbuffers::uoffset_t i = 0; i < pairs->size(); ++i) {
+      SceneMaterialPair pair;
+      std::string problem = convert_material_pair(*pairs->Get(i), &pair);
+      // The same unordered pair twice would silently keep the last: say which one repeats.
+      for (size_t j = 0; problem.empty() && j < result.material_pairs.size(); ++j) {
+        const SceneMaterialPair& other = result.material_pairs[j];
+        if (std::min(other.a, other.b) == std::min(pair.a, pair.b) && std::max(other.a, other.b) == std::max(pair.a, pair.b)) {
+          problem = fmt::format("a, b: the pair ({}, {}) is already defined by material_pairs[{}]", pair.a, pair.b, j);
+        }
+      }
+      if (!problem.empty()) {
+        const size_t line = element_line(json, "material_pairs", i);
+        const std::string where = line > 0 ? fmt::format("{}:{}", source, line) : std::string(source);
+        return fail(fmt::format("{}: material_pairs[{}].{}", where, i, problem));
+      }
+      result.material_pairs.push_back(pair);
     }
   }
   *scene = std::move(result);

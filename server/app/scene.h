@@ -11,6 +11,14 @@
 
 namespace impulse::server {
 
+/// One entry of a scene's material-pair table (World::set_material_pair).
+struct SceneMaterialPair {
+  uint16_t a = 0;             ///< material ids, either order
+  uint16_t b = 0;
+  float friction = 0.5f;      ///< [0, 10]
+  float restitution = 0.0f;   ///< [0, 1]
+};
+
 /// A scene ready to be loaded into a World. Plain data; no physics state.
 struct Scene {
   std::string name;
@@ -18,6 +26,8 @@ struct Scene {
   std::vector<physics::BodyDesc> bodies;   ///< in file order; each passed the range checks
   /// bodies[i]'s name ("" when unnamed); same length as `bodies`. For logs and tests only.
   std::vector<std::string> body_names;
+  /// The material-pair table, in file order; each passed the range checks, no pair twice.
+  std::vector<SceneMaterialPair> material_pairs;
 };
 
 /// `text` with backslash, double quote and control characters (< 0x20, 0x7f) escaped (\\, \",
@@ -30,6 +40,9 @@ int find_body(const Scene& scene, std::string_view name);
 
 /// Largest scene file accepted [bytes]; bigger files are refused before parsing.
 inline constexpr size_t kMaxSceneFileBytes = 64u << 20;
+/// Most material pairs a scene may define (a bound on hostile files; 4096 is 64 materials
+/// fully paired).
+inline constexpr size_t kMaxSceneMaterialPairs = 4096;
 /// Largest |gravity component| accepted [m/s^2].
 inline constexpr float kMaxGravity = 1000.0f;
 
@@ -37,7 +50,8 @@ inline constexpr float kMaxGravity = 1000.0f;
 /// On failure returns false and sets *error to a message naming the source, and either the
 /// parser's position and reason ("x.json:3: 12: error: unknown field: foo") or the body and field
 /// ("x.json:7: bodies[3].mass: must be in (0, 1e6] kg for a dynamic body", the line where that
-/// body's object starts). *scene is then unchanged.
+/// body's object starts; "x.json:12: material_pairs[1].friction: ..." for a material pair).
+/// *scene is then unchanged.
 bool parse_scene_json(std::string_view json, std::string_view source, Scene* scene, std::string* error);
 
 /// Reads and parses a scene file (see parse_scene_json). File errors name the path and the cause.

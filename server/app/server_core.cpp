@@ -49,6 +49,8 @@ std::string_view invalid_argument_message(Message type) {
       return "force: the torque about the centre of mass from this point is beyond the world's limit";
     case Message::ApplyTorque: return "torque: beyond the world's limit";
     case Message::SetAngularVelocity: return "angular_velocity: beyond the world's limit";
+    case Message::MoveKinematic:
+      return "position, orientation: reaching the target in one step needs more than 1e4 m/s or 100 rad/s";
     default: return "a value is out of the world's accepted range";
   }
 }
@@ -71,7 +73,8 @@ WorldOutcome describe(physics::Error error, Message type) {
       return {ResultCode::NotDynamic,
               type == Message::SetVelocity || type == Message::SetAngularVelocity
                   ? "id: a static body has no velocity to set"
-                  : "id: forces, torques and impulses act on dynamic bodies only",
+                  : type == Message::MoveKinematic ? "id: only a kinematic body has a target pose"
+                                                   : "id: forces, torques and impulses act on dynamic bodies only",
               RejectReason::NotDynamic};
     case physics::Error::InvalidArgument:
       return {ResultCode::InvalidArgument, invalid_argument_message(type), RejectReason::InvalidArgument};
@@ -187,6 +190,17 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
     journal_.scene_body(r.id, bodies[i]);
   }
   publish_stats();
+  return true;
+}
+
+bool ServerCore::add_material_pairs(std::span<const SceneMaterialPair> pairs, std::string* error) {
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const SceneMaterialPair& p = pairs[i];
+    if (world_.set_material_pair(p.a, p.b, physics::MaterialPair{p.friction, p.restitution}) != physics::Error::Ok) {
+      if (error) *error = fmt::format("material_pairs[{}]: the world refused it (friction >= 0, restitution in [0, 1])", i);
+      return false;
+    }
+  }
   return true;
 }
 
@@ -739,9 +753,9 @@ void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
   if (s == nullptr) return;  // disconnected since
   ray_entries_.clear();
   if (r.all_hits) {
-    world_.raycast_all(r.vector, r.translation, ray_hits_, r.query_filter);
+    world_.raycast_all(r.vector, r.translation, ray_hits_, r.query_filter, r.back_faces);
     for (const physics::RayHit& h : ray_hits_) ray_entries_.push_back(to_wire_hit(h));
-  } else if (const std::optional<physics::RayHit> hit = world_.raycast_closest(r.vector, r.translation, r.query_filter)) {
+  } else if (const std::optional<physics::RayHit> hit = world_.raycast_closest(r.vector, r.translation, r.query_filter, r.back_faces)) {
     ray_entries_.push_back(to_wire_hit(*hit));
   }
   // The builder keeps the nearest raycast_hits_per_datagram() hits and flags the rest as cut.
@@ -913,7 +927,7 @@ void ServerCore::destroy_departed() {
       r.type = Message::DestroyObject;
       r.client_id = client;
       r.id = ObjectID{index, o.generation};
-      const AppliedRequest applied = apply_to_world(world_, r);
+      const AppliedRequest applied = apply_to_world(world_, r, dt_);
       journal_.applied(r, describe(applied.error, r.type).code, r.id);
       note_applied(r, r.id);  // a StaleId (gone some other way) clears the entry too
       if (applied.error == physics::Error::Ok) ++destroyed;
@@ -933,7 +947,7 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
   ObjectID id = r.id;
   std::string_view message = refusal;
   if (auth == ResultCode::Ok) {
-    const AppliedRequest applied = apply_to_world(world_, r);
+    const AppliedRequest applied = apply_to_world(world_, r, dt_);
     const WorldOutcome outcome = describe(applied.error, r.type);
     code = outcome.code;
     id = applied.id;

@@ -18,6 +18,7 @@
 
 #include "server/app/journal.h"
 #include "server/app/playback_driver.h"
+#include "server/app/scene.h"
 #include "server/app/server.h"
 #include "server/app/step_clock.h"
 #include "server/net/handshake.h"
@@ -59,6 +60,10 @@ class ServerCore {
 
   /// Creates `bodies` in order. On a World error returns false with *error naming the body index.
   bool add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error);
+  /// Fills the world's material-pair table (a scene's `material_pairs`), before the recorder
+  /// starts so its initial state (World::save_state) carries the table. On a World error returns
+  /// false with *error naming the pair index.
+  bool add_material_pairs(std::span<const SceneMaterialPair> pairs, std::string* error);
 
   /// Records every applied request, step and session change into `recorder` (null: none). Set it
   /// before add_bodies() so the scene's bodies are noted too. Not owned; must outlive the core.

@@ -44,6 +44,25 @@ bool enter_sphere(Vec3 m, Vec3 u, float radius, float c, float& s) {
   return true;
 }
 
+/// Distance s along the unit direction u at which the line through an origin (m = origin -
+/// centre) leaves the sphere, or false when the line misses it. The far root of s^2 + 2bs + c = 0,
+/// as -b + sqrt(disc) when b <= 0 and as c / q's partner -c / (b + sqrt(disc)) when b > 0, so an
+/// origin on the surface moving outward gets s = 0 without cancellation (Haines et al.).
+bool exit_sphere(Vec3 m, Vec3 u, float radius, float& s) {
+  const float b = dot(m, u);
+  const Vec3 perp = m - u * b;
+  const float disc = radius * radius - length_squared(perp);
+  if (!(disc >= 0.0f)) return false;
+  const float root = std::sqrt(disc);
+  if (b <= 0.0f) {
+    s = root - b;
+  } else {
+    const float c = length_squared(m) - radius * radius;
+    s = -c / (b + root);
+  }
+  return std::isfinite(s);
+}
+
 /// Writes a hit at `fraction` with a world-frame normal, if fraction <= max_fraction.
 bool report_hit(Vec3 origin, Vec3 translation, float fraction, float max_fraction, Vec3 normal, ShapeRayHit& out) {
   if (!(fraction >= 0.0f && fraction <= max_fraction)) return false;  // also rejects NaN
@@ -56,14 +75,19 @@ bool report_hit(Vec3 origin, Vec3 translation, float fraction, float max_fractio
 }  // namespace
 
 bool raycast_sphere(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                    float max_fraction, ShapeRayHit& out) {
+                    float max_fraction, ShapeRayHit& out, bool back_faces) {
   if (!is_usable_segment(origin, translation, max_fraction)) return false;
   const float radius = shape.radius;
   const Vec3 m = origin - transform.position;
   const float c = length_squared(m) - radius * radius;
-  if (c <= 0.0f) return report_inside(origin, translation, out);
   const float len = length(translation);
   const Vec3 u = translation * (1.0f / len);
+  if (c <= 0.0f) {
+    if (!back_faces) return report_inside(origin, translation, out);
+    float s;
+    if (!exit_sphere(m, u, radius, s)) return false;
+    return report_hit(origin, translation, std::max(s, 0.0f) / len, max_fraction, normalize_or(m + u * s, u), out);
+  }
   float s;
   if (!enter_sphere(m, u, radius, c, s)) return false;
   const Vec3 normal = normalize_or(m + u * s, -u);
@@ -71,7 +95,7 @@ bool raycast_sphere(const Shape& shape, const Transform& transform, Vec3 origin,
 }
 
 bool raycast_box(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                 float max_fraction, ShapeRayHit& out) {
+                 float max_fraction, ShapeRayHit& out, bool back_faces) {
   if (!is_usable_segment(origin, translation, max_fraction)) return false;
   const Vec3 o = inverse_rotate(transform.rotation, origin - transform.position);
   const Vec3 d = inverse_rotate(transform.rotation, translation);
@@ -81,6 +105,7 @@ bool raycast_box(const Shape& shape, const Transform& transform, Vec3 origin, Ve
   float t_enter = -kInfinity;
   float t_exit = kInfinity;
   int enter_axis = -1;
+  int exit_axis = -1;
   for (int axis = 0; axis < 3; ++axis) {
     const float oi = component(o, axis);
     const float di = component(d, axis);
@@ -97,19 +122,71 @@ bool raycast_box(const Shape& shape, const Transform& transform, Vec3 origin, Ve
       t_enter = t0;
       enter_axis = axis;
     }
-    t_exit = std::min(t_exit, t1);
+    if (t1 < t_exit) {  // strict, as for the entry
+      t_exit = t1;
+      exit_axis = axis;
+    }
     if (t_enter > t_exit) return false;
   }
   if (t_exit < 0.0f) return false;  // the box lies behind the origin
-  if (t_enter <= 0.0f) return report_inside(origin, translation, out);
+  if (t_enter <= 0.0f) {
+    if (!back_faces) return report_inside(origin, translation, out);
+    // Some axis has d != 0 (|translation| > 0), so t_exit is finite and exit_axis set. The
+    // outward normal of the exit face points along the ray on that axis.
+    const float sign = component(d, exit_axis) > 0.0f ? 1.0f : -1.0f;
+    const Vec3 local_normal{exit_axis == 0 ? sign : 0.0f, exit_axis == 1 ? sign : 0.0f, exit_axis == 2 ? sign : 0.0f};
+    return report_hit(origin, translation, t_exit, max_fraction, rotate(transform.rotation, local_normal), out);
+  }
   // t_enter > 0 is finite here, so some axis set it.
   const float sign = component(d, enter_axis) > 0.0f ? -1.0f : 1.0f;
   const Vec3 local_normal{enter_axis == 0 ? sign : 0.0f, enter_axis == 1 ? sign : 0.0f, enter_axis == 2 ? sign : 0.0f};
   return report_hit(origin, translation, t_enter, max_fraction, rotate(transform.rotation, local_normal), out);
 }
 
+namespace {
+
+// Where a segment starting inside a capsule (local frame: o, d) leaves it. The capsule is convex,
+// so the line's interval inside it is the union of its intervals in the three convex pieces
+// (finite cylinder, two end spheres), and the exit is the latest piece exit. A cylinder exit
+// through a flat end lies inside that end's sphere, whose exit is later, so only side exits count.
+bool capsule_exit(Vec3 o, Vec3 d, float radius, float hh, const Transform& transform, Vec3 origin, Vec3 translation,
+                  float max_fraction, ShapeRayHit& out) {
+  float best = -kInfinity;  // fraction
+  Vec3 best_normal;         // local frame
+  const float a = d.x * d.x + d.z * d.z;
+  if (a > 0.0f) {
+    const float len_xz = std::sqrt(a);
+    const Vec3 m{o.x, 0.0f, o.z};
+    const Vec3 u{d.x / len_xz, 0.0f, d.z / len_xz};
+    float s;
+    if (exit_sphere(m, u, radius, s)) {
+      const float t = s / len_xz;
+      const float y = o.y + d.y * t;
+      if (y >= -hh && y <= hh) {
+        best = t;
+        best_normal = normalize_or(m + u * s, u);
+      }
+    }
+  }
+  const float len = length(d);
+  const Vec3 u = d * (1.0f / len);
+  for (const float cap_y : {-hh, hh}) {
+    const Vec3 m{o.x, o.y - cap_y, o.z};
+    float s;
+    if (exit_sphere(m, u, radius, s) && s / len > best) {
+      best = s / len;
+      best_normal = normalize_or(m + u * s, u);
+    }
+  }
+  if (best == -kInfinity) return false;  // unreachable for an origin inside: its own piece contains it
+  return report_hit(origin, translation, std::max(best, 0.0f), max_fraction, rotate(transform.rotation, best_normal),
+                    out);
+}
+
+}  // namespace
+
 bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                     float max_fraction, ShapeRayHit& out) {
+                     float max_fraction, ShapeRayHit& out, bool back_faces) {
   if (!is_usable_segment(origin, translation, max_fraction)) return false;
   const float radius = shape.radius;
   const float hh = shape.half_height;
@@ -120,7 +197,10 @@ bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin
 
   // Inside: the origin is within radius of the core segment (closest point: o.y clamped).
   const Vec3 off_core{o.x, o.y - std::clamp(o.y, -hh, hh), o.z};
-  if (length_squared(off_core) <= r_sq) return report_inside(origin, translation, out);
+  if (length_squared(off_core) <= r_sq) {
+    if (!back_faces) return report_inside(origin, translation, out);
+    return capsule_exit(o, d, radius, hh, transform, origin, translation, max_fraction, out);
+  }
 
   // From outside, the first entry into the union of the finite cylinder and the two end spheres
   // is the earliest entry into one of them; the cylinder's flat ends lie inside the spheres, so
@@ -165,12 +245,17 @@ bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin
 }
 
 bool raycast_plane(const Shape&, const Transform& transform, Vec3 origin, Vec3 translation, float max_fraction,
-                   ShapeRayHit& out) {
+                   ShapeRayHit& out, bool back_faces) {
   if (!is_usable_segment(origin, translation, max_fraction)) return false;
   const Vec3 normal = normalize_or(rotate(transform.rotation, Vec3{0.0f, 1.0f, 0.0f}), Vec3{0.0f, 1.0f, 0.0f});
   const float height = dot(normal, origin - transform.position);  // signed distance above the plane
   if (!std::isfinite(height)) return false;
-  if (height <= 0.0f) return report_inside(origin, translation, out);
+  if (height <= 0.0f) {
+    if (!back_faces) return report_inside(origin, translation, out);
+    const float rise = dot(normal, translation);  // > 0 when leaving the half-space
+    if (!(rise > 0.0f)) return false;
+    return report_hit(origin, translation, -height / rise, max_fraction, normal, out);
+  }
   const float approach = -dot(normal, translation);  // > 0 when moving towards the plane
   if (!(approach > 0.0f)) return false;
   return report_hit(origin, translation, height / approach, max_fraction, normal, out);
@@ -178,7 +263,7 @@ bool raycast_plane(const Shape&, const Transform& transform, Vec3 origin, Vec3 t
 
 namespace {
 
-using RaycastFn = bool (*)(const Shape&, const Transform&, Vec3, Vec3, float, ShapeRayHit&);
+using RaycastFn = bool (*)(const Shape&, const Transform&, Vec3, Vec3, float, ShapeRayHit&, bool);
 
 // Indexed by ShapeKind; the order must follow the enum.
 constexpr std::array<RaycastFn, static_cast<std::size_t>(ShapeKind::Count)> kRaycastTable{
@@ -194,10 +279,10 @@ static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(Shape
 }  // namespace
 
 bool raycast_shape(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                   float max_fraction, ShapeRayHit& out) {
+                   float max_fraction, ShapeRayHit& out, bool back_faces) {
   const auto kind = static_cast<std::size_t>(shape.kind);
   if (kind >= kRaycastTable.size()) return false;
-  return kRaycastTable[kind](shape, transform, origin, translation, max_fraction, out);
+  return kRaycastTable[kind](shape, transform, origin, translation, max_fraction, out, back_faces);
 }
 
 }  // namespace impulse::physics

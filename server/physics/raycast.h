@@ -24,7 +24,14 @@ struct ShapeRayHit {
 // (out unchanged). Conventions, shared by all kinds:
 //  - Start inside: an origin inside the solid or on its surface is a hit at fraction 0, point
 //    = origin, normal = -translation / |translation| (there is no entering surface; the normal
-//    opposes the motion, as World::raycast_closest promises).
+//    opposes the motion, as World::raycast_closest promises). This is Jolt's default
+//    (RayCastSettings::mTreatConvexAsSolid = true).
+//  - back_faces = true treats the shape as a hollow shell whose back faces are hit: an origin
+//    inside (or on the surface) reports where the segment exits, with the outward normal there
+//    (which points along the ray), or no hit when the segment ends inside. Origins outside are
+//    unchanged. This is Jolt's mTreatConvexAsSolid = false with mBackFaceModeConvex =
+//    EBackFaceMode::CollideWithBackFaces; for a plane (a half-space) the exit exists only when
+//    the segment rises through it.
 //  - No hit, whatever the shape, for a zero translation (|translation| <= 1e-12 m: no
 //    direction to report; also when its squared length overflows, beyond ~1e19 m), for a
 //    max_fraction that is not >= 0 (NaN included; +infinity casts a ray), or for a non-finite
@@ -37,25 +44,25 @@ struct ShapeRayHit {
 
 /// Sphere of shape.radius centred at transform.position (rotation is irrelevant).
 bool raycast_sphere(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                    float max_fraction, ShapeRayHit& out);
+                    float max_fraction, ShapeRayHit& out, bool back_faces = false);
 /// Oriented box of shape.half_extents: the slab test on the segment in the box frame. A segment
 /// parallel to a slab hits only when it lies within that slab (closed). The normal is the face
 /// of the last slab entered; at an exact edge or corner the lowest axis (x, y, z) wins.
 bool raycast_box(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                 float max_fraction, ShapeRayHit& out);
+                 float max_fraction, ShapeRayHit& out, bool back_faces = false);
 /// Capsule whose core segment runs along the local Y axis from -half_height to +half_height,
 /// swept by shape.radius. The first hit is the earliest of the cylinder side (within the core's
 /// Y range; normal perpendicular to the axis) and the two end spheres (radial normal).
 bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                     float max_fraction, ShapeRayHit& out);
+                     float max_fraction, ShapeRayHit& out, bool back_faces = false);
 /// Half-space below the local plane y = 0 (outward normal: local +Y). A segment parallel to the
 /// plane hits only when its origin is in the half-space (start inside).
 bool raycast_plane(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                   float max_fraction, ShapeRayHit& out);
+                   float max_fraction, ShapeRayHit& out, bool back_faces = false);
 
 /// Dispatches on shape.kind through a table of the functions above. A kind outside
 /// [0, ShapeKind::Count) is no hit. Conventions as above. O(1), no allocation.
 bool raycast_shape(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
-                   float max_fraction, ShapeRayHit& out);
+                   float max_fraction, ShapeRayHit& out, bool back_faces = false);
 
 }  // namespace impulse::physics

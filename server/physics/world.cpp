@@ -573,6 +573,45 @@ Error World::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
   return Error::Ok;
 }
 
+Error World::move_kinematic(ObjectID id, Vec3 target_position, Quat target_orientation, float dt) {
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone) return Error::StaleId;
+  if (bodies_.info[dense].kind != BodyKind::Kinematic) return Error::NotDynamic;
+  if (!(std::isfinite(dt) && dt > 0.0f)) return Error::InvalidArgument;
+  if (!within(target_position, settings_.max_coordinate)) return Error::InvalidArgument;
+  if (!is_finite(target_orientation) ||
+      std::fabs(std::sqrt(dot(target_orientation, target_orientation)) - 1.0f) > 1.0e-3f) {
+    return Error::InvalidArgument;
+  }
+  const Pose& pose = bodies_.pose[dense];
+  const Vec3 velocity = (target_position - pose.position) * (1.0f / dt);
+  // Shortest arc: q and -q are the same rotation; the one with w >= 0 turns by at most pi.
+  Quat delta = normalize(target_orientation) * conjugate(pose.orientation);
+  if (delta.w < 0.0f) delta = Quat{-delta.x, -delta.y, -delta.z, -delta.w};
+  const Vec3 axis_sin{delta.x, delta.y, delta.z};
+  const float sin_half = length(axis_sin);
+  Vec3 angular_velocity;
+  if (sin_half > 0.0f) {
+    // Each substep of h turns by 2 atan(|w| h / 2) (integrate_rotation: q + h/2 w q, normalised),
+    // so `substeps` of them turn by the delta's angle 2 atan2(sin_half, w) when |w| = (2 / h)
+    // tan(half angle / substeps). In double, through the C library (libm gives the same bits to
+    // any compiler), then rounded once; a request, not the step.
+    const double n = static_cast<double>(settings_.substeps);
+    const double h = static_cast<double>(dt) / n;
+    const double half_angle = std::atan2(static_cast<double>(sin_half), static_cast<double>(delta.w));
+    const double speed = (2.0 / h) * std::tan(half_angle / n);
+    angular_velocity = axis_sin * static_cast<float>(speed / static_cast<double>(sin_half));
+  }
+  if (!within(velocity, settings_.max_speed) || !within(angular_velocity, settings_.max_angular_speed)) {
+    return Error::InvalidArgument;
+  }
+  Motion& m = bodies_.motion[dense];
+  m.velocity = velocity;
+  m.angular_velocity = angular_velocity;
+  wake_body(dense);
+  return Error::Ok;
+}
+
 bool World::set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity) {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return false;

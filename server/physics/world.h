@@ -167,6 +167,22 @@ class World {
   /// instead of the mixing rules. Takes effect at the next step. O(log pairs).
   /// @return InvalidArgument (friction not finite or < 0, restitution outside [0, 1]) or Ok.
   Error set_material_pair(uint16_t a, uint16_t b, const MaterialPair& pair);
+  /// Sets the velocities that carry a kinematic body from its current pose to `target_position`
+  /// [m] and `target_orientation` in one step of `dt` [s] (Jolt's Body::MoveKinematic): linear
+  /// velocity (target - position) / dt; angular velocity about the axis of the shortest-arc
+  /// rotation delta = target * conj(orientation) (sign chosen so delta.w >= 0). The angle is not
+  /// Jolt's angle / dt but the inverse of this world's integrator (solver.cpp: `substeps` first-
+  /// order quaternion steps, each normalised, each turning by 2 atan(|w| h / 2) for h = dt /
+  /// substeps), so the body lands on the target to rounding: |w| = (2 / h) tan(angle / (2 substeps)).
+  /// The velocities stay after that step (as in Jolt): call it every step, or set them to zero.
+  /// Wakes the body. The target orientation is normalised; it must have | |q| - 1 | <= 1e-3.
+  /// @return StaleId; NotDynamic for a dynamic or static body (only kinematic bodies have targets);
+  ///         InvalidArgument for a non-finite or out-of-range target (|component| >
+  ///         max_coordinate, a bad quaternion), a dt that is not finite and > 0, or velocities
+  ///         beyond max_speed / max_angular_speed; else Ok. On error nothing changes.
+  Error move_kinematic(ObjectID id, Vec3 target_position, Quat target_orientation, float dt);
+  /// The material-pair table, sorted by key (min id << 16 | max id). For exporting scenes.
+  std::span<const std::pair<uint32_t, MaterialPair>> material_pairs() const { return material_pairs_; }
   /// Replaces a body's collision filter (Filter in types.h; any bit pattern is valid). Wakes the
   /// body (a static body wakes the sleeping bodies resting on it), so a contact the new filter
   /// forbids ends with an End event at the next step, and a newly allowed one begins there.
@@ -270,12 +286,16 @@ class World {
   /// it at fraction 0 with normal -translation/|translation|. Sensors are included.
   /// With `filter`, only bodies that query_accepts(*filter, body filter) are considered (a skipped
   /// body neither hits nor blocks); without it, every body.
+  /// With `back_faces`, shapes are hollow shells (Jolt's mTreatConvexAsSolid = false with
+  /// CollideWithBackFaces): a ray starting inside a shape hits it where it exits, with the outward
+  /// normal there (along the ray), or not at all if the segment ends inside (raycast.h).
   std::optional<RayHit> raycast_closest(Vec3 origin, Vec3 translation,
-                                        std::optional<QueryFilter> filter = std::nullopt) const;
+                                        std::optional<QueryFilter> filter = std::nullopt,
+                                        bool back_faces = false) const;
   /// Every shape hit by the segment, one hit per object (its first), sorted by (fraction, id).
-  /// `out` is cleared first. `filter` as for raycast_closest.
+  /// `out` is cleared first. `filter` and `back_faces` as for raycast_closest.
   void raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out,
-                   std::optional<QueryFilter> filter = std::nullopt) const;
+                   std::optional<QueryFilter> filter = std::nullopt, bool back_faces = false) const;
   /// Every object whose (speculative-margin enlarged) AABB overlaps `box` (world frame [m]),
   /// sorted by ObjectID. `out` is cleared first. `filter` as for raycast_closest.
   void overlap_aabb(const Aabb& box, std::vector<ObjectID>& out,

@@ -59,13 +59,14 @@ void World::gather_ray_candidates(Vec3 origin, Vec3 translation, const std::opti
 }
 
 void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out,
-                        std::optional<QueryFilter> filter) const {
+                        std::optional<QueryFilter> filter, bool back_faces) const {
   out.clear();
   if (!is_usable_ray(origin, translation)) return;
   const auto cast = [&](uint32_t dense) {
     const Pose& pose = bodies_.pose[dense];
     ShapeRayHit hit;
-    if (raycast_shape(bodies_.shape[dense], Transform{pose.position, pose.orientation}, origin, translation, 1.0f, hit)) {
+    if (raycast_shape(bodies_.shape[dense], Transform{pose.position, pose.orientation}, origin, translation, 1.0f, hit,
+                      back_faces)) {
       out.push_back(RayHit{slots_.id_at(dense), hit.point, hit.normal, hit.fraction});
     }
   };
@@ -76,7 +77,8 @@ void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out,
   std::sort(out.begin(), out.end(), precedes);
 }
 
-std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation, std::optional<QueryFilter> filter) const {
+std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation, std::optional<QueryFilter> filter,
+                                             bool back_faces) const {
   if (!is_usable_ray(origin, translation)) return std::nullopt;
   std::optional<RayHit> best;
   float max_fraction = 1.0f;  // shrinks to the best hit so far: later casts stop earlier
@@ -84,7 +86,7 @@ std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation, std:
     const Pose& pose = bodies_.pose[dense];
     ShapeRayHit hit;
     if (!raycast_shape(bodies_.shape[dense], Transform{pose.position, pose.orientation}, origin, translation,
-                       max_fraction, hit)) {
+                       max_fraction, hit, back_faces)) {
       return;
     }
     const RayHit candidate{slots_.id_at(dense), hit.point, hit.normal, hit.fraction};

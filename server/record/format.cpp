@@ -98,6 +98,7 @@ server::PendingRequest to_pending(const record::Request& r) {
   if (r.vector()) p.vector = phys(*r.vector());
   if (r.point()) p.point = phys(*r.point());
   if (r.body()) p.desc = to_physics(*r.body());
+  if (const record::Quat* q = r.orientation()) p.orientation = impulse::Quat{q->x(), q->y(), q->z(), q->w()};
   if (const record::Filter* f = r.filter()) {
     const physics::Filter filter{f->category(), f->mask(), f->group()};
     if (p.type == wire::Message::SetFilter) {
@@ -157,6 +158,7 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
     const record::Vec3 vector = rec(r.vector);
     const record::Vec3 point = rec(r.point.value_or(impulse::Vec3{}));
     const record::BodyDesc body = to_record(r.desc);
+    const record::Quat orientation(r.orientation.x, r.orientation.y, r.orientation.z, r.orientation.w);
     RequestBuilder b(fbb);
     b.add_id(to_wire(q.id));
     b.add_client_id(r.client_id);
@@ -165,6 +167,7 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
     if (r.point) b.add_point(&point);
     if (r.type == wire::Message::CreateObject) b.add_body(&body);
     if (has_filter) b.add_filter(&filter);
+    if (r.type == wire::Message::MoveKinematic) b.add_orientation(&orientation);
     b.add_result(static_cast<uint16_t>(q.result));
     b.add_type(static_cast<uint8_t>(r.type));
     scratch.push_back(b.Finish());

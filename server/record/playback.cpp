@@ -95,7 +95,7 @@ std::string replay_tick(physics::World& world, const Tick& t, float dt, bool che
         }
         continue;
       }
-      const server::AppliedRequest applied = server::apply_to_world(world, p);
+      const server::AppliedRequest applied = server::apply_to_world(world, p, dt);
       const auto code = static_cast<uint16_t>(server::to_result_code(applied.error));
       const bool id_differs = p.type == wire::Message::CreateObject && to_wire(applied.id) != r.id();
       if ((code != r.result() || id_differs) && mismatch.empty()) {

@@ -495,7 +495,19 @@ std::string to_scene_json(const physics::World& world, std::span<const BodyDampi
     out += (first ? "" : ",\n") + body;
     first = false;
   });
-  out += "\n  ]\n}\n";
+  out += "\n  ]";
+  // The material-pair table, so a scene exported from a recording collides as the world did.
+  if (!world.material_pairs().empty()) {
+    out += ",\n  \"material_pairs\": [\n";
+    bool first_pair = true;
+    for (const auto& [key, pair] : world.material_pairs()) {
+      out += fmt::format("{}    {{ \"a\": {}, \"b\": {}, \"friction\": {}, \"restitution\": {} }}", first_pair ? "" : ",\n",
+                         key >> 16, key & 0xffffu, json_number(pair.friction), json_number(pair.restitution));
+      first_pair = false;
+    }
+    out += "\n  ]";
+  }
+  out += "\n}\n";
   return out;
 }
 

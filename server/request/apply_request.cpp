@@ -5,7 +5,7 @@ namespace impulse::server {
 
 using wire::Message;
 
-AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r) {
+AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r, float dt) {
   AppliedRequest out;
   out.id = r.id;
   switch (r.type) {
@@ -22,6 +22,7 @@ AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r) {
     case Message::ApplyTorque: out.error = world.apply_torque(r.id, r.vector); break;
     case Message::SetAngularVelocity: out.error = world.set_angular_velocity(r.id, r.vector); break;
     case Message::SetFilter: out.error = world.set_filter(r.id, r.filter); break;
+    case Message::MoveKinematic: out.error = world.move_kinematic(r.id, r.vector, r.orientation, dt); break;
     default: out.error = physics::Error::InvalidArgument; break;
   }
   return out;

@@ -23,12 +23,14 @@ struct PendingRequest {
   uint32_t request_id = 0;
   ObjectID id;                               ///< addressed object (not CreateObject, Raycast)
   physics::BodyDesc desc;                    ///< CreateObject only
-  /// Force [N], impulse [N·s], torque [N·m], velocity [m/s], angular velocity [rad/s], or the
-  /// raycast origin [m]; world frame.
+  /// Force [N], impulse [N·s], torque [N·m], velocity [m/s], angular velocity [rad/s], the
+  /// MoveKinematic target position [m] or the raycast origin [m]; world frame.
   Vec3 vector;
   std::optional<Vec3> point;                 ///< application point [m], world frame
   Vec3 translation;                          ///< Raycast only: the segment [m], world frame
   bool all_hits = false;                     ///< Raycast only: every hit instead of the closest
+  bool back_faces = false;                   ///< Raycast only: a ray starting inside hits the exit
+  Quat orientation;                          ///< MoveKinematic only: the target (normalised)
   std::optional<physics::QueryFilter> query_filter;  ///< Raycast only: absent = every body
   bool shared = false;                       ///< CreateObject only: any client may touch it
   physics::Filter filter;                    ///< SetFilter only: the new collision filter
@@ -48,10 +50,10 @@ struct AppliedRequest {
 };
 
 /// Applies one world-changing request to `world` (World::create_object, destroy_object,
-/// apply_force, ...). Requests that do not change the world (Raycast, unknown types) leave it
+/// apply_force, ...). `dt` [s] is the step that follows (MoveKinematic reaches its target in it). Requests that do not change the world (Raycast, unknown types) leave it
 /// untouched and return InvalidArgument. Deterministic: the same world and request give the same
 /// result and the same world, bit for bit.
-AppliedRequest apply_to_world(physics::World& world, const PendingRequest& request);
+AppliedRequest apply_to_world(physics::World& world, const PendingRequest& request, float dt);
 
 /// The wire result code the server answers for a World error.
 wire::ResultCode to_result_code(physics::Error error);

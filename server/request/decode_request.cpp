@@ -92,6 +92,16 @@ void decode_filter(const wire::Envelope& e, const DecodeContext&, DecodedRequest
   d.request.filter = physics::Filter{m->category(), m->mask(), m->group()};
 }
 
+void decode_move_kinematic(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
+  const auto* m = e.message_as_MoveKinematic();
+  d.request.request_id = m->request_id();
+  d.request.id = from_wire(m->id());
+  d.check = wire::check_request(*m);
+  if (!d.check.ok()) return;
+  d.request.vector = wire::to_vec3(*m->position());
+  d.request.orientation = m->orientation() ? normalize(wire::to_quat(*m->orientation())) : Quat{};
+}
+
 void decode_raycast(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
   const auto* m = e.message_as_Raycast();
   d.request.request_id = m->request_id();
@@ -101,6 +111,7 @@ void decode_raycast(const wire::Envelope& e, const DecodeContext&, DecodedReques
   d.request.translation = wire::to_vec3(*m->translation());
   d.request.all_hits = m->all();
   if (const wire::QueryFilter* f = m->filter()) d.request.query_filter = physics::QueryFilter{f->category(), f->mask()};
+  d.request.back_faces = m->back_faces();
 }
 
 void decode_interest(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
@@ -144,6 +155,7 @@ constexpr std::array<Decoder, wire::kMessageTypeCount> make_decoders() {
   t[static_cast<size_t>(Message::SetInterest)] = decode_interest;
   t[static_cast<size_t>(Message::ReplayControl)] = decode_replay_control;
   t[static_cast<size_t>(Message::SetFilter)] = decode_filter;
+  t[static_cast<size_t>(Message::MoveKinematic)] = decode_move_kinematic;
   return t;
 }
 constexpr std::array<Decoder, wire::kMessageTypeCount> kDecoders = make_decoders();

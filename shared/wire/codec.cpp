@@ -318,6 +318,15 @@ Check check_request(const Raycast& m) {
   return {};
 }
 
+Check check_request(const MoveKinematic& m) {
+  if (m.position() == nullptr) return {ResultCode::InvalidArgument, "position: required"};
+  if (!within(*m.position(), kMaxCoordinate)) return {ResultCode::InvalidArgument, range_messages().position};
+  if (const wire::Quat* q = m.orientation(); q != nullptr && !(is_finite(*q) && is_near_unit(*q))) {
+    return {ResultCode::InvalidArgument, range_messages().orientation};
+  }
+  return {};
+}
+
 Check check_request(const SetVelocity& m) {
   if (m.velocity() == nullptr) return {ResultCode::InvalidArgument, "velocity: required"};
   if (!within(*m.velocity(), kMaxSpeed)) {
@@ -555,6 +564,15 @@ std::span<const uint8_t> build_apply_torque(flatbuffers::FlatBufferBuilder& fbb,
   return finish(fbb, Message::ApplyTorque, message.Union());
 }
 
+std::span<const uint8_t> build_move_kinematic(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                              impulse::Vec3 position, impulse::Quat orientation) {
+  fbb.Clear();
+  const wire::Vec3 p = to_wire(position);
+  const wire::Quat q(orientation.x, orientation.y, orientation.z, orientation.w);
+  const auto message = CreateMoveKinematic(fbb, request_id, impulse::to_wire(id), &p, &q);
+  return finish(fbb, Message::MoveKinematic, message.Union());
+}
+
 std::span<const uint8_t> build_set_filter(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
                                           uint32_t category, uint32_t mask, int32_t group) {
   fbb.Clear();
@@ -572,12 +590,12 @@ std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuild
 
 std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                        impulse::Vec3 origin, impulse::Vec3 translation, bool all,
-                                       std::optional<std::pair<uint32_t, uint32_t>> filter) {
+                                       std::optional<std::pair<uint32_t, uint32_t>> filter, bool back_faces) {
   fbb.Clear();
   const wire::Vec3 o = to_wire(origin);
   const wire::Vec3 t = to_wire(translation);
   const QueryFilter f = filter ? QueryFilter(filter->first, filter->second) : QueryFilter();
-  const auto message = CreateRaycast(fbb, request_id, &o, &t, all, filter ? &f : nullptr);
+  const auto message = CreateRaycast(fbb, request_id, &o, &t, all, filter ? &f : nullptr, back_faces);
   return finish(fbb, Message::Raycast, message.Union());
 }
 

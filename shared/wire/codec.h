@@ -135,6 +135,9 @@ struct Check {
 ///  - Raycast: origin present, |component| <= kMaxCoordinate; translation present, finite, with
 ///    0 < |translation| <= kMaxRayLength (a zero-length ray has no direction).
 ///  - Connect: protocol_version == kProtocolVersion; client_name <= kMaxClientNameBytes.
+///  - MoveKinematic: position present, |component| <= kMaxCoordinate; orientation (optional)
+///    finite with | |q| - 1 | <= kQuatNormTolerance. (The speed it implies is checked by the World.)
+Check check_request(const MoveKinematic& m);
 Check check_request(const CreateObject& m);
 Check check_request(const ApplyForce& m);
 Check check_request(const ApplyImpulse& m);
@@ -284,6 +287,9 @@ std::span<const uint8_t> build_set_velocity(flatbuffers::FlatBufferBuilder& fbb,
 /// angular_velocity [rad/s], world frame.
 std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                                     ObjectID id, impulse::Vec3 angular_velocity);
+/// MoveKinematic: the target pose of kinematic body `id` (position [m], orientation), world frame.
+std::span<const uint8_t> build_move_kinematic(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                              impulse::Vec3 position, impulse::Quat orientation);
 /// SetFilter: replaces the collision filter of `id` (any values; see CreateObjectArgs).
 std::span<const uint8_t> build_set_filter(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
                                           uint32_t category, uint32_t mask, int32_t group);
@@ -292,7 +298,8 @@ std::span<const uint8_t> build_set_filter(flatbuffers::FlatBufferBuilder& fbb, u
 /// `filter` (optional): {category, mask} of the query (schemas/impulse.fbs QueryFilter).
 std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                        impulse::Vec3 origin, impulse::Vec3 translation, bool all,
-                                       std::optional<std::pair<uint32_t, uint32_t>> filter = std::nullopt);
+                                       std::optional<std::pair<uint32_t, uint32_t>> filter = std::nullopt,
+                                       bool back_faces = false);
 /// ReplayControl (impulse-replay serve): `tick` is used by Seek, `speed` (times the recorded
 /// tick rate) by SetSpeed; the server range-checks both.
 std::span<const uint8_t> build_replay_control(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,

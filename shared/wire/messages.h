@@ -77,6 +77,8 @@ inline constexpr std::array<MessageRule, kMessageTypeCount> kMessageRules = {{
     detail::client_request(Message::SetInterest, false, false, false, /*answered_at_admission=*/true),
     detail::client_request(Message::ReplayControl, false, false, false, /*answered_at_admission=*/true),
     detail::client_request(Message::SetFilter, true, true, false),
+    // A per-tick control like SetVelocity: the next target supersedes a lost one.
+    detail::client_request(Message::MoveKinematic, true, true, true),
 }};
 
 constexpr bool rules_in_order() {

@@ -117,6 +117,8 @@ std::vector<Seed> client_datagrams() {
   add("set_angular_velocity", wire::build_set_angular_velocity(fbb, 11, ObjectID{3, 1}, {1, 0, 0}));
   add("raycast_closest", wire::build_raycast(fbb, 12, {0, 5, 0}, {0, -10, 0}, false));
   add("raycast_all", wire::build_raycast(fbb, 13, {-5, 0.5f, 0}, {10, 0, 0}, true));
+  add("raycast_back_faces", wire::build_raycast(fbb, 14, {0, -0.5f, 0}, {0, 2, 0}, false, std::nullopt, true));
+  add("move_kinematic", wire::build_move_kinematic(fbb, 15, ObjectID{3, 1}, {0, 1, 0}, impulse::Quat{0, 0.6f, 0, 0.8f}));
   add("ping", wire::build_ping(fbb, 0x1234));
   add("disconnect", wire::build_disconnect(fbb, "bye"));
   return out;

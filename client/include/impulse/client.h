@@ -78,6 +78,7 @@ class Client : private ClientCore {
   using ClientCore::set_velocity;
   using ClientCore::set_angular_velocity;
   using ClientCore::set_filter;
+  using ClientCore::move_kinematic;
   using ClientCore::raycast;
   using ClientCore::set_interest;
   using ClientCore::set_interest_sphere;

@@ -184,6 +184,12 @@ class ClientCore {
   uint32_t set_velocity(ObjectID id, Vec3 velocity);
   /// Sets the angular velocity [rad/s] (world frame) of a dynamic or kinematic body.
   uint32_t set_angular_velocity(ObjectID id, Vec3 angular_velocity);
+  /// Moves a kinematic body to a target pose (world frame: position [m], orientation local to
+  /// world) in the server's next step (Jolt's MoveKinematic): the server sets the velocities that
+  /// reach it, and they stay after that step, so send a target every tick (or set_velocity zero to
+  /// stop). NotDynamic for a dynamic or static body; InvalidArgument for a target too far for one
+  /// step (beyond 1e4 m/s or 100 rad/s) or a bad quaternion.
+  uint32_t move_kinematic(ObjectID id, Vec3 position, Quat orientation = Quat{});
   /// Replaces the collision filter of any body (ObjectDesc::category, mask and group; any values).
   /// Wakes it; a contact the new filter forbids ends with an End event at the next step.
   uint32_t set_filter(ObjectID id, uint32_t category, uint32_t mask, int32_t group);
@@ -194,7 +200,10 @@ class ClientCore {
   /// boundary, against the world after that tick's steps (RaycastResult::tick, the state of the
   /// snapshot of that tick), so requests sent before it are included. 0 = not sent.
   /// With `filter`, only bodies the filter accepts are cast against (RayFilter).
-  uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false, std::optional<RayFilter> filter = std::nullopt);
+  /// By default a ray starting inside a shape hits it at fraction 0 (normal against the ray); with
+  /// `back_faces` it hits where it leaves the shape, normal along the ray (Jolt's back faces).
+  uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false, std::optional<RayFilter> filter = std::nullopt,
+                   bool back_faces = false);
   /// Sets this client's area of interest: snapshots and collision events then cover only objects
   /// inside it (objects leave the view once outside it by the server's hysteresis margin).
   /// Answered by a RequestResult. The default area is the whole world.

@@ -712,6 +712,7 @@ TEST(ClientCoreScripted, RequestsAreNotSentWithoutASession) {
     EXPECT_EQ(client.apply_torque(ObjectID{1, 1}, {1, 0, 0}), 0u);
     EXPECT_EQ(client.set_velocity(ObjectID{1, 1}, {1, 0, 0}), 0u);
     EXPECT_EQ(client.set_angular_velocity(ObjectID{1, 1}, {1, 0, 0}), 0u);
+    EXPECT_EQ(client.move_kinematic(ObjectID{1, 1}, {1, 0, 0}), 0u);
     InterestArea sphere;
     sphere.kind = InterestKind::Sphere;
     sphere.radius = 10.0f;
@@ -1327,6 +1328,35 @@ TEST_F(ClientCoreScriptedSession, DropsMalformedAndHostileDatagrams) {
 }
 
 // ------------------------------------------------------------------------------ other requests
+
+TEST_F(ClientCoreScriptedSession, SendsMoveKinematicAndBackFaceRaycasts) {
+  const ObjectID id{9, 3};
+  const Quat turn{0, 0.6f, 0, 0.8f};
+  const uint32_t move_id = client.move_kinematic(id, {1, 2, 3}, turn);
+  const uint32_t ray_id = client.raycast({0, 10, 0}, {0, -20, 0}, false, std::nullopt, /*back_faces=*/true);
+  EXPECT_EQ(move_id, 1u);
+  EXPECT_EQ(ray_id, 2u);
+  fake.discard_pending();
+  fake.step();
+  int seen = 0;
+  while (fake.pending() > 0) {
+    const wire::Envelope* e = fake.next();
+    ASSERT_NE(e, nullptr);
+    if (const auto* m = e->message_as_MoveKinematic()) {
+      ++seen;
+      EXPECT_EQ(m->request_id(), move_id);
+      EXPECT_EQ(from_wire(m->id()), id);
+      EXPECT_EQ(wire::to_vec3(*m->position()), (Vec3{1, 2, 3}));
+      ASSERT_NE(m->orientation(), nullptr);
+      EXPECT_EQ(wire::to_quat(*m->orientation()), turn);
+    } else if (const auto* m = e->message_as_Raycast()) {
+      ++seen;
+      EXPECT_EQ(m->request_id(), ray_id);
+      EXPECT_TRUE(m->back_faces());
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
 
 TEST_F(ClientCoreScriptedSession, SendsTorqueAngularVelocityAndRaycastRequestsAndDeliversRaycastResults) {
   // The requests reach the server as built, each with the next request id.

@@ -85,7 +85,7 @@ inline WrittenRecording write_test_recording(uint64_t ticks, uint32_t keyframe_i
   auto apply = [&](server::PendingRequest p) {
     p.client_id = 1;
     p.request_id = static_cast<uint32_t>(requests.size() + 1);
-    const server::AppliedRequest a = server::apply_to_world(world, p);
+    const server::AppliedRequest a = server::apply_to_world(world, p, dt);
     requests.push_back(RequestRecord{p, server::to_result_code(a.error), a.id});
     return a;
   };

@@ -432,6 +432,78 @@ TEST(Scene, EscapeForLogEscapesControlCharacters) {
   EXPECT_EQ(escape_for_log(std::string_view("\0\x7f", 2)), "\\x00\\x7f");
 }
 
+// Issue 17, item 4: a scene's material-pair table, read and range-checked like the bodies.
+TEST(Scene, MaterialPairsAreReadInFileOrder) {
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(R"({ "bodies": [ )" + body(R"(, "material": 2)") + R"( ],
+    "material_pairs": [ { "a": 1, "b": 2, "friction": 0, "restitution": 0.8 },
+                        { "a": 3, "b": 3, "friction": 10, "restitution": 1 },
+                        { "a": 0, "b": 65535 } ] })",
+                               "m.json", &scene, &error))
+      << error;
+  ASSERT_EQ(scene.material_pairs.size(), 3u);
+  EXPECT_EQ(scene.material_pairs[0].a, 1);
+  EXPECT_EQ(scene.material_pairs[0].b, 2);
+  EXPECT_EQ(scene.material_pairs[0].friction, 0.0f);
+  EXPECT_EQ(scene.material_pairs[0].restitution, 0.8f);
+  EXPECT_EQ(scene.material_pairs[1].friction, 10.0f);
+  EXPECT_EQ(scene.material_pairs[1].restitution, 1.0f);
+  // Defaults: the World's MaterialPair defaults.
+  EXPECT_EQ(scene.material_pairs[2].b, 65535);
+  EXPECT_EQ(scene.material_pairs[2].friction, physics::MaterialPair{}.friction);
+  EXPECT_EQ(scene.material_pairs[2].restitution, physics::MaterialPair{}.restitution);
+  EXPECT_EQ(scene.bodies[0].material, 2);
+  // No section: an empty table.
+  ASSERT_TRUE(parse_scene_json(scene_with(body()), "m.json", &scene, &error)) << error;
+  EXPECT_TRUE(scene.material_pairs.empty());
+}
+
+TEST(Scene, BadMaterialPairsNameTheFileLineAndField) {
+  const auto with_pairs = [](const std::string& pairs) {
+    return std::string(R"({ "bodies": [],
+  "material_pairs": [
+    { "a": 1, "b": 2 },
+    )") + pairs + " ] }";
+  };
+  const BadScene cases[] = {
+      {"restitution above 1", with_pairs(R"({ "a": 1, "b": 3, "restitution": 1.5 })"),
+       "m.json:4: material_pairs[1].restitution: must be finite and in [0, 1]"},
+      {"negative restitution", with_pairs(R"({ "a": 1, "b": 3, "restitution": -0.1 })"), "material_pairs[1].restitution"},
+      {"NaN restitution", with_pairs(R"({ "a": 1, "b": 3, "restitution": nan })"), "material_pairs[1].restitution"},
+      {"negative friction", with_pairs(R"({ "a": 1, "b": 3, "friction": -1 })"),
+       "m.json:4: material_pairs[1].friction: must be finite and in [0, 10]"},
+      {"friction above 10", with_pairs(R"({ "a": 1, "b": 3, "friction": 10.5 })"), "material_pairs[1].friction"},
+      {"infinite friction", with_pairs(R"({ "a": 1, "b": 3, "friction": inf })"), "material_pairs[1].friction"},
+      {"the same pair reversed", with_pairs(R"({ "a": 2, "b": 1 })"),
+       "m.json:4: material_pairs[1].a, b: the pair (2, 1) is already defined by material_pairs[0]"},
+      {"id beyond 16 bits", with_pairs(R"({ "a": 65536, "b": 1 })"), "error"},
+      {"unknown field", with_pairs(R"({ "a": 1, "b": 3, "bounce": 1 })"), "unknown field: bounce"},
+  };
+  for (const BadScene& c : cases) {
+    Scene scene;
+    std::string error;
+    EXPECT_FALSE(parse_scene_json(c.json, "m.json", &scene, &error)) << c.what;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << c.what << ": " << error;
+  }
+}
+
+TEST(Scene, MaterialPairCountIsBounded) {
+  const auto pairs = [](size_t count) {
+    std::string json = R"({ "material_pairs": [ )";
+    for (size_t i = 0; i < count; ++i) {
+      json += fmt::format("{}{{ \"a\": {}, \"b\": {} }}", i == 0 ? "" : ", ", i / 1000, 1000 + i % 1000);
+    }
+    return json + " ] }";
+  };
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(pairs(kMaxSceneMaterialPairs), "m.json", &scene, &error)) << error;
+  EXPECT_EQ(scene.material_pairs.size(), kMaxSceneMaterialPairs);
+  EXPECT_FALSE(parse_scene_json(pairs(kMaxSceneMaterialPairs + 1), "m.json", &scene, &error));
+  EXPECT_NE(error.find("material_pairs: 4097 pairs, at most 4096"), std::string::npos) << error;
+}
+
 TEST(Scene, MissingFileIsAnErrorNamingIt) {
   Scene scene;
   std::string error;

@@ -529,6 +529,43 @@ TEST_F(CoreTest, SetFilterReplacesTheFilterAndIsRefusedForStaleAndForeignIds) {
   EXPECT_EQ(core_.world().get_object(id)->filter, (physics::Filter{8, 0x3, 5}));
 }
 
+TEST_F(CoreTest, MoveKinematicReachesTheTargetInTheNextStepAndIsRefusedForOthers) {
+  const Endpoint a = endpoint(5000);
+  const Endpoint b = endpoint(5001);
+  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(b), 0u);
+  wire::CreateObjectArgs kinematic;
+  kinematic.kind = wire::BodyKind::Kinematic;
+  kinematic.position = {0, 80, 0};
+  const ObjectID k = create(a, kinematic);
+  wire::CreateObjectArgs dynamic;
+  dynamic.position = {10, 80, 0};
+  const ObjectID d = create(a, dynamic);
+  ASSERT_FALSE(k.is_null());
+  ASSERT_FALSE(d.is_null());
+  const Quat turn = quat_from_axis_angle({0, 1, 0}, 0.3f);
+  const auto sent = apply_in_one_step(a, {copy(wire::build_move_kinematic(fbb_, next_id(a), k, {0.1f, 80.2f, 0}, turn)),
+                                          copy(wire::build_move_kinematic(fbb_, next_id(a), d, {10, 80, 0}, Quat{})),
+                                          copy(wire::build_move_kinematic(fbb_, next_id(a), ObjectID{999, 1}, {}, Quat{}))});
+  const auto r = results(sent);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0]->code(), ResultCode::Ok);
+  EXPECT_EQ(r[1]->code(), ResultCode::NotDynamic);
+  ASSERT_NE(r[1]->message(), nullptr);
+  EXPECT_NE(r[1]->message()->str().find("kinematic"), std::string::npos);
+  EXPECT_EQ(r[2]->code(), ResultCode::StaleId);
+  // Applied before the step with the server's dt, so the step ends on the target.
+  const physics::BodyState s = *core_.world().get_object(k);
+  EXPECT_NEAR(s.position.x, 0.1f, 1e-5f);
+  EXPECT_NEAR(s.position.y, 80.2f, 1e-5f);
+  EXPECT_GT(std::fabs(dot(s.orientation, turn)), 1.0f - 1e-6f);
+  // Another client may not move it.
+  const auto foreign = apply_in_one_step(b, {copy(wire::build_move_kinematic(fbb_, next_id(b), k, {}, Quat{}))});
+  const auto r2 = results(foreign);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0]->code(), ResultCode::NotOwner);
+}
+
 TEST_F(CoreTest, RaycastAnswersTheClosestHitOrAllHitsAfterTheStep) {
   const Endpoint a = endpoint(5000);
   ASSERT_NE(connect(a), 0u);

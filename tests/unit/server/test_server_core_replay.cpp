@@ -123,6 +123,7 @@ TEST_F(ReplayCoreTest, SpectatorsAreReadOnlyButMayRaycastAndSetInterest) {
       copy(wire::build_apply_torque(fbb_, next_id(a), some, {1, 0, 0})),
       copy(wire::build_set_angular_velocity(fbb_, next_id(a), some, {1, 0, 0})),
       copy(wire::build_set_filter(fbb_, next_id(a), some, 2, 1, 0)),
+      copy(wire::build_move_kinematic(fbb_, next_id(a), some, {1, 0, 0}, Quat{})),
   };
   const uint64_t hash = core_.world().world_hash();
   for (const Bytes& w : writes) {

@@ -87,6 +87,8 @@ std::vector<Bytes> client_datagrams() {
   out.push_back(copy(build_apply_torque(fbb, 13, ObjectID{1, 1}, {1, 2, 3})));
   out.push_back(copy(build_set_angular_velocity(fbb, 14, ObjectID{1, 1}, {1, 2, 3})));
   out.push_back(copy(build_set_filter(fbb, 18, ObjectID{1, 1}, 2, 0xFFu, -3)));
+  out.push_back(copy(build_move_kinematic(fbb, 19, ObjectID{1, 1}, {1, 2, 3}, impulse::Quat{0, 0.6f, 0, 0.8f})));
+  out.push_back(copy(build_raycast(fbb, 20, {0, 10, 0}, {0, -20, 0}, false, std::nullopt, /*back_faces=*/true)));
   out.push_back(copy(build_raycast(fbb, 15, {0, 10, 0}, {0, -20, 0}, true)));
   out.push_back(copy(build_set_interest(fbb, 16, sphere_interest({1, 2, 3}, 40.0f))));
   out.push_back(copy(build_set_interest(fbb, 17, box_interest({-5, 0, -5}, {5, 10, 5}))));
@@ -975,6 +977,27 @@ TEST(Builders, ClientMessagesRoundTrip) {
     EXPECT_EQ(defaults.message->category(), 1u);  // absent fields read as the defaults
     EXPECT_EQ(defaults.message->mask(), 0xFFFF'FFFFu);
     EXPECT_EQ(defaults.message->group(), 0);
+  }
+  {
+    const auto d = decode<MoveKinematic>(
+        build_move_kinematic(fbb, 12, ObjectID{4, 5}, {1.5f, -2, 3}, impulse::Quat{0, 0.6f, 0, 0.8f}),
+        Direction::ClientToServer);
+    EXPECT_EQ(d.message->request_id(), 12u);
+    EXPECT_EQ(from_wire(d.message->id()), (ObjectID{4, 5}));
+    EXPECT_EQ(to_vec3(*d.message->position()), (impulse::Vec3{1.5f, -2, 3}));
+    EXPECT_EQ(to_quat(*d.message->orientation()), (impulse::Quat{0, 0.6f, 0, 0.8f}));
+    EXPECT_TRUE(check_request(*d.message).ok());
+    const auto far = decode<MoveKinematic>(build_move_kinematic(fbb, 13, ObjectID{4, 5}, {2e5f, 0, 0}, impulse::Quat{}),
+                                           Direction::ClientToServer);
+    EXPECT_FALSE(check_request(*far.message).ok());
+    const auto bad = decode<MoveKinematic>(build_move_kinematic(fbb, 14, ObjectID{4, 5}, {}, impulse::Quat{0, 0, 0, 1.1f}),
+                                           Direction::ClientToServer);
+    EXPECT_FALSE(check_request(*bad.message).ok());
+  }
+  for (const bool back_faces : {false, true}) {
+    const auto d = decode<Raycast>(build_raycast(fbb, 9, {1, 20, -3}, {0, -30, 0.5f}, false, std::nullopt, back_faces),
+                                   Direction::ClientToServer);
+    EXPECT_EQ(d.message->back_faces(), back_faces);
   }
   for (const bool all : {false, true}) {
     const auto d = decode<Raycast>(build_raycast(fbb, 9, {1, 20, -3}, {0, -30, 0.5f}, all), Direction::ClientToServer);
