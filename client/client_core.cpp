@@ -191,6 +191,7 @@ struct ClientCore::Impl {
   uint32_t client_id = 0;
   uint16_t tick_hz = 0;
   uint16_t snapshot_hz = 0;
+  std::optional<ReplayRange> replay;  ///< set when ConnectAccepted says the server plays a recording
   uint64_t server_tick = 0;
   std::optional<uint64_t> latest_snapshot_tick;
   std::vector<ObjectState> objects;  ///< the view after the latest applied snapshot, sorted by id
@@ -425,6 +426,7 @@ struct ClientCore::Impl {
     next_request_id = 1;  // the server's window starts at 1 for every session
     tick_hz = 0;
     snapshot_hz = 0;
+    replay.reset();
     server_tick = 0;
     latest_snapshot_tick.reset();
     objects.clear();
@@ -621,6 +623,7 @@ struct ClientCore::Impl {
       tick_hz = accepted->tick_hz();
       snapshot_hz = accepted->snapshot_hz();
       max_objects = accepted->max_objects();
+      if (accepted->replay()) replay = ReplayRange{accepted->replay_first_tick(), accepted->replay_last_tick()};
       snapshots.emplace(q);
       clock.reset();
       interpolator.reset(interpolation_config());
@@ -1149,6 +1152,7 @@ uint64_t ClientCore::server_tick() const { return impl_->server_tick; }
 uint64_t ClientCore::snapshot_tick() const { return impl_->latest_snapshot_tick.value_or(0); }
 uint16_t ClientCore::tick_hz() const { return impl_->tick_hz; }
 uint16_t ClientCore::snapshot_hz() const { return impl_->snapshot_hz; }
+std::optional<ReplayRange> ClientCore::replay_range() const { return impl_->replay; }
 std::optional<std::chrono::microseconds> ClientCore::last_rtt() const { return impl_->last_rtt; }
 const ClientStats& ClientCore::stats() const { return impl_->stats; }
 ClientStats& ClientCore::mutable_stats() { return impl_->stats; }

@@ -364,6 +364,11 @@ user=$(podman image inspect --format '{{.Config.User}}' "$image")
 ports=$(podman image inspect --format '{{json .Config.ExposedPorts}}' "$image")
 [[ $ports == *7777/udp* ]] || die "image does not expose 7777/udp: $ports"
 log "image: user $user, exposes $ports, size $(podman image inspect --format '{{.Size}}' "$image") bytes"
+# compose's viewer service runs impulse-viewer from this image: it must start (its libraries load)
+# and find the three.js file it serves.
+podman_quiet run --rm --pull=never --entrypoint impulse-viewer "$image" --help >/dev/null || die "impulse-viewer does not run in the image"
+podman_quiet run --rm --pull=never --entrypoint /bin/sh "$image" -c 'test -s /usr/share/javascript/three/build/three.min.js' ||
+  die "the image lacks /usr/share/javascript/three/build/three.min.js (impulse-viewer's page needs it)"
 end_step
 
 # ---- 4. start + readiness -------------------------------------------------------------------

@@ -107,6 +107,7 @@ class ReplayServe : public ::testing::Test {
     for (int c = 0; c < 2; ++c) {
       std::string error;
       ASSERT_TRUE(drivers[c].connect(server.port(), &error, fmt::format("recorded-{}", c))) << error;
+    EXPECT_FALSE(drivers[c].client.replay_range().has_value()) << "a live server is no replay";
       for (int b = 0; b < 3; ++b) {
         const Vec3 at{-3.0f + 3.0f * static_cast<float>(c), 0.6f + 1.2f * static_cast<float>(b), 0.4f * static_cast<float>(b)};
         const ObjectID id = drivers[c].create_ok(b % 2 ? make_box({0.4f, 0.3f, 0.5f}, at, 2.0f) : make_sphere(0.45f, at));
@@ -154,6 +155,11 @@ TEST_F(ReplayServe, SpectatorSeesWhatTheRecordedClientsSaw) {
   ASSERT_TRUE(replay.started()) << replay.error();
   ClientDriver spectator;
   ASSERT_TRUE(spectator.connect(replay.port(), &error, "spectator")) << error;
+  // The SDK tells a spectator that it watches a recording, and the ticks it may seek to
+  // (ConnectAccepted; impulse-viewer's timeline).
+  ASSERT_TRUE(spectator.client.replay_range().has_value());
+  EXPECT_EQ(spectator.client.replay_range()->first_tick, info.start_tick);
+  EXPECT_EQ(spectator.client.replay_range()->last_tick, info.last_tick);
   const auto play_time = std::chrono::milliseconds(
       static_cast<int64_t>(1000.0 * static_cast<double>(info.last_tick - info.start_tick) / 60.0));
   ASSERT_TRUE(spectator.poll_until([&] { return spectator.client.snapshot_tick() >= info.last_tick; },

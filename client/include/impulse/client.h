@@ -115,6 +115,7 @@ class Client : private ClientCore {
   using ClientCore::snapshot_tick;
   using ClientCore::tick_hz;
   using ClientCore::snapshot_hz;
+  using ClientCore::replay_range;
 
   // ------------------------------------------------------------ diagnostics and testing
   // Not needed every frame: for overlays, logs, tools and tests.

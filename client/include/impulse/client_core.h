@@ -285,6 +285,10 @@ class ClientCore {
   uint64_t snapshot_tick() const;
   uint16_t tick_hz() const;      ///< server physics steps per second; 0 when not connected
   uint16_t snapshot_hz() const;  ///< server snapshots per second; 0 when not connected
+  /// The recording's tick range when the server plays one (impulse-replay serve: this client is a
+  /// read-only spectator that may use replay_control); nullopt for a live server or when not
+  /// connected. From ConnectAccepted.
+  std::optional<ReplayRange> replay_range() const;
 
   // -------------------------------------------------------------- diagnostics
   /// RTT, jitter and loss of the link to the server, from the packet acks.

@@ -4,6 +4,7 @@
 // Standalone: standard headers, shared/math.h and shared/object_id.h only.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -64,6 +65,12 @@ enum class ReplayAction : uint8_t {
   Resume = 1,    ///< play on from the current tick (from the first tick when at the end)
   Seek = 2,      ///< jump to the given tick
   SetSpeed = 3,  ///< play at the given speed times the recorded tick rate
+};
+
+/// The ticks a replay server can play and seek to (ClientCore::replay_range), inclusive.
+struct ReplayRange {
+  uint64_t first_tick = 0;  ///< the recording's initial state
+  uint64_t last_tick = 0;   ///< its last complete tick
 };
 
 /// The shape of a client's area of interest (schemas/impulse.fbs InterestKind).

@@ -1,0 +1,369 @@
+#include "viewer/http.h"
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+namespace impulse::viewer {
+namespace {
+
+// What a hostile or broken browser may cost: every read and write bounded in time (a page that
+// stops reading its stream is dropped after kWriteTimeoutS), request bodies bounded to
+// kMaxBodyBytes (a control is a few form fields), at most max_streams streams plus kSpareWorkers
+// threads for the page, its scripts and the controls, and a short accept queue.
+constexpr time_t kReadTimeoutS = 5;
+constexpr time_t kWriteTimeoutS = 5;
+constexpr time_t kKeepAliveTimeoutS = 2;
+constexpr size_t kKeepAliveMaxRequests = 32;
+constexpr size_t kMaxBodyBytes = 1024;
+constexpr size_t kSpareWorkers = 4;
+constexpr size_t kMaxQueuedConnections = 16;
+constexpr size_t kMaxScriptBytes = 16u << 20;  // three.min.js r111 is 0.6 MB
+/// A stream with no new frame sends an SSE comment this often, so a closed page is noticed.
+constexpr std::chrono::milliseconds kKeepAlive{1000};
+constexpr const char* kPlainText = "text/plain; charset=utf-8";
+/// The header every POST must carry: a cross-origin page cannot send it without a CORS preflight,
+/// which this server never grants, so another site open in the browser cannot drive the viewer.
+constexpr const char* kControlHeader = "X-Impulse-Viewer";
+
+// A pool of fixed size whose queue is bounded (httplib's own ThreadPool queues without limit):
+// the accept thread waits while it is full, so the kernel's backlog takes the rest.
+class BoundedPool final : public httplib::TaskQueue {
+ public:
+  BoundedPool(size_t workers, size_t max_queued) : max_queued_(max_queued) {
+    for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~BoundedPool() override { shutdown(); }
+  void enqueue(std::function<void()> fn) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    space_.wait(lock, [this] { return jobs_.size() < max_queued_ || stopping_; });
+    jobs_.push_back(std::move(fn));
+    ready_.notify_one();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_ && threads_.empty()) return;
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    space_.notify_all();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void work() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return !jobs_.empty() || stopping_; });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      space_.notify_one();
+      job();
+    }
+  }
+  const size_t max_queued_;
+  std::mutex mutex_;
+  std::condition_variable ready_, space_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  bool stopping_ = false;
+};
+
+/// At most one log line per second for refused requests, with the count of those not logged.
+class RefusalLog {
+ public:
+  void note(const httplib::Request& req, int status, std::string_view why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_ < std::chrono::seconds(1)) {
+      ++suppressed_;
+      return;
+    }
+    last_ = now;
+    std::string method = req.method.substr(0, 16), path = req.path.substr(0, 80);
+    for (char& c : method) c = (c < 0x20 || c > 0x7e) ? '?' : c;  // never echo control characters
+    for (char& c : path) c = (c < 0x20 || c > 0x7e) ? '?' : c;
+    fmt::print(stderr, "impulse-viewer: refused {} {} from {}: {} {}{}\n", method, path, req.remote_addr, status, why,
+               suppressed_ ? fmt::format(" ({} more refused since the last line)", suppressed_) : std::string());
+    suppressed_ = 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_{};
+  uint64_t suppressed_ = 0;
+};
+
+bool read_file(const std::filesystem::path& path, std::string* out) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0 || size > kMaxScriptBytes) return false;
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  *out = std::move(text).str();
+  return in.good() || in.eof();
+}
+
+bool is_loopback(const std::string& bind) { return bind == "127.0.0.1" || bind == "::1" || bind == "localhost"; }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------ FrameSlot, queues
+
+void FrameSlot::publish(std::shared_ptr<const std::string> frame) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    frame_.swap(frame);
+    ++sequence_;
+  }
+  changed_.notify_all();
+  // The old frame (now in `frame`) is freed here, outside the lock, unless a stream still sends it.
+}
+
+std::shared_ptr<const std::string> FrameSlot::wait_newer(uint64_t* seen, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, timeout, [&] { return stopped_ || (frame_ && sequence_ != *seen); });
+  if (stopped_ || !frame_ || sequence_ == *seen) return nullptr;
+  *seen = sequence_;
+  return frame_;
+}
+
+void FrameSlot::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopped_ = true;
+  }
+  changed_.notify_all();
+}
+
+bool FrameSlot::stopped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopped_;
+}
+
+bool ControlQueue::push(const ControlRequest& r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queue_.size() >= kCapacity) return false;
+  queue_.push_back(r);
+  return true;
+}
+
+std::optional<ControlRequest> ControlQueue::pop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queue_.empty()) return std::nullopt;
+  const ControlRequest r = queue_.front();
+  queue_.pop_front();
+  return r;
+}
+
+void ReplayFacts::set(std::optional<ReplayRange> range) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  range_ = range;
+}
+
+std::optional<ReplayRange> ReplayFacts::get() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return range_;
+}
+
+// ------------------------------------------------------------------------------ HttpServer
+
+struct HttpServer::Impl {
+  httplib::Server server;
+  std::thread thread;
+  std::string three_js, orbit_js;  // orbit_js empty: not installed (the page then has a fixed camera)
+  RefusalLog refusals;
+  FrameSlot* frames = nullptr;
+};
+
+std::unique_ptr<HttpServer> HttpServer::start(const HttpOptions& options, FrameSlot& frames, ControlQueue& controls,
+                                              const ReplayFacts& replay, std::string* error) {
+  std::unique_ptr<HttpServer> http(new HttpServer());
+  http->impl_ = std::make_unique<Impl>();
+  Impl& impl = *http->impl_;
+  impl.frames = &frames;
+  const std::filesystem::path dir(options.three_dir);
+  if (!read_file(dir / "build" / "three.min.js", &impl.three_js)) {
+    *error = fmt::format("cannot read {}: install three.js (apt-get install libjs-three, or scripts/setup) or point "
+                         "--three-dir at a directory holding build/three.min.js",
+                         (dir / "build" / "three.min.js").string());
+    return nullptr;
+  }
+  if (!read_file(dir / "examples" / "js" / "controls" / "OrbitControls.js", &impl.orbit_js)) {
+    fmt::print(stderr, "impulse-viewer: no examples/js/controls/OrbitControls.js under {}: the page's camera will not orbit\n",
+               dir.string());
+  }
+
+  httplib::Server& svr = impl.server;
+  const size_t max_streams = static_cast<size_t>(options.max_streams);
+  svr.new_task_queue = [max_streams] { return new BoundedPool(max_streams + kSpareWorkers, kMaxQueuedConnections); };
+  svr.set_read_timeout(kReadTimeoutS, 0);
+  svr.set_write_timeout(kWriteTimeoutS, 0);
+  svr.set_keep_alive_timeout(kKeepAliveTimeoutS);
+  svr.set_keep_alive_max_count(kKeepAliveMaxRequests);
+  svr.set_payload_max_length(kMaxBodyBytes);
+  svr.set_tcp_nodelay(true);
+  svr.set_socket_options([](socket_t sock) {  // no SO_REUSEPORT: a second viewer on the port must fail
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+
+  // Bound to loopback, only loopback names are accepted in Host: a public web page that rebinds its
+  // own name to 127.0.0.1 (DNS rebinding) then cannot read the stream or send controls.
+  const bool loopback = is_loopback(options.bind);
+  svr.set_pre_routing_handler([&impl, loopback](const httplib::Request& req, httplib::Response& res) {
+    const bool known_method = req.method == "GET" || req.method == "HEAD" || req.method == "POST";
+    if (!known_method) {
+      res.status = 405;
+      res.set_header("Allow", "GET, HEAD, POST");
+      res.set_content("method not allowed: the viewer serves GET, HEAD and POST /control\n", kPlainText);
+      impl.refusals.note(req, 405, "method not allowed");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (loopback) {
+      const std::string host = req.get_header_value("Host");
+      const std::string name = host.rfind('[', 0) == 0 ? host.substr(0, host.find(']') + 1) : host.substr(0, host.find(':'));
+      if (name != "127.0.0.1" && name != "localhost" && name != "[::1]") {
+        res.status = 403;
+        res.set_content("forbidden: open the viewer as http://127.0.0.1:PORT/ or http://localhost:PORT/\n", kPlainText);
+        impl.refusals.note(req, 403, "Host is not a loopback name");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    // cpp-httplib bounds a body by Content-Length only (a chunked one is read whole): POSTs must
+    // give a length, so set_payload_max_length refuses a long one with 413 before reading it.
+    if (req.method == "POST" && (!req.has_header("Content-Length") || req.has_header("Transfer-Encoding"))) {
+      res.status = 411;
+      res.set_content("length required: send a control with a Content-Length (no chunked bodies)\n", kPlainText);
+      impl.refusals.note(req, 411, "POST without Content-Length");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method == "POST" && req.get_header_value(kControlHeader) != "1") {
+      res.status = 403;
+      res.set_content(fmt::format("forbidden: a control must carry the header {}: 1\n", kControlHeader), kPlainText);
+      impl.refusals.note(req, 403, "POST without the control header");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    res.set_content(fmt::format("HTTP {}\n", res.status), kPlainText);
+  });
+  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    res.status = 500;
+    res.set_content("internal error\n", kPlainText);
+  });
+
+  svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_content(kPageHtml, "text/html; charset=utf-8");
+  });
+  svr.Get("/three.min.js", [&impl](const httplib::Request&, httplib::Response& res) {
+    res.set_content(impl.three_js, "text/javascript; charset=utf-8");
+  });
+  svr.Get("/OrbitControls.js", [&impl](const httplib::Request&, httplib::Response& res) {
+    if (impl.orbit_js.empty()) {
+      res.status = 404;
+      return;
+    }
+    res.set_content(impl.orbit_js, "text/javascript; charset=utf-8");
+  });
+
+  HttpServer* self = http.get();
+  svr.Get("/events", [self, &impl, max_streams](const httplib::Request& req, httplib::Response& res) {
+    if (self->streams_.fetch_add(1) >= static_cast<int>(max_streams)) {
+      self->streams_.fetch_sub(1);
+      res.status = 503;
+      res.set_header("Retry-After", "5");
+      res.set_content(fmt::format("too many pages are watching (--max-pages {}): close one and reload\n", max_streams),
+                      kPlainText);
+      impl.refusals.note(req, 503, "--max-pages reached");
+      return;
+    }
+    res.set_header("Cache-Control", "no-store");
+    auto seen = std::make_shared<uint64_t>(0);
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [&impl, seen](size_t, httplib::DataSink& sink) {
+          std::shared_ptr<const std::string> frame = impl.frames->wait_newer(seen.get(), kKeepAlive);
+          if (impl.frames->stopped()) return false;
+          if (!frame) {
+            static constexpr char kComment[] = ": keepalive\n\n";
+            return sink.write(kComment, sizeof kComment - 1);
+          }
+          std::string event;
+          event.reserve(frame->size() + 8);
+          event += "data: ";
+          event += *frame;
+          event += "\n\n";
+          return sink.write(event.data(), event.size());
+        },
+        [self](bool) { self->streams_.fetch_sub(1); });
+  });
+
+  svr.Post("/control", [&impl, &controls, &replay](const httplib::Request& req, httplib::Response& res) {
+    std::string error;
+    const std::optional<ControlRequest> control =
+        parse_control(req.get_param_value("action"), req.get_param_value("tick"), req.get_param_value("speed"),
+                      replay.get(), &error);
+    if (!control) {
+      res.status = replay.get() ? 400 : 409;
+      res.set_content(error + "\n", kPlainText);
+      impl.refusals.note(req, res.status, error);
+      return;
+    }
+    if (!controls.push(*control)) {
+      res.status = 503;
+      res.set_header("Retry-After", "1");
+      res.set_content("too many controls waiting: try again in a moment\n", kPlainText);
+      impl.refusals.note(req, 503, "control queue full");
+      return;
+    }
+    res.status = 202;  // the server's answer shows up in the stream's "control" field
+    res.set_content("accepted\n", kPlainText);
+  });
+
+  int port = options.port;
+  if (options.port == 0) {
+    port = svr.bind_to_any_port(options.bind);
+  } else if (!svr.bind_to_port(options.bind, options.port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    *error = fmt::format("cannot listen for HTTP on {}:{}: the port is in use or the address is not local; choose "
+                         "another with --http-port or --http-bind",
+                         options.bind, options.port);
+    return nullptr;
+  }
+  http->port_ = static_cast<uint16_t>(port);
+  impl.thread = std::thread([&impl] { impl.server.listen_after_bind(); });
+  return http;
+}
+
+HttpServer::~HttpServer() {
+  if (!impl_) return;
+  impl_->frames->stop();  // streams return at their next wake-up, freeing their workers
+  impl_->server.stop();
+  if (impl_->thread.joinable()) impl_->thread.join();
+}
+
+}  // namespace impulse::viewer

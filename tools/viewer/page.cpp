@@ -1,0 +1,363 @@
+// The viewer's page, embedded so the binary needs no data files besides three.js. Classic scripts:
+// Debian's three.js r111 ships build/three.min.js and examples/js/controls/OrbitControls.js as
+// UMD files that fill the global THREE.
+#include "viewer/http.h"
+
+namespace impulse::viewer {
+
+const char* const kPageHtml = R"PAGE(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Impulse viewer</title>
+<style>
+  html, body { margin: 0; height: 100%; overflow: hidden; background: #1b1f27; color: #e6e9ef;
+               font: 13px/1.4 system-ui, sans-serif; }
+  #view { display: block; width: 100vw; height: 100vh; }
+  .panel { position: absolute; background: rgba(16, 19, 25, 0.82); border-radius: 6px; padding: 8px 10px; }
+  #stats { top: 10px; left: 10px; min-width: 190px; }
+  #stats b { display: inline-block; min-width: 64px; text-align: right; font-variant-numeric: tabular-nums; }
+  #status { color: #f0c674; }
+  #status.ok { color: #8fd18f; }
+  #body-info { top: 10px; right: 10px; min-width: 220px; display: none; white-space: pre; font-family: monospace; }
+  #replay { left: 10px; right: 10px; bottom: 10px; display: none; align-items: center; gap: 10px; }
+  #timeline { flex: 1; }
+  #replay-tick { min-width: 150px; font-variant-numeric: tabular-nums; }
+  #hint { bottom: 10px; right: 10px; color: #9aa3b2; font-size: 12px; }
+  button, select { background: #2c3340; color: #e6e9ef; border: 1px solid #465066; border-radius: 4px; padding: 3px 8px; }
+</style>
+</head>
+<body>
+<canvas id="view"></canvas>
+<div id="stats" class="panel">
+  <div id="status">connecting</div>
+  <div>tick <b id="stat-tick">-</b></div>
+  <div>bodies <b id="stat-bodies">-</b></div>
+  <div>awake <b id="stat-awake">-</b></div>
+  <div>kbit/s <b id="stat-kbps">-</b></div>
+  <div>rtt ms <b id="stat-rtt">-</b></div>
+  <div>delay ms <b id="stat-delay">-</b></div>
+  <div id="stat-server"></div>
+</div>
+<pre id="body-info" class="panel"></pre>
+<div id="replay" class="panel">
+  <button id="play">pause</button>
+  <select id="speed">
+    <option value="0.25">0.25x</option><option value="0.5">0.5x</option><option value="1" selected>1x</option>
+    <option value="2">2x</option><option value="4">4x</option><option value="8">8x</option>
+  </select>
+  <input id="timeline" type="range" min="0" max="0" step="1" value="0">
+  <span id="replay-tick">-</span>
+  <span id="control"></span>
+</div>
+<div id="hint" class="panel">drag: orbit · wheel: zoom · right-drag: pan · click a body for its state</div>
+<script src="/three.min.js"></script>
+<script src="/OrbitControls.js" onerror="void 0"></script>
+<script>
+'use strict';
+const $ = (id) => document.getElementById(id);
+const KIND = ['dynamic', 'static', 'kinematic'];
+const SHAPE = ['sphere', 'box', 'capsule', 'plane'];
+const KIND_COLOR = [0xe0803a, 0x8d939c, 0x3fa66b];  // dynamic, static, kinematic
+const SENSOR_COLOR = 0x42b8d8;
+const PLANE_COLOR = 0x39414f;
+const SLEEP_TINT = new THREE.Color(0x5b6b8f);  // sleeping bodies are blended towards it
+const BACKGROUND = 0x1b1f27;
+const FLASH_MS = 350;
+
+const renderer = new THREE.WebGLRenderer({ canvas: $('view'), antialias: true });
+renderer.setPixelRatio(window.devicePixelRatio || 1);
+const scene = new THREE.Scene();
+scene.background = new THREE.Color(BACKGROUND);
+scene.fog = new THREE.Fog(BACKGROUND, 45, 180);  // the ground's grid fades into the background
+const camera = new THREE.PerspectiveCamera(50, 1, 0.1, 2000);
+camera.position.set(0, 7, 18);
+const target = new THREE.Vector3(-1, 2.5, -3);
+camera.lookAt(target);
+let controls = null;
+if (THREE.OrbitControls) {
+  controls = new THREE.OrbitControls(camera, renderer.domElement);
+  controls.target.copy(target);
+  controls.update();
+} else {
+  $('hint').textContent = 'OrbitControls.js is not installed: fixed camera · click a body for its state';
+}
+scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x3a3a44, 0.65));
+const sun = new THREE.DirectionalLight(0xffffff, 0.75);
+sun.position.set(8, 20, 12);
+scene.add(sun);
+
+function resize() {
+  const w = window.innerWidth, h = window.innerHeight;
+  renderer.setSize(w, h, false);
+  camera.aspect = w / Math.max(h, 1);
+  camera.updateProjectionMatrix();
+}
+window.addEventListener('resize', resize);
+resize();
+
+// ------------------------------------------------------------------ bodies
+const bodies = new Map();  // "index:generation" -> { mesh, geoKey, state, flashUntil }
+const geometries = new Map();  // shared by bodies of the same shape and size
+
+function capsuleGeometry(r, h) {
+  // A lathe of the capsule's outline around local Y (its core segment's axis); r111 has no
+  // CapsuleGeometry.
+  const pts = [];
+  const n = 8;
+  for (let i = 0; i <= n; ++i) {
+    const a = -Math.PI / 2 + (i / n) * (Math.PI / 2);
+    pts.push(new THREE.Vector2(r * Math.cos(a), -h + r * Math.sin(a)));
+  }
+  for (let i = 0; i <= n; ++i) {
+    const a = (i / n) * (Math.PI / 2);
+    pts.push(new THREE.Vector2(r * Math.cos(a), h + r * Math.sin(a)));
+  }
+  return new THREE.LatheBufferGeometry(pts, 24);
+}
+
+function geometryFor(shape, d, key) {
+  let g = geometries.get(key);
+  if (g) return g;
+  if (shape === 0) g = new THREE.SphereBufferGeometry(d[0], 24, 16);
+  else if (shape === 1) g = new THREE.BoxBufferGeometry(2 * d[0], 2 * d[1], 2 * d[2]);
+  else if (shape === 2) g = capsuleGeometry(d[0], d[1]);
+  else g = new THREE.PlaneBufferGeometry(400, 400).rotateX(-Math.PI / 2);  // normal along local +Y
+  geometries.set(key, g);
+  return g;
+}
+
+const EDGE_MATERIAL = new THREE.LineBasicMaterial({ color: 0x1d2129, transparent: true, opacity: 0.55 });
+const edges = new Map();
+function edgesFor(geometry, key) {
+  let e = edges.get(key);
+  if (!e) { e = new THREE.EdgesGeometry(geometry); edges.set(key, e); }
+  return e;
+}
+
+function createBody(o, key, geoKey) {
+  const shape = o[3], sensor = (o[4] & 2) !== 0;
+  const material = new THREE.MeshLambertMaterial({
+    color: shape === 3 ? PLANE_COLOR : sensor ? SENSOR_COLOR : (KIND_COLOR[o[2]] || 0xffffff),
+    transparent: sensor, opacity: sensor ? 0.35 : 1,
+  });
+  const mesh = new THREE.Mesh(geometryFor(shape, [o[5], o[6], o[7]], geoKey), material);
+  if (shape === 3) {
+    const grid = new THREE.GridHelper(400, 400, 0x4c5566, 0x444c5b);
+    grid.position.y = 0.005;
+    mesh.add(grid);
+  } else if (shape === 1) {
+    mesh.add(new THREE.LineSegments(edgesFor(mesh.geometry, geoKey), EDGE_MATERIAL));  // stacked boxes stay apart
+  }
+  mesh.userData.key = key;
+  scene.add(mesh);
+  const b = { mesh, geoKey, state: o, flashUntil: 0, base: material.color.clone() };
+  bodies.set(key, b);
+  return b;
+}
+
+function removeBody(key, b) {
+  scene.remove(b.mesh);
+  b.mesh.material.dispose();
+  bodies.delete(key);
+}
+
+// ------------------------------------------------------------------ contact flashes
+const markers = [];
+const markerGeometry = new THREE.SphereBufferGeometry(0.12, 10, 8);
+function flashContact(c, now) {
+  for (const key of [c[1] + ':' + c[2], c[3] + ':' + c[4]]) {
+    const b = bodies.get(key);
+    if (b && b.state[2] !== 1) b.flashUntil = now + FLASH_MS;  // not the ground: it touches everything
+  }
+  let m = markers.find((x) => x.until < now);
+  if (!m) {
+    if (markers.length >= 32) return;
+    m = { mesh: new THREE.Mesh(markerGeometry, new THREE.MeshBasicMaterial({ color: 0xffe066, transparent: true })), until: 0 };
+    scene.add(m.mesh);
+    markers.push(m);
+  }
+  m.mesh.position.set(c[5], c[6], c[7]);
+  m.until = now + FLASH_MS;
+}
+
+// ------------------------------------------------------------------ frames from the viewer
+let latest = null, dirty = false, frames = 0, lastTick = -1, flashedTick = -1, selected = null;
+const flashedKeys = new Set();
+
+function fmt(v, d) { return Number(v).toFixed(d); }
+
+function apply(f) {
+  const now = performance.now();
+  const ok = f.status === 'connected';
+  $('status').textContent = ok ? 'connected to ' + f.server : f.status;
+  $('status').className = ok ? 'ok' : '';
+  $('stat-tick').textContent = ok ? String(f.tick) : '-';
+  $('stat-bodies').textContent = ok ? String(f.bodies) : '-';
+  $('stat-awake').textContent = ok ? String(f.awake) : '-';
+  $('stat-kbps').textContent = ok ? fmt(f.kbit_s, 1) : '-';
+  $('stat-rtt').textContent = ok && f.rtt_ms >= 0 ? fmt(f.rtt_ms, 2) : '-';
+  $('stat-delay').textContent = ok ? fmt(f.delay_ms, 0) : '-';
+  $('stat-server').textContent = ok ? f.tick_hz + ' Hz physics, ' + f.snapshot_hz + ' Hz snapshots' + (f.replay ? ', replay' : '') : '';
+
+  const seen = new Set();
+  for (const o of f.objs) {
+    const key = o[0] + ':' + o[1];
+    seen.add(key);
+    const geoKey = o[3] + ',' + o[5] + ',' + o[6] + ',' + o[7];
+    let b = bodies.get(key);
+    if (b && b.geoKey !== geoKey) { removeBody(key, b); b = null; }
+    if (!b) b = createBody(o, key, geoKey);
+    b.mesh.position.set(o[8], o[9], o[10]);
+    b.mesh.quaternion.set(o[11], o[12], o[13], o[14]);
+    b.state = o;
+    const sleeping = (o[4] & 1) !== 0;
+    b.mesh.material.color.copy(b.base);
+    if (sleeping && o[2] !== 1) b.mesh.material.color.lerp(SLEEP_TINT, 0.6);  // statics always sleep
+  }
+  for (const [key, b] of bodies) if (!seen.has(key)) removeBody(key, b);
+  if (selected && !bodies.has(selected)) selected = null;
+
+  // Begins are repeated for half a second of ticks: flash each once. A seek back starts afresh.
+  if (f.tick < lastTick) { flashedTick = -1; flashedKeys.clear(); }
+  lastTick = f.tick;
+  let newest = flashedTick;
+  for (const c of f.begins) {
+    const id = c.slice(0, 5).join(',');
+    if (c[0] < flashedTick || flashedKeys.has(id)) continue;
+    flashedKeys.add(id);
+    flashContact(c, now);
+    newest = Math.max(newest, c[0]);
+  }
+  if (newest > flashedTick) {
+    flashedTick = newest;
+    for (const id of flashedKeys) if (Number(id.split(',')[0]) < flashedTick) flashedKeys.delete(id);
+  }
+
+  const replay = $('replay');
+  if (ok && f.replay) {
+    replay.style.display = 'flex';
+    const tl = $('timeline');
+    tl.min = f.replay.first;
+    tl.max = f.replay.last;
+    if (!dragging) tl.value = f.tick;
+    $('replay-tick').textContent = 'tick ' + (dragging ? tl.value : f.tick) + ' / ' + f.replay.last;
+    $('play').textContent = f.replay.paused ? 'play' : 'pause';
+    $('control').textContent = f.control;
+  } else {
+    replay.style.display = 'none';
+  }
+  showSelected();
+}
+
+function showSelected() {
+  const panel = $('body-info');
+  const b = selected && bodies.get(selected);
+  if (!b) { panel.style.display = 'none'; return; }
+  const o = b.state;
+  const speed = Math.hypot(o[15], o[16], o[17]);
+  panel.style.display = 'block';
+  panel.textContent =
+    'id        ' + o[0] + ':' + o[1] + '\n' +
+    'kind      ' + (KIND[o[2]] || '?') + ((o[4] & 2) ? ' sensor' : '') + '\n' +
+    'shape     ' + (SHAPE[o[3]] || '?') + ' ' + [o[5], o[6], o[7]].map((v) => fmt(v, 2)).join(' ') + '\n' +
+    'position  ' + [o[8], o[9], o[10]].map((v) => fmt(v, 2)).join(' ') + '\n' +
+    'velocity  ' + [o[15], o[16], o[17]].map((v) => fmt(v, 2)).join(' ') + '  |v| ' + fmt(speed, 2) + ' m/s\n' +
+    'sleeping  ' + ((o[4] & 1) ? 'yes' : 'no') + '\n' +
+    'owner     not in snapshots (the server keeps it)';
+}
+
+const events = new EventSource('/events');
+events.onmessage = (e) => {
+  try { latest = JSON.parse(e.data); dirty = true; } catch (err) { /* a torn frame: wait for the next */ }
+};
+events.onerror = () => {
+  $('status').textContent = 'viewer unreachable: retrying';
+  $('status').className = '';
+};
+
+// ------------------------------------------------------------------ replay controls
+let dragging = false;
+function control(params) {
+  return fetch('/control', {
+    method: 'POST',
+    headers: { 'X-Impulse-Viewer': '1', 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(params).toString(),
+  }).then((r) => (r.ok ? '' : r.text())).then((t) => { if (t) $('control').textContent = t.trim(); })
+    .catch(() => { $('control').textContent = 'the viewer did not answer'; });
+}
+$('play').addEventListener('click', () => {
+  control({ action: latest && latest.replay && latest.replay.paused ? 'resume' : 'pause' });
+});
+$('speed').addEventListener('change', (e) => control({ action: 'speed', speed: e.target.value }));
+$('timeline').addEventListener('input', () => { dragging = true; });
+$('timeline').addEventListener('change', (e) => {
+  dragging = false;
+  control({ action: 'seek', tick: e.target.value });
+});
+
+// ------------------------------------------------------------------ picking
+const raycaster = new THREE.Raycaster();
+let downAt = null;
+renderer.domElement.addEventListener('pointerdown', (e) => { downAt = [e.clientX, e.clientY]; });
+renderer.domElement.addEventListener('pointerup', (e) => {
+  if (!downAt || Math.hypot(e.clientX - downAt[0], e.clientY - downAt[1]) > 5) return;  // a drag, not a click
+  pick(e.clientX, e.clientY);
+});
+function pick(x, y) {
+  const rect = renderer.domElement.getBoundingClientRect();
+  const ndc = new THREE.Vector2(((x - rect.left) / rect.width) * 2 - 1, -((y - rect.top) / rect.height) * 2 + 1);
+  raycaster.setFromCamera(ndc, camera);
+  const meshes = [];
+  for (const b of bodies.values()) meshes.push(b.mesh);
+  const hit = raycaster.intersectObjects(meshes, false)[0];
+  selected = hit ? hit.object.userData.key : null;
+  showSelected();
+  return selected;
+}
+
+// ------------------------------------------------------------------ drawing
+const SELECT_EMISSIVE = new THREE.Color(0x2a4dff);
+const FLASH_EMISSIVE = new THREE.Color(0xfff2a8);
+let rendered = 0;
+function loop() {
+  requestAnimationFrame(loop);
+  if (dirty) { dirty = false; apply(latest); frames++; }
+  const now = performance.now();
+  for (const [key, b] of bodies) {
+    const flash = Math.max(0, (b.flashUntil - now) / FLASH_MS);
+    const e = b.mesh.material.emissive;
+    if (key === selected) e.copy(SELECT_EMISSIVE).multiplyScalar(0.6);
+    else e.setRGB(0, 0, 0);
+    if (flash > 0) e.lerp(FLASH_EMISSIVE, flash);
+  }
+  for (const m of markers) {
+    const left = Math.max(0, (m.until - now) / FLASH_MS);
+    m.mesh.visible = left > 0;
+    m.mesh.material.opacity = left;
+  }
+  if (controls) controls.update();
+  renderer.render(scene, camera);
+  rendered++;
+}
+requestAnimationFrame(loop);
+
+// For tests and the console: where a world point lands on the page (CSS pixels), and the state.
+window.impulseViewer = {
+  project(x, y, z) {
+    const v = new THREE.Vector3(x, y, z).project(camera);
+    const rect = renderer.domElement.getBoundingClientRect();
+    return { x: rect.left + (v.x + 1) / 2 * rect.width, y: rect.top + (1 - v.y) / 2 * rect.height };
+  },
+  pick,
+  get frames() { return frames; },
+  get rendered() { return rendered; },
+  get latest() { return latest; },
+  background: BACKGROUND,
+};
+</script>
+</body>
+</html>
+)PAGE";
+
+}  // namespace impulse::viewer
