@@ -19,7 +19,9 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
-const SKIP = 77;
+// Under CI (.ci/run exports CI=true, and scripts/setup installs both) a missing browser is a
+// failure, not a skip, so the check cannot silently stop running.
+const SKIP = process.env.CI === 'true' ? 1 : 77;
 const binDir = process.argv[2];
 const screenshotOut = process.argv[3] || process.env.IMPULSE_VIEWER_SCREENSHOT || '';
 const CHROMIUM = process.env.IMPULSE_CHROMIUM || '/usr/bin/chromium';
