@@ -4,10 +4,9 @@
 // a plain one, which is swept against static bodies only, so it passes through the dynamic plank
 // and stops at the static wall; and one created with `bullet`, which stops at the plank. The
 // recording then replays bit-exactly, so the flag travels through the recording too.
-#include <fmt/format.h>
 
 #include "integration/harness.h"
-#include "server/record/replay.h"
+#include "integration/temp_recording.h"
 
 namespace impulse::test {
 namespace {
@@ -26,12 +25,11 @@ constexpr std::string_view kPlankScene = R"({
 })";
 
 TEST(Bullet, ABulletStopsAtADynamicPlankThatAPlainFastBodyPassesAndTheRecordingVerifies) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / fmt::format("impulse-bullet-{}.irec", ::getpid())).string();
+  const TempRecording recording("bullet");
   {
     ServerOptions options;
     options.scene_json = kPlankScene;
-    options.record_file = path;
+    options.record_file = recording.path();
     RunningServer server(options);
     ASSERT_TRUE(server.started()) << server.error();
     ClientDriver driver;
@@ -61,11 +59,7 @@ TEST(Bullet, ABulletStopsAtADynamicPlankThatAPlainFastBodyPassesAndTheRecordingV
     EXPECT_LT(bs->position.x, 0.5f) << "the bullet passed the plank";
     server.stop();
   }
-  const record::VerifyResult r = record::verify_recording(path);
-  EXPECT_TRUE(r.error.empty()) << r.error;
-  EXPECT_TRUE(r.ok) << r.report << r.read_problem;
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
+  recording.expect_verifies();
 }
 
 }  // namespace

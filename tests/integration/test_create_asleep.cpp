@@ -3,20 +3,18 @@
 // which is ignored) and one awake beside it. The asleep box stays where it was put, reported at
 // rest, while the awake one falls; an impulse wakes it and it falls too. The recording then
 // replays bit-exactly, so the asleep flag travels through the recording.
-#include <fmt/format.h>
 
 #include "integration/harness.h"
-#include "server/record/replay.h"
+#include "integration/temp_recording.h"
 
 namespace impulse::test {
 namespace {
 
 TEST(CreateAsleep, ABodyCreatedAsleepStaysPutUntilPushedAndTheRecordingVerifies) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / fmt::format("impulse-asleep-{}.irec", ::getpid())).string();
+  const TempRecording recording("asleep");
   {
     ServerOptions options;
-    options.record_file = path;
+    options.record_file = recording.path();
     RunningServer server(options);
     ASSERT_TRUE(server.started()) << server.error();
     ClientDriver driver;
@@ -57,11 +55,7 @@ TEST(CreateAsleep, ABodyCreatedAsleepStaysPutUntilPushedAndTheRecordingVerifies)
     EXPECT_TRUE(fell.has_value()) << "the pushed box did not wake and fall";
     server.stop();
   }
-  const record::VerifyResult r = record::verify_recording(path);
-  EXPECT_TRUE(r.error.empty()) << r.error;
-  EXPECT_TRUE(r.ok) << r.report << r.read_problem;
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
+  recording.expect_verifies();
 }
 
 }  // namespace

@@ -4,10 +4,9 @@
 // the lower box accept a third box's category, and the third box lands on it; a filtered raycast
 // sees through the third box to the lower one. The recording
 // replays bit-exactly, so the filters of CreateObject and SetFilter travel through it.
-#include <fmt/format.h>
 
 #include "integration/harness.h"
-#include "server/record/replay.h"
+#include "integration/temp_recording.h"
 
 namespace impulse::test {
 namespace {
@@ -18,11 +17,10 @@ constexpr uint32_t kUpper = 4;
 constexpr uint32_t kThird = 8;
 
 TEST(Filter, BodiesWithExclusiveFiltersPassThroughAndSetFilterMakesAThirdCollide) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / fmt::format("impulse-filter-{}.irec", ::getpid())).string();
+  const TempRecording recording("filter");
   {
     ServerOptions options;
-    options.record_file = path;
+    options.record_file = recording.path();
     RunningServer server(options);
     ASSERT_TRUE(server.started()) << server.error();
     ClientDriver driver;
@@ -95,11 +93,7 @@ TEST(Filter, BodiesWithExclusiveFiltersPassThroughAndSetFilterMakesAThirdCollide
     EXPECT_FALSE(stale->ok());
     server.stop();
   }
-  const record::VerifyResult r = record::verify_recording(path);
-  EXPECT_TRUE(r.error.empty()) << r.error;
-  EXPECT_TRUE(r.ok) << r.report << r.read_problem;
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
+  recording.expect_verifies();
 }
 
 }  // namespace

@@ -6,12 +6,12 @@
 //  - MoveKinematic: a kinematic box is at its target pose after the step that applied it; the
 //    refusals (NotOwner, NotDynamic, non-finite, too far) come back as result codes.
 //  - Raycast.back_faces: a ray from inside the ground reports where it leaves it.
-#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdio>
 
 #include "integration/harness.h"
+#include "integration/temp_recording.h"
 #include "server/app/scene.h"
 #include "server/record/replay.h"
 
@@ -39,12 +39,9 @@ const ObjectState* sphere_at(const std::vector<ObjectState>& objects, float x_si
   return nullptr;
 }
 
-std::string temp_path(std::string_view stem) {
-  return (std::filesystem::temp_directory_path() / fmt::format("impulse-{}-{}.irec", stem, ::getpid())).string();
-}
-
 TEST(MaterialPairs, ASceneFilesPairSetsTheBounceSeenOverTheWireAndTheRecordingKeepsIt) {
-  const std::string path = temp_path("materials");
+  const TempRecording recording("materials");
+  const std::string& path = recording.path();
   constexpr float kDrop = 3.0f;  // bottom of the ball above the floor [m]
   constexpr float kE = 0.8f;
   {
@@ -90,9 +87,7 @@ TEST(MaterialPairs, ASceneFilesPairSetsTheBounceSeenOverTheWireAndTheRecordingKe
     EXPECT_LT(unpaired_after, 0.02f);
     server.stop();
   }
-  const record::VerifyResult r = record::verify_recording(path);
-  EXPECT_TRUE(r.error.empty()) << r.error;
-  EXPECT_TRUE(r.ok) << r.report << r.read_problem;
+  recording.expect_verifies();
   // The header's state carries the table: a scene exported at tick 1 has the pair again.
   record::ReplayedWorld replayed;
   std::string error;
@@ -104,15 +99,14 @@ TEST(MaterialPairs, ASceneFilesPairSetsTheBounceSeenOverTheWireAndTheRecordingKe
   EXPECT_EQ(std::min(exported.material_pairs[0].a, exported.material_pairs[0].b), 1);
   EXPECT_EQ(std::max(exported.material_pairs[0].a, exported.material_pairs[0].b), 2);
   EXPECT_EQ(exported.material_pairs[0].restitution, kE);
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
 }
 
 /// The rotation angle [rad] of a unit quaternion.
 float angle_of(Quat q) { return 2.0f * std::acos(std::fmin(std::fabs(q.w), 1.0f)); }
 
 TEST(MoveKinematic, AKinematicBodyIsAtItsTargetAfterTheStepAndRefusalsAreAnswered) {
-  const std::string path = temp_path("kinematic");
+  const TempRecording recording("kinematic");
+  const std::string& path = recording.path();
   {
     ServerOptions options;
     options.record_file = path;
@@ -204,11 +198,7 @@ TEST(MoveKinematic, AKinematicBodyIsAtItsTargetAfterTheStepAndRefusalsAreAnswere
     server.stop();
   }
   // The recording carries MoveKinematic's target (position and orientation) and replays bit-exactly.
-  const record::VerifyResult r = record::verify_recording(path);
-  EXPECT_TRUE(r.error.empty()) << r.error;
-  EXPECT_TRUE(r.ok) << r.report << r.read_problem;
-  std::error_code ec;
-  std::filesystem::remove(path, ec);
+  recording.expect_verifies();
 }
 
 }  // namespace
