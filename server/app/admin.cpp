@@ -21,6 +21,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "server/app/log_format.h"
 #include "shared/wire/codec.h"
 
 namespace impulse::server {
@@ -40,6 +41,13 @@ constexpr size_t kKeepAliveMaxRequests = 8;
 constexpr size_t kMaxBodyBytes = 0;
 
 constexpr const char* kPlainText = "text/plain; charset=utf-8";
+constexpr const char* kJson = "application/json";
+
+// GET /objects: how long a worker waits for the tick thread's answer (it comes within one
+// wake-up, 1/tick_hz, unless the loop is stalled), and for its turn when another question is
+// being answered (short, so two clicks never hold both workers and starve the probes).
+constexpr std::chrono::milliseconds kObjectAnswerTimeout{500};
+constexpr std::chrono::milliseconds kObjectTurnTimeout{100};
 
 // httplib's own ThreadPool queues without limit; this one holds at most max_queued connections.
 class BoundedPool final : public httplib::TaskQueue {
@@ -131,6 +139,93 @@ bool MetricsExchange::publish(const MetricsSnapshot& s) {
 MetricsSnapshot MetricsExchange::read() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return latest_;
+}
+
+// --- Object queries (GET /objects/<id>) --------------------------------------------------------
+
+ObjectQueryBox::Outcome ObjectQueryBox::ask(uint32_t index, uint32_t generation, bool has_generation,
+                                            std::chrono::milliseconds timeout, Answer* out) {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::timed_mutex> turn(askers_, std::defer_lock);
+  if (!turn.try_lock_for(std::min(timeout, kObjectTurnTimeout))) return Outcome::Busy;
+  // Holding the turn, the box is idle: every asker leaves it so, answered or not.
+  index_ = index;
+  generation_ = generation;
+  has_generation_ = has_generation;
+  state_.store(kAsked, std::memory_order_release);
+  const auto deadline = start + timeout;
+  // Bounded: until the deadline, then at most the few instructions of an answer being written.
+  for (;;) {
+    const uint32_t s = state_.load(std::memory_order_acquire);
+    if (s == kAnswered) break;
+    if (s == kAsked && std::chrono::steady_clock::now() >= deadline) {
+      uint32_t expected = kAsked;
+      // The tick thread may take it in the same instant: then its answer is awaited instead.
+      if (state_.compare_exchange_strong(expected, kIdle, std::memory_order_acq_rel)) return Outcome::Timeout;
+      continue;
+    }
+    // Polling, not synchronisation: the tick thread may not wait on a condition variable's mutex.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  *out = answer_;
+  state_.store(kIdle, std::memory_order_release);
+  return Outcome::Answered;
+}
+
+bool ObjectQueryBox::take(uint32_t* index, uint32_t* generation, bool* has_generation) {
+  uint32_t expected = kAsked;
+  if (state_.load(std::memory_order_relaxed) != kAsked ||
+      !state_.compare_exchange_strong(expected, kAnswering, std::memory_order_acq_rel)) {
+    return false;
+  }
+  *index = index_;
+  *generation = generation_;
+  *has_generation = has_generation_;
+  return true;
+}
+
+void ObjectQueryBox::answer(const Answer& a) {
+  answer_ = a;
+  state_.store(kAnswered, std::memory_order_release);
+}
+
+bool parse_object_id(std::string_view text, uint32_t* index, uint32_t* generation, bool* has_generation) {
+  const auto parse_u32 = [](std::string_view digits, uint32_t* value) {
+    if (digits.empty() || digits.size() > 10) return false;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') return false;
+    }
+    uint64_t v = 0;
+    if (!parse_u64(digits, &v) || v > UINT32_MAX) return false;
+    *value = static_cast<uint32_t>(v);
+    return true;
+  };
+  const size_t colon = text.find(':');
+  *has_generation = colon != std::string_view::npos;
+  *generation = 0;
+  if (!*has_generation) return parse_u32(text, index);
+  return parse_u32(text.substr(0, colon), index) && parse_u32(text.substr(colon + 1), generation);
+}
+
+std::string render_object_json(const ObjectQueryBox::Answer& a) {
+  std::string out = fmt::format(R"({{"id":"{}:{}","index":{},"generation":{},"owner":)", a.index, a.generation, a.index,
+                                a.generation);
+  if (a.owner == 0) {
+    out += R"(null,"owner_name":null,"owner_connected":false)";
+  } else {
+    out += fmt::format(R"({},"owner_name":)", a.owner);
+    if (a.owner_connected) {
+      out += '"';
+      append_json_escaped(out, a.owner_name);  // a client's name: control characters escaped
+      out += '"';
+    } else {
+      out += "null";
+    }
+    out += a.owner_connected ? R"(,"owner_connected":true)" : R"(,"owner_connected":false)";
+  }
+  out += a.shared ? R"(,"shared":true})" : R"(,"shared":false})";
+  out += '\n';
+  return out;
 }
 
 // --- Health ------------------------------------------------------------------------------------
@@ -300,7 +395,8 @@ struct AdminServer::Http {
 };
 
 std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const MetricsExchange& exchange,
-                                                const HealthState& health, std::string* error) {
+                                                const HealthState& health, ObjectQueryBox& objects,
+                                                std::string* error) {
   std::unique_ptr<AdminServer> admin(new AdminServer());
   admin->http_ = std::make_unique<Http>();
   httplib::Server& svr = admin->http_->server;
@@ -329,7 +425,8 @@ std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const Me
   svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     if (res.status == 404) {
-      res.set_content("not found: the admin endpoint serves /metrics, /healthz and /readyz\n", kPlainText);
+      res.set_content("not found: the admin endpoint serves /metrics, /healthz, /readyz and /objects/<index>[:<generation>]\n",
+                      kPlainText);
     } else {
       res.set_content(fmt::format("error {}\n", res.status), kPlainText);
     }
@@ -353,6 +450,29 @@ std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const Me
     const Verdict v = check_ready(health);
     res.status = v.status;
     res.set_content(v.body + "\n", kPlainText);
+  });
+
+  svr.Get(R"(/objects/([^/]*))", [&objects](const httplib::Request& req, httplib::Response& res) {
+    const auto fail = [&res](int status, std::string_view why) {
+      res.status = status;
+      std::string body = R"({"error":")";
+      append_json_escaped(body, why);
+      body += "\"}\n";
+      res.set_content(body, kJson);
+    };
+    uint32_t index = 0, generation = 0;
+    bool has_generation = false;
+    if (req.matches.size() < 2 || !parse_object_id(req.matches[1].str(), &index, &generation, &has_generation)) {
+      return fail(400, "bad object id: use /objects/<index> or /objects/<index>:<generation> (decimal, 32-bit each)");
+    }
+    ObjectQueryBox::Answer a;
+    switch (objects.ask(index, generation, has_generation, kObjectAnswerTimeout, &a)) {
+      case ObjectQueryBox::Outcome::Busy: return fail(503, "busy: another object query is being answered; retry");
+      case ObjectQueryBox::Outcome::Timeout: return fail(503, "the tick loop did not answer in time (stalled?); retry");
+      case ObjectQueryBox::Outcome::Answered: break;
+    }
+    if (!a.found) return fail(404, "no such object: the id is unknown or stale (destroyed)");
+    res.set_content(render_object_json(a), kJson);
   });
 
   int port = -1;

@@ -7,10 +7,12 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "server/app/metrics_text.h"
 #include "server/app/server.h"
@@ -61,6 +63,49 @@ class MetricsExchange {
   MetricsSnapshot latest_;
 };
 
+/// GET /objects/<index>[:<generation>]: who owns one object. The admin thread may not touch the
+/// world or the session table (they belong to the tick thread), so it posts the id here and the
+/// tick thread answers at its next wake-up. Lock-free on the tick side: one atomic state word
+/// hands the question and the answer back and forth; the tick thread only ever loads it and
+/// compare-exchanges it, never waits. One question at a time (a timed mutex on the HTTP side).
+class ObjectQueryBox {
+ public:
+  struct Answer {
+    bool found = false;            ///< a live object with that id (false: unknown or stale)
+    uint32_t index = 0, generation = 0;
+    uint32_t owner = 0;            ///< the owning client id; 0 = the scene (or a playback world)
+    bool owner_connected = false;  ///< the owner's session is still open (its name is known)
+    std::string owner_name;        ///< the owner's client_name when connected
+    bool shared = true;
+  };
+  enum class Outcome { Answered, Busy, Timeout };
+
+  /// HTTP thread: asks about `index` (with `generation`, or the live object there when
+  /// !has_generation) and waits up to `timeout` for the tick thread's answer. Busy: another
+  /// question held the box past the deadline; Timeout: the tick did not answer in time.
+  Outcome ask(uint32_t index, uint32_t generation, bool has_generation, std::chrono::milliseconds timeout, Answer* out);
+
+  /// Tick thread: the question waiting, if any (then it must call answer()). Never blocks.
+  bool take(uint32_t* index, uint32_t* generation, bool* has_generation);
+  /// Tick thread: after take() returned true. Never blocks.
+  void answer(const Answer& a);
+
+ private:
+  enum : uint32_t { kIdle = 0, kAsked = 1, kAnswering = 2, kAnswered = 3 };
+  std::timed_mutex askers_;            // HTTP threads: one question at a time
+  std::atomic<uint32_t> state_{kIdle};
+  // Written only by the side that owns the state (asker: question while idle; tick: answer
+  // while answering), read by the other after an acquire load of state_.
+  uint32_t index_ = 0, generation_ = 0;
+  bool has_generation_ = false;
+  Answer answer_;
+};
+
+/// The JSON body of GET /objects/... for a found object (owner null for the scene's).
+std::string render_object_json(const ObjectQueryBox::Answer& a);
+/// Parses "<index>" or "<index>:<generation>" (decimal, each fitting 32 bits); false otherwise.
+bool parse_object_id(std::string_view text, uint32_t* index, uint32_t* generation, bool* has_generation);
+
 /// Health and readiness, written by the server's threads and read by the HTTP threads.
 struct HealthState {
   std::atomic<bool> ready{false};     ///< the scene is loaded, the UDP socket bound, the loop running
@@ -95,7 +140,8 @@ ProcessFigures read_process_figures();
 std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p);
 
 /// The HTTP side: a cpp-httplib server on its own accept thread with a small bounded worker
-/// pool. Only GET and HEAD of /metrics, /healthz and /readyz; other paths 404, other methods 405.
+/// pool. Only GET and HEAD of /metrics, /healthz, /readyz and /objects/<id>; other paths 404,
+/// other methods 405.
 class AdminServer {
  public:
   struct Options {
@@ -107,7 +153,7 @@ class AdminServer {
   /// `exchange` and `health` must outlive the AdminServer. On failure returns null with *error
   /// saying what to do.
   static std::unique_ptr<AdminServer> start(const Options& options, const MetricsExchange& exchange,
-                                            const HealthState& health, std::string* error);
+                                            const HealthState& health, ObjectQueryBox& objects, std::string* error);
   ~AdminServer();  ///< stops listening and joins the threads
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;

@@ -116,6 +116,7 @@ struct Server::Impl {
   // and never waits on the HTTP threads.
   HealthState health;
   MetricsExchange exchange;
+  ObjectQueryBox objects;              // GET /objects: asked by the HTTP threads, answered here
   std::unique_ptr<AdminServer> admin;  // null when --admin-port is 0
   MetricsSnapshot metrics_snapshot;    // filled on the tick thread, then published
   metrics::Histogram tick_seconds = make_tick_histogram();
@@ -201,7 +202,10 @@ struct Server::Impl {
     if (t1 - window.since >= std::chrono::duration<double>(config.stats_interval_s)) log_stats(t1);
     health.last_progress_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count(),
                                   std::memory_order_release);
-    if (admin) publish_metrics(t1);
+    if (admin) {
+      publish_metrics(t1);
+      answer_object_query();
+    }
     arm_timer(t0 + core->time_to_next_step());
   }
 
@@ -259,6 +263,31 @@ struct Server::Impl {
     exchange.publish(m);
   }
 
+  // Once per wake-up, on the tick thread: answers a waiting GET /objects (never waits itself).
+  void answer_object_query() {
+    uint32_t index = 0, generation = 0;
+    bool has_generation = false;
+    if (!objects.take(&index, &generation, &has_generation)) return;
+    ObjectQueryBox::Answer a;
+    a.index = index;
+    a.generation = generation;
+    if (const auto o = core->ownership(index, generation, has_generation)) {
+      a.found = true;
+      a.generation = o->id.generation;
+      a.owner = o->owner;
+      a.shared = o->shared;
+      if (o->owner != 0) {
+        for (const Session& s : core->sessions().sessions()) {
+          if (s.client_id != o->owner) continue;
+          a.owner_connected = true;
+          a.owner_name = s.name;
+          break;
+        }
+      }
+    }
+    objects.answer(a);
+  }
+
   // After the scene is loaded and the UDP socket bound: the admin endpoint, when asked for.
   bool start_admin(std::string* error) {
     if (config.admin_port == 0) return true;
@@ -266,9 +295,10 @@ struct Server::Impl {
     o.bind = config.admin_bind;
     o.port = config.admin_port;
     o.stall_seconds = config.health_stall_seconds;
-    admin = AdminServer::start(o, exchange, health, error);
+    admin = AdminServer::start(o, exchange, health, objects, error);
     if (!admin) return false;
-    spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz", config.admin_bind, admin->port());
+    spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz, /objects/<id>", config.admin_bind,
+                 admin->port());
     return true;
   }
 

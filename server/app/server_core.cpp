@@ -219,6 +219,23 @@ uint32_t ServerCore::owner_of(ObjectID id) const {
   return owners_[id.index].client_id;
 }
 
+std::optional<ServerCore::ObjectOwnership> ServerCore::ownership(uint32_t index, uint32_t generation,
+                                                                bool has_generation) const {
+  const bool recorded = index < owners_.size();
+  if (!has_generation) {
+    if (!recorded) return std::nullopt;  // without a record of the slot, its generation is unknown
+    generation = owners_[index].generation;
+  }
+  const ObjectID id{index, generation};
+  if (!world_.is_valid(id)) return std::nullopt;
+  ObjectOwnership o{id, 0, true};
+  if (recorded && owners_[index].generation == generation) {
+    o.owner = owners_[index].client_id;
+    o.shared = owners_[index].shared;
+  }
+  return o;
+}
+
 uint32_t ServerCore::live_objects_of(uint32_t client_id) const {
   const auto it = live_objects_.find(client_id);
   return it == live_objects_.end() ? 0 : it->second;

@@ -127,6 +127,15 @@ class ServerCore {
   size_t queued_requests() const { return queue_.size(); }
   /// The client that owns object `id` (0: the scene or nobody), and whether it is shared.
   uint32_t owner_of(ObjectID id) const;
+  /// The live object at slot `index` (with `generation`, or whichever generation lives there
+  /// when !has_generation), its owner (0: the scene) and whether it is shared; nullopt for an
+  /// unknown or stale id. For the admin endpoint's /objects (called on the tick thread).
+  struct ObjectOwnership {
+    ObjectID id;
+    uint32_t owner = 0;
+    bool shared = true;
+  };
+  std::optional<ObjectOwnership> ownership(uint32_t index, uint32_t generation, bool has_generation) const;
   /// Live objects owned by `client_id`.
   uint32_t live_objects_of(uint32_t client_id) const;
   /// Anonymous mode: live objects charged to the IP address `address` (its sessions' objects,

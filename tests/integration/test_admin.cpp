@@ -379,5 +379,98 @@ TEST(Admin, PromtoolCheckMetricsAcceptsTheExposition) {
   EXPECT_EQ(output, "") << "promtool's lint findings";
 }
 
+// GET /objects/<id>: the tick thread answers who owns an object (snapshots do not carry owners).
+TEST(Admin, ObjectsNamesAClientsBodysOwnerAndTheScenesAsNone) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  ClientDriver alice;
+  std::string error;
+  // A quote, a backslash and a control character (the server logs it as '?'): the JSON stays valid.
+  ASSERT_TRUE(alice.connect(server.port(), &error, "alice \"a\\b\" \x01")) << error;
+  ObjectDesc shared_desc = make_sphere(0.5f, {4, 2, 0});
+  shared_desc.shared = true;
+  const ObjectID own = alice.create_ok(make_sphere(0.5f, {0, 2, 0}));
+  const ObjectID shared = alice.create_ok(shared_desc);
+  ASSERT_NE(own, ObjectID{});
+  ASSERT_NE(shared, ObjectID{});
+  const uint32_t alice_id = alice.client.client_id();
+  ASSERT_NE(alice_id, 0u);
+
+  const std::string own_path = "/objects/" + std::to_string(own.index) + ":" + std::to_string(own.generation);
+  const std::optional<httplib::Response> r = get(port, own_path);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json");
+  const std::string id = std::to_string(own.index) + ":" + std::to_string(own.generation);
+  EXPECT_EQ(r->body, "{\"id\":\"" + id + "\",\"index\":" + std::to_string(own.index) + ",\"generation\":" +
+                         std::to_string(own.generation) + ",\"owner\":" + std::to_string(alice_id) +
+                         R"(,"owner_name":"alice \"a\\b\" ?","owner_connected":true,"shared":false})" + "\n");
+
+  // The index alone names the live object in that slot.
+  const std::optional<httplib::Response> by_index = get(port, "/objects/" + std::to_string(shared.index));
+  ASSERT_TRUE(by_index.has_value());
+  EXPECT_EQ(by_index->status, 200) << by_index->body;
+  EXPECT_NE(by_index->body.find("\"owner\":" + std::to_string(alice_id) + ","), std::string::npos) << by_index->body;
+  EXPECT_NE(by_index->body.find("\"shared\":true"), std::string::npos) << by_index->body;
+
+  // The scene's ground is the first body created: slot 0, owned by nobody, everyone's to push.
+  const std::optional<httplib::Response> ground = get(port, "/objects/0");
+  ASSERT_TRUE(ground.has_value());
+  EXPECT_EQ(ground->status, 200) << ground->body;
+  EXPECT_NE(ground->body.find(R"("owner":null,"owner_name":null)"), std::string::npos) << ground->body;
+  EXPECT_NE(ground->body.find("\"shared\":true"), std::string::npos) << ground->body;
+
+  // Stale and unknown ids: 404. Malformed ids: 400.
+  const std::optional<httplib::Response> stale =
+      get(port, "/objects/" + std::to_string(own.index) + ":" + std::to_string(own.generation + 1));
+  ASSERT_TRUE(stale.has_value());
+  EXPECT_EQ(stale->status, 404) << stale->body;
+  const std::optional<httplib::Response> unknown = get(port, "/objects/99999");
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->status, 404) << unknown->body;
+  for (const char* bad : {"/objects/", "/objects/x", "/objects/-1", "/objects/1:", "/objects/:1", "/objects/1:2:3",
+                          "/objects/4294967296", "/objects/%201", "/objects/+1"}) {
+    const std::optional<httplib::Response> b = get(port, bad);
+    ASSERT_TRUE(b.has_value()) << bad;
+    EXPECT_EQ(b->status, 400) << bad << ": " << b->body;
+  }
+
+  // Destroyed: its id goes stale at once for the admin endpoint too.
+  const std::optional<RequestResult> destroyed = alice.wait_result(alice.client.destroy(own));
+  ASSERT_TRUE(destroyed.has_value());
+  ASSERT_TRUE(destroyed->ok());
+  const std::optional<httplib::Response> gone = get(port, own_path);
+  ASSERT_TRUE(gone.has_value());
+  EXPECT_EQ(gone->status, 404) << gone->body;
+}
+
+TEST(Admin, ObjectsAnswers503WhenTheTickLoopDoesNotAnswer) {
+  RunningServer server(admin_options(/*stall_seconds=*/0.2));
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  const std::optional<httplib::Response> before = get(port, "/objects/0");
+  ASSERT_TRUE(before.has_value());
+  ASSERT_EQ(before->status, 200) << before->body;
+  server.server().test_only_stall(std::chrono::seconds(20));  // released below
+  // The stall is posted to the loop: wait until /healthz shows it has begun.
+  const std::optional<httplib::Response> held =
+      poll_http(port, "/healthz", [](const httplib::Response& res) { return res.status == 503; }, milliseconds(10'000));
+  ASSERT_TRUE(held.has_value());
+  ASSERT_EQ(held->status, 503);
+  const Clock::time_point start = Clock::now();
+  const std::optional<httplib::Response> stalled = get(port, "/objects/0");
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  server.server().test_only_release_stall();
+  ASSERT_TRUE(stalled.has_value());
+  EXPECT_EQ(stalled->status, 503) << stalled->body;
+  EXPECT_LT(waited, 1.5) << "the handler's deadline bounds the wait";
+  // The loop answers again once released.
+  const std::optional<httplib::Response> after =
+      poll_http(port, "/objects/0", [](const httplib::Response& res) { return res.status == 200; });
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->status, 200) << after->body;
+}
+
 }  // namespace
 }  // namespace impulse::test

@@ -6,7 +6,8 @@
 //      viewer's HTTP input checks (403, 405, 409, 413 on hostile requests); the page loads, renders
 //      the world (the screenshot has non-background pixels where tower_c stands and background
 //      above it), reports the server's body count (as /metrics says), and a click on the tower
-//      shows the body's id, kind and velocity.
+//      shows the body's id, kind and velocity, and its owner (none: a scene body) from the
+//      server's admin endpoint through the viewer's --admin.
 //   2. A recording of that scene, served by impulse-replay serve, and a viewer watching it: pause,
 //      then seek with the timeline; the page's tick becomes the sought tick.
 //
@@ -128,8 +129,8 @@ function differing(img, x, y, rgb) {
   return n / total;
 }
 
-async function startViewer(name, serverPort) {
-  const viewer = start(name, [path.join(binDir, 'impulse-viewer'), '--server', `127.0.0.1:${serverPort}`, '--http-port', '0']);
+async function startViewer(name, serverPort, extra = []) {
+  const viewer = start(name, [path.join(binDir, 'impulse-viewer'), '--server', `127.0.0.1:${serverPort}`, '--http-port', '0', ...extra]);
   const m = await waitOutput(viewer, /open http:\/\/127\.0\.0\.1:(\d+)\//, 10000);
   return { viewer, port: Number(m[1]) };
 }
@@ -150,7 +151,7 @@ async function main() {
   const udpPort = Number((await waitOutput(server, /listening on UDP 127\.0\.0\.1:(\d+)/, 10000))[1]);
   const adminPort = Number((await waitOutput(server, /admin HTTP on [\d.]+:(\d+)/, 10000))[1]);
   await poll('/readyz 200', async () => (await request(adminPort, { path: '/readyz' })).status === 200, 10000);
-  const { viewer, port } = await startViewer('impulse-viewer (live)', udpPort);
+  const { viewer, port } = await startViewer('impulse-viewer (live)', udpPort, ['--admin', `127.0.0.1:${adminPort}`]);
   log(`server on UDP ${udpPort}, admin ${adminPort}, viewer on http ${port}`);
 
   // Hostile HTTP input is refused with a 4xx before it reaches the server.
@@ -166,6 +167,9 @@ async function main() {
     'a chunked control body (unbounded by cpp-httplib) is refused 411');
   check((await request(port, { method: 'POST', path: '/control', headers: { ...form, 'X-Impulse-Viewer': '1' }, body: 'action=seek&tick=1e9' })).status === 409,
     'a control against a live server is refused 409 (no timeline)');
+  check((await request(port, { path: '/owner?id=1:2:3' })).status === 400, 'a malformed owner id is refused 400');
+  const noSuch = await request(port, { path: '/owner?id=4000000000:1' });
+  check(noSuch.status === 404, `an unknown body's owner is 404, passed on from the server's /objects (HTTP ${noSuch.status})`);
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM, headless: true,
@@ -203,6 +207,9 @@ async function main() {
     const info = await page.textContent('#body-info');
     check(/id\s+\d+:\d+/.test(info) && /kind\s+dynamic/.test(info) && /velocity/.test(info) && /owner/.test(info),
       `a click on the tower shows the body: ${info.split('\n').slice(0, 2).join(' | ')}`);
+    // Its owner comes from the server's admin endpoint (--admin): a scene body has none.
+    await page.waitForFunction(() => /owner\s+none \(scene\)/.test(document.getElementById('body-info').textContent), null, { timeout: 10000 });
+    check(true, 'and its owner, asked from the server\'s admin endpoint: none (scene)');
     await page.close();
   } finally {
     await stop(viewer);
@@ -222,6 +229,8 @@ async function main() {
     await page.waitForFunction(() => window.impulseViewer && impulseViewer.latest && impulseViewer.latest.replay &&
       impulseViewer.latest.bodies > 0, null, { timeout: 15000 });
     const range = await page.evaluate(() => impulseViewer.latest.replay);
+    const unknownOwner = await request(replayHttp, { path: '/owner?id=0:1' });
+    check(unknownOwner.status === 501, `without --admin a body's owner is unknown (HTTP ${unknownOwner.status})`);
     check(range.last > range.first + 100, `the page shows a replay of ticks [${range.first}, ${range.last}]`);
     await page.click('#play');  // pause
     await page.waitForFunction(() => /pause: Ok/.test(document.getElementById('control').textContent), null, { timeout: 10000 });

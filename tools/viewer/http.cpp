@@ -32,6 +32,13 @@ constexpr size_t kMaxScriptBytes = 16u << 20;  // three.min.js r111 is 0.6 MB
 /// A stream with no new frame sends an SSE comment this often, so a closed page is noticed.
 constexpr std::chrono::milliseconds kKeepAlive{1000};
 constexpr const char* kPlainText = "text/plain; charset=utf-8";
+constexpr const char* kJson = "application/json";
+// GET /owner: lookups at once (fewer than kSpareWorkers, so pages and controls keep a worker),
+// their timeouts (the admin endpoint answers within its own 0.5 s deadline) and answer size.
+constexpr int kOwnerLookups = 2;
+constexpr time_t kOwnerConnectTimeoutS = 1;
+constexpr time_t kOwnerReadTimeoutS = 2;
+constexpr size_t kMaxOwnerAnswerBytes = 4096;
 /// The header every POST must carry: a cross-origin page cannot send it without a CORS preflight,
 /// which this server never grants, so another site open in the browser cannot drive the viewer.
 constexpr const char* kControlHeader = "X-Impulse-Viewer";
@@ -181,6 +188,32 @@ void ReplayFacts::set(std::optional<ReplayRange> range) {
 std::optional<ReplayRange> ReplayFacts::get() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return range_;
+}
+
+bool parse_admin_address(std::string_view text, std::string* host, uint16_t* port, std::string* error) {
+  constexpr std::string_view kScheme = "http://";
+  if (text.substr(0, kScheme.size()) == kScheme) text.remove_prefix(kScheme.size());
+  if (!text.empty() && text.back() == '/') text.remove_suffix(1);
+  if (text.find("://") != std::string_view::npos || text.find('/') != std::string_view::npos) {
+    *error = "expected HOST:PORT or http://HOST:PORT of the server's admin endpoint (its --admin-port)";
+    return false;
+  }
+  return parse_host_port(text, host, port, error);
+}
+
+bool valid_object_id(std::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return false;
+  const auto part_ok = [](std::string_view digits) {
+    if (digits.empty() || digits.size() > 10) return false;
+    uint64_t v = 0;
+    for (const char c : digits) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return v <= UINT32_MAX;
+  };
+  return part_ok(text.substr(0, colon)) && part_ok(text.substr(colon + 1));
 }
 
 // ------------------------------------------------------------------------------ HttpServer
@@ -340,6 +373,56 @@ std::unique_ptr<HttpServer> HttpServer::start(const HttpOptions& options, FrameS
     }
     res.status = 202;  // the server's answer shows up in the stream's "control" field
     res.set_content("accepted\n", kPlainText);
+  });
+
+  // A clicked body's owner: snapshots do not carry owners, the server's admin endpoint does
+  // (GET /objects/<id>). Asked here, on an HTTP worker, never on the SDK's network loop; at most
+  // kOwnerLookups at once, each bounded by short timeouts, so clicks cannot take every worker.
+  const std::string admin_host = options.admin_host;
+  const uint16_t admin_port = options.admin_port;
+  svr.Get("/owner", [self, &impl, admin_host, admin_port](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Cache-Control", "no-store");
+    const auto fail = [&](int status, std::string_view why) {
+      res.status = status;
+      std::string body = R"({"error":")";
+      for (const char c : why) {  // our own messages: plain ASCII, only quotes and backslashes to escape
+        if (c == '"' || c == '\\') body += '\\';
+        body += c;
+      }
+      body += "\"}\n";
+      res.set_content(body, kJson);
+    };
+    const std::string id = req.get_param_value("id");
+    if (!valid_object_id(id)) {
+      impl.refusals.note(req, 400, "bad owner id");
+      return fail(400, "bad id: expected INDEX:GENERATION");
+    }
+    if (admin_host.empty()) {
+      return fail(501, "not known: start impulse-viewer with --admin HOST:PORT (the server's --admin-port)");
+    }
+    if (self->owner_lookups_.fetch_add(1) >= kOwnerLookups) {
+      self->owner_lookups_.fetch_sub(1);
+      res.set_header("Retry-After", "1");
+      return fail(503, "busy: other owner lookups are running; click again");
+    }
+    httplib::Client admin(admin_host, admin_port);
+    admin.set_connection_timeout(kOwnerConnectTimeoutS, 0);
+    admin.set_read_timeout(kOwnerReadTimeoutS, 0);
+    admin.set_write_timeout(kOwnerReadTimeoutS, 0);
+    const httplib::Result r = admin.Get("/objects/" + id);
+    self->owner_lookups_.fetch_sub(1);
+    if (!r) {
+      return fail(502, fmt::format("the server's admin endpoint {}:{} did not answer ({})", admin_host, admin_port,
+                                   httplib::to_string(r.error())));
+    }
+    // The admin endpoint answers JSON for 200, 400, 404 and 503 alike: pass it on.
+    const bool json = r->get_header_value("Content-Type").rfind("application/json", 0) == 0;
+    if (!json || r->body.size() > kMaxOwnerAnswerBytes) {
+      return fail(502, fmt::format("unexpected answer from the admin endpoint {}:{} (HTTP {})", admin_host, admin_port,
+                                   r->status));
+    }
+    res.status = r->status;
+    res.set_content(r->body, kJson);
   });
 
   int port = options.port;

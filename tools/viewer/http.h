@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "viewer/frame.h"
 
@@ -75,7 +76,16 @@ struct HttpOptions {
   uint16_t port = 8090;  ///< 0 = any free port (tests)
   int max_streams = 8;   ///< pages streaming at once
   std::string three_dir = "/usr/share/javascript/three";
+  /// The server's admin endpoint (--admin), asked for a clicked body's owner (GET /owner);
+  /// an empty host: owners are not known.
+  std::string admin_host;
+  uint16_t admin_port = 0;
 };
+
+/// --admin's value, "HOST:PORT" or "http://HOST:PORT[/]", into host and port; false with *error.
+bool parse_admin_address(std::string_view text, std::string* host, uint16_t* port, std::string* error);
+/// "<index>:<generation>", decimal, each fitting 32 bits (the page's body key).
+bool valid_object_id(std::string_view text);
 
 class HttpServer {
  public:
@@ -94,6 +104,7 @@ class HttpServer {
   std::unique_ptr<Impl> impl_;
   uint16_t port_ = 0;
   std::atomic<int> streams_{0};
+  std::atomic<int> owner_lookups_{0};  // GET /owner asking the admin endpoint now
 };
 
 /// The page (index.html), embedded in the binary (page.cpp).

@@ -6,7 +6,7 @@
 //
 // Threads: the main thread runs the SDK's network loop (poll, reconnect, build a frame at
 // --frame-hz, drain the page's controls); cpp-httplib's accept thread and a bounded pool of
-// workers serve the pages. They meet only in FrameSlot (latest frame, older ones dropped),
+// workers serve the pages (and ask the server's admin endpoint for a clicked body's owner, --admin). They meet only in FrameSlot (latest frame, older ones dropped),
 // ControlQueue (bounded) and ReplayFacts, none of which is held across I/O.
 #include <algorithm>
 #include <chrono>
@@ -48,6 +48,7 @@ struct Options {
   int frame_hz = 30;
   std::string name = "impulse-viewer";
   std::string token_hex;
+  std::string admin;  ///< the server's admin endpoint, for owners; empty: owners unknown
 };
 
 std::string describe(const ConnectionError& e) { return e.message.empty() ? std::string("not connected") : e.message; }
@@ -93,10 +94,17 @@ int run(const Options& o) {
     return 2;
   }
 
+  HttpOptions http_options = o.http;
+  if (!o.admin.empty() &&
+      !parse_admin_address(o.admin, &http_options.admin_host, &http_options.admin_port, &error)) {
+    fmt::print(stderr, "impulse-viewer: bad --admin value: {}\n", error);
+    return 2;
+  }
+
   FrameSlot frames;
   ControlQueue controls;
   ReplayFacts replay_facts;
-  std::unique_ptr<HttpServer> http = HttpServer::start(o.http, frames, controls, replay_facts, &error);
+  std::unique_ptr<HttpServer> http = HttpServer::start(http_options, frames, controls, replay_facts, &error);
   if (!http) {
     fmt::print(stderr, "impulse-viewer: {}\n", error);
     return 1;
@@ -269,6 +277,10 @@ int main(int argc, char** argv) {
                  "three.js install holding build/three.min.js and examples/js/controls/OrbitControls.js (Debian's "
                  "libjs-three)")
       ->capture_default_str();
+  app.add_option("--admin", o.admin,
+                 "the server's admin endpoint (its --admin-port), HOST:PORT or http://HOST:PORT: a clicked body's "
+                 "owner is asked there (snapshots do not carry owners). Empty: owners are shown as unknown")
+      ->envname("IMPULSE_VIEWER_ADMIN");
   app.add_option("--name", o.name, "client name shown in the server's log")->capture_default_str();
   app.add_option("--token", o.token_hex,
                  "client token (hex) for a server run with --token-key, as printed by `impulse-server token`")

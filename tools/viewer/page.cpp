@@ -182,6 +182,7 @@ function flashContact(c, now) {
 }
 
 // ------------------------------------------------------------------ frames from the viewer
+let owner = { key: null, text: '' };  // the selected body's owner, as the viewer answered
 let latest = null, dirty = false, frames = 0, lastTick = -1, flashedTick = -1, selected = null;
 const flashedKeys = new Set();
 
@@ -264,7 +265,24 @@ function showSelected() {
     'position  ' + [o[8], o[9], o[10]].map((v) => fmt(v, 2)).join(' ') + '\n' +
     'velocity  ' + [o[15], o[16], o[17]].map((v) => fmt(v, 2)).join(' ') + '  |v| ' + fmt(speed, 2) + ' m/s\n' +
     'sleeping  ' + ((o[4] & 1) ? 'yes' : 'no') + '\n' +
-    'owner     not in snapshots (the server keeps it)';
+    'owner     ' + (owner.key === selected ? owner.text : 'asking the server...');
+}
+
+// The owner is not in snapshots: the viewer asks the server's admin endpoint (--admin) at each click.
+function ownerText(status, a) {
+  if (status === 200 && a) {
+    if (a.owner === null) return 'none (scene)';
+    const who = 'client ' + a.owner + (a.owner_connected ? ' "' + a.owner_name + '"' : ' (disconnected)');
+    return who + (a.shared ? ', shared' : '');
+  }
+  return 'unknown: ' + ((a && a.error) || ('HTTP ' + status));
+}
+function askOwner(key) {
+  owner = { key, text: 'asking the server...' };
+  fetch('/owner?id=' + encodeURIComponent(key))
+    .then((r) => r.json().catch(() => null).then((a) => ownerText(r.status, a)))
+    .catch(() => 'unknown: the viewer did not answer')
+    .then((text) => { if (owner.key === key) { owner.text = text; showSelected(); } });
 }
 
 const events = new EventSource('/events');
@@ -312,6 +330,7 @@ function pick(x, y) {
   for (const b of bodies.values()) meshes.push(b.mesh);
   const hit = raycaster.intersectObjects(meshes, false)[0];
   selected = hit ? hit.object.userData.key : null;
+  if (selected) askOwner(selected);
   showSelected();
   return selected;
 }
