@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/app/log_format.h"
+#include "shared/http_pool.h"
 #include "shared/wire/codec.h"
 
 namespace impulse::server {
@@ -49,60 +50,6 @@ constexpr const char* kJson = "application/json";
 constexpr std::chrono::milliseconds kObjectAnswerTimeout{500};
 constexpr std::chrono::milliseconds kObjectTurnTimeout{100};
 
-// httplib's own ThreadPool queues without limit; this one holds at most max_queued connections.
-class BoundedPool final : public httplib::TaskQueue {
- public:
-  BoundedPool(size_t workers, size_t max_queued) : max_queued_(max_queued) {
-    for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
-  }
-  ~BoundedPool() override { shutdown(); }
-
-  // Called by the accept thread. It waits while the queue is full, so no more connections are
-  // accepted until a worker is free (and nothing accepted is ever dropped without being closed).
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    space_.wait(lock, [this] { return jobs_.size() < max_queued_ || stopping_; });
-    jobs_.push_back(std::move(fn));
-    ready_.notify_one();
-  }
-
-  // Runs what is queued (each job closes its socket), then joins the workers.
-  void shutdown() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_ && threads_.empty()) return;
-      stopping_ = true;
-    }
-    ready_.notify_all();
-    space_.notify_all();
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return !jobs_.empty() || stopping_; });
-        if (jobs_.empty()) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      space_.notify_one();
-      job();
-    }
-  }
-
-  const size_t max_queued_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::condition_variable space_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  bool stopping_ = false;
-};
 
 int64_t steady_now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();

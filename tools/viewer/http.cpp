@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "shared/http_pool.h"
+
 namespace impulse::viewer {
 namespace {
 
@@ -43,54 +45,6 @@ constexpr size_t kMaxOwnerAnswerBytes = 4096;
 /// which this server never grants, so another site open in the browser cannot drive the viewer.
 constexpr const char* kControlHeader = "X-Impulse-Viewer";
 
-// A pool of fixed size whose queue is bounded (httplib's own ThreadPool queues without limit):
-// the accept thread waits while it is full, so the kernel's backlog takes the rest.
-class BoundedPool final : public httplib::TaskQueue {
- public:
-  BoundedPool(size_t workers, size_t max_queued) : max_queued_(max_queued) {
-    for (size_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
-  }
-  ~BoundedPool() override { shutdown(); }
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    space_.wait(lock, [this] { return jobs_.size() < max_queued_ || stopping_; });
-    jobs_.push_back(std::move(fn));
-    ready_.notify_one();
-  }
-  void shutdown() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_ && threads_.empty()) return;
-      stopping_ = true;
-    }
-    ready_.notify_all();
-    space_.notify_all();
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
-  }
-
- private:
-  void work() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return !jobs_.empty() || stopping_; });
-        if (jobs_.empty()) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      space_.notify_one();
-      job();
-    }
-  }
-  const size_t max_queued_;
-  std::mutex mutex_;
-  std::condition_variable ready_, space_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  bool stopping_ = false;
-};
 
 /// At most one log line per second for refused requests, with the count of those not logged.
 class RefusalLog {
