@@ -9,37 +9,14 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
+#include "shared/hex.h"
 #include "shared/wire/codec.h"
+#include "tests/support/doc_vectors.h"
 
 namespace impulse::wire {
 namespace {
 
-/// The "    name: hex" lines between the message-vectors markers of docs/PROTOCOL.md.
-std::map<std::string, std::string> vectors_in_doc() {
-  std::ifstream file(std::string(IMPULSE_SOURCE_DIR) + "/docs/PROTOCOL.md");
-  std::map<std::string, std::string> out;
-  std::string line;
-  bool inside = false;
-  while (std::getline(file, line)) {
-    if (line.find("<!-- message-vectors:begin -->") != std::string::npos) inside = true;
-    if (line.find("<!-- message-vectors:end -->") != std::string::npos) break;
-    if (!inside) continue;
-    const size_t colon = line.find(':');
-    if (line.rfind("    ", 0) != 0 || colon == std::string::npos) continue;
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(' '));
-    out[line.substr(4, colon - 4)] = value;
-  }
-  return out;
-}
-
-std::string hex(std::span<const uint8_t> bytes) {
-  std::string s;
-  for (const uint8_t b : bytes) s += fmt::format("{:02x}", b);
-  return s;
-}
+std::map<std::string, std::string> vectors_in_doc() { return test::protocol_doc_vectors("message-vectors"); }
 
 TEST(MessageVectors, MoveKinematicAndRaycastBackFacesMatchTheDocument) {
   const auto doc = vectors_in_doc();
@@ -47,7 +24,7 @@ TEST(MessageVectors, MoveKinematicAndRaycastBackFacesMatchTheDocument) {
   // MoveKinematic{request_id 7, id {index 3, generation 1}, position (1.5, 2, -0.25),
   // orientation (0, 0.6, 0, 0.8)}: a 73.74-degree turn about +y.
   const auto move = build_move_kinematic(fbb, 7, ObjectID{3, 1}, {1.5f, 2.0f, -0.25f}, impulse::Quat{0, 0.6f, 0, 0.8f});
-  const std::string move_hex = hex(move);
+  const std::string move_hex = to_hex(move);
   const Verified v = verify_datagram(move, Direction::ClientToServer);
   ASSERT_EQ(v.reason, DropReason::None);
   const auto* m = v.envelope->message_as_MoveKinematic();
@@ -60,7 +37,7 @@ TEST(MessageVectors, MoveKinematicAndRaycastBackFacesMatchTheDocument) {
 
   // Raycast{request_id 8, origin (0, -0.5, 0), translation (0, 2, 0), back_faces true}.
   const auto ray = build_raycast(fbb, 8, {0.0f, -0.5f, 0.0f}, {0.0f, 2.0f, 0.0f}, false, std::nullopt, true);
-  const std::string ray_hex = hex(ray);
+  const std::string ray_hex = to_hex(ray);
   ASSERT_TRUE(doc.count("Raycast with back_faces")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n"
                                                     << "    Raycast with back_faces: " << ray_hex;
   EXPECT_EQ(doc.at("Raycast with back_faces"), ray_hex);

@@ -15,31 +15,14 @@
 #include "shared/hex.h"
 #include "shared/net/packet_crypto.h"
 #include "shared/wire/codec.h"
+#include "tests/support/doc_vectors.h"
 
 namespace impulse::net {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-/// The "name  hex" lines between the vector markers of docs/PROTOCOL.md.
-std::map<std::string, std::string> vectors_in_doc() {
-  std::ifstream file(std::string(IMPULSE_SOURCE_DIR) + "/docs/PROTOCOL.md");
-  std::map<std::string, std::string> out;
-  std::string line;
-  bool inside = false;
-  while (std::getline(file, line)) {
-    if (line.find("<!-- packet-crypto-vectors:begin -->") != std::string::npos) inside = true;
-    if (line.find("<!-- packet-crypto-vectors:end -->") != std::string::npos) break;
-    if (!inside) continue;
-    const size_t colon = line.find(':');
-    if (line.rfind("    ", 0) != 0 || colon == std::string::npos) continue;  // vector lines are indented
-    std::string name = line.substr(4, colon - 4);
-    std::string value = line.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(' '));
-    out[name] = value;
-  }
-  return out;
-}
+std::map<std::string, std::string> vectors_in_doc() { return test::protocol_doc_vectors("packet-crypto-vectors"); }
 
 struct Computed {
   std::map<std::string, std::string> values;
