@@ -57,16 +57,19 @@ void match_points(const ContactRecord& prev, ContactRecord& cur, float match_dis
 }
 
 void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
-                   std::vector<ContactEvent>& events, float match_distance) {
+                   std::vector<ContactEvent>& events, float match_distance, float recover_depth) {
+  const float recovered_depth = 0.2f * recover_depth;
   size_t i = 0;
   size_t j = 0;
   while (i < prev.size() || j < cur.size()) {
     if (j == cur.size() || (i < prev.size() && record_less(prev[i], cur[j]))) {
       events.push_back(make_event(ContactEventType::End, prev[i++].contact));
     } else if (i == prev.size() || record_less(cur[j], prev[i])) {
+      cur[j].recovering = cur[j].contact.depth > recover_depth;
       events.push_back(make_event(ContactEventType::Begin, cur[j++].contact));
     } else {
       // Touching in both steps: no event; carry the impulses over for warm starting.
+      cur[j].recovering = cur[j].contact.depth > (prev[i].recovering ? recovered_depth : recover_depth);
       match_points(prev[i++], cur[j++], match_distance);
     }
   }

@@ -28,6 +28,10 @@ struct ContactRecord {
   Contact contact;          ///< summary: ids, deepest point, normal, depth
   uint8_t point_count = 0;  ///< 1..kMaxManifoldPoints
   bool sensor = false;      ///< a sensor is involved: events only, never solved
+  /// Recovering from a deep overlap: its push-out is solved by split impulses (solver.h). Set when
+  /// the pair starts a step deeper than linear_slop, cleared once it is shallower than a fifth of
+  /// it (diff_contacts): the hysteresis keeps the last millimetres on split impulses too.
+  bool recovering = false;
   ContactPointState points[kMaxManifoldPoints];
 };
 
@@ -56,9 +60,11 @@ std::span<const Contact> find_contacts_with_a(std::span<const Contact> sorted, O
 ///  - appends to `events` one End per pair only in `prev` (with its last point and normal) and
 ///    one Begin per pair only in `cur`, in (a, b) order;
 ///  - matches the points of each pair present in both (match_points), so their impulses warm
-///    start this step; pairs only in `cur` keep theirs (0 from the narrowphase).
+///    start this step; pairs only in `cur` keep theirs (0 from the narrowphase);
+///  - sets each `cur` pair's `recovering` flag: deeper than `recover_depth` [m], or deeper than
+///    a fifth of it if the pair was recovering in `prev`.
 void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
-                   std::vector<ContactEvent>& events, float match_distance);
+                   std::vector<ContactEvent>& events, float match_distance, float recover_depth);
 
 /// Merges two sorted lists into `out` (cleared first). The lists must not share a pair.
 void merge_records(std::span<const ContactRecord> x, std::span<const ContactRecord> y,

@@ -123,6 +123,20 @@ void integrate_positions(std::span<SolverBody> bodies, size_t movable, float h) 
   }
 }
 
+// With split impulses: real plus pseudo velocity moves the body; the pseudo part is then dropped.
+void integrate_positions_split(std::span<SolverBody> bodies, size_t movable, float h) {
+  for (size_t i = 0; i < movable; ++i) {
+    SolverBody& b = bodies[i];
+    const Vec3 v = b.velocity + b.pseudo_velocity;
+    const Vec3 w = b.angular_velocity + b.pseudo_angular_velocity;
+    b.delta_position += v * h;
+    b.delta_angle += w * h;
+    b.delta_rotation = integrate_rotation(b.delta_rotation, w, h);
+    b.pseudo_velocity = Vec3{};
+    b.pseudo_angular_velocity = Vec3{};
+  }
+}
+
 // The scalar sweeps, one manifold at a time: the overflow of the colouring (solver_wide.h) and
 // the reference the wide sweeps are tested against. solver_wide.cpp mirrors them lane by lane.
 void warm_start(SolverManifold& m, std::span<SolverBody> bodies) {
@@ -159,10 +173,25 @@ void solve(SolverManifold& m, std::span<SolverBody> bodies, const Softness& soft
     float impulse_scale = 0;
     if (separation > 0) {
       bias = separation * inv_h;  // speculative: allow closing exactly the gap this substep
-    } else if (use_bias) {
+    } else if (use_bias && !m.recovering) {
       bias = std::max(s.bias_rate * separation, -push_max_speed);
       mass_scale = s.mass_scale;
       impulse_scale = s.impulse_scale;
+    } else if (use_bias) {
+      // A recovering contact (solver.h): split impulse. The soft push-out acts on the pseudo
+      // velocities only; the real row below stays rigid with bias 0, so recovering an overlap
+      // adds no kinetic energy.
+      const float push = std::max(s.bias_rate * separation, -push_max_speed);
+      const float vpn = dot(n, b.pseudo_velocity - a.pseudo_velocity) + dot(b.pseudo_angular_velocity, p.rn_b) -
+                        dot(a.pseudo_angular_velocity, p.rn_a);
+      const float pseudo = -p.normal_mass * s.mass_scale * (vpn + push) - s.impulse_scale * p.pseudo_impulse;
+      const float pseudo_total = std::max(p.pseudo_impulse + pseudo, 0.0f);
+      const float pseudo_applied = pseudo_total - p.pseudo_impulse;
+      p.pseudo_impulse = pseudo_total;
+      a.pseudo_velocity -= n * (pseudo_applied * a.inv_mass);
+      a.pseudo_angular_velocity -= p.in_a * pseudo_applied;
+      b.pseudo_velocity += n * (pseudo_applied * b.inv_mass);
+      b.pseudo_angular_velocity += p.in_b * pseudo_applied;
     }
     const float vn = row_velocity(a, b, n, p.rn_a, p.rn_b);
     const float impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
@@ -307,8 +336,14 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
     integrate_velocities(bodies, forces, h, c);
     warm_start_wide(scratch, bodies, immovable);
     for (const uint32_t m : scratch.overflow) warm_start(manifolds[m], bodies);
-    sweep(true);
-    integrate_positions(bodies, movable, h);
+    if (scratch.any_recovering) {
+      reset_pseudo_impulses(scratch, manifolds);
+      sweep(true);
+      integrate_positions_split(bodies, movable, h);
+    } else {
+      sweep(true);
+      integrate_positions(bodies, movable, h);
+    }
     for (int r = 0; r < c.relax_iterations; ++r) sweep(false);
   }
   store_wide_impulses(scratch, manifolds);

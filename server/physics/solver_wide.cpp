@@ -34,11 +34,12 @@ F min_of(F a, F b) { return select(b < a, b, a); }  // std::min's operand order
 
 // The movable state of kSolverLanes bodies.
 struct WideBody {
-  WideVec3 v, w, dp, da;
+  WideVec3 v, w, dp, da, vp, wp;
   F inv_mass;
 };
 
-WideBody gather(std::span<const SolverBody> bodies, const uint32_t (&index)[kSolverLanes], bool deltas) {
+WideBody gather(std::span<const SolverBody> bodies, const uint32_t (&index)[kSolverLanes], bool deltas,
+                bool pseudo = false) {
   const SolverBody& b0 = bodies[index[0]];
   const SolverBody& b1 = bodies[index[1]];
   const SolverBody& b2 = bodies[index[2]];
@@ -56,6 +57,10 @@ WideBody gather(std::span<const SolverBody> bodies, const uint32_t (&index)[kSol
     out.dp = lanes(&SolverBody::delta_position);
     out.da = lanes(&SolverBody::delta_angle);
   }
+  if (pseudo) {
+    out.vp = lanes(&SolverBody::pseudo_velocity);
+    out.wp = lanes(&SolverBody::pseudo_angular_velocity);
+  }
   out.inv_mass = F{b0.inv_mass, b1.inv_mass, b2.inv_mass, b3.inv_mass};
   return out;
 }
@@ -63,12 +68,16 @@ WideBody gather(std::span<const SolverBody> bodies, const uint32_t (&index)[kSol
 // Stores the velocities of the chunk's used lanes, except the immovable body's (which every row
 // leaves at exactly zero, as in the scalar sweep).
 void scatter(std::span<SolverBody> bodies, const uint32_t (&index)[kSolverLanes], int lanes, uint32_t movable,
-             const WideBody& b) {
+             const WideBody& b, bool pseudo = false) {
   for (int j = 0; j < lanes; ++j) {
     if (index[j] >= movable) continue;
     SolverBody& body = bodies[index[j]];
     body.velocity = Vec3{b.v.x[j], b.v.y[j], b.v.z[j]};
     body.angular_velocity = Vec3{b.w.x[j], b.w.y[j], b.w.z[j]};
+    if (pseudo) {
+      body.pseudo_velocity = Vec3{b.vp.x[j], b.vp.y[j], b.vp.z[j]};
+      body.pseudo_angular_velocity = Vec3{b.wp.x[j], b.wp.y[j], b.wp.z[j]};
+    }
   }
 }
 
@@ -93,6 +102,7 @@ void fill_lane(WideChunk& k, WidePoint* points, int j, const SolverManifold& m, 
   k.bias_rate[j] = s.bias_rate;
   k.mass_scale[j] = s.mass_scale;
   k.impulse_scale[j] = s.impulse_scale;
+  k.recovering[j] = m.recovering ? -1 : 0;
   for (int i = 0; i < m.point_count; ++i) {
     const SolverPoint& sp = m.points[i];
     WidePoint& p = points[i];
@@ -148,6 +158,7 @@ void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t mov
   s.chunks.clear();
   s.points.clear();
   s.overflow.clear();
+  s.any_recovering = std::any_of(manifolds.begin(), manifolds.end(), [](const SolverManifold& m) { return m.recovering; });
   if (!wide) {  // the scalar reference: everything one at a time, in colour order
     s.overflow.assign(s.order.begin(), s.order.end());
     return;
@@ -223,18 +234,33 @@ void warm_start_point(const WideChunk& k, const WidePoint& p, WideBody& a, WideB
       b.w);
 }
 
-// solver.cpp's normal row of one point, lane by lane. `bias`, `mass_scale` and `impulse_scale`
-// are the non-speculative values (with or without the soft bias).
-template <bool kMasked>
-void normal_row(WidePoint& p, const WideVec3& n, F dn, F bias_rate_or_zero, F mass_scale_soft, F impulse_scale_soft,
-                bool use_bias, F inv_h, F min_bias, WideBody& a, WideBody& b) {
+// solver.cpp's normal row of one point, lane by lane. kSplit (a biased sweep of a step with a
+// recovering manifold): the recovering lanes' penetrating points push out on the pseudo
+// velocities and their real rows stay rigid with bias 0; the other lanes are soft as always.
+template <bool kMasked, bool kSplit>
+void normal_row(WidePoint& p, const WideVec3& n, F dn, F bias_rate, F mass_scale_soft, F impulse_scale_soft,
+                M recovering, bool use_bias, F inv_h, F min_bias, WideBody& a, WideBody& b) {
   const F zero = splat(0.0f);
-  const F one = splat(1.0f);
   const F separation = dn + dot(b.da, p.rn_b) - dot(a.da, p.rn_a) + p.base_separation;
   const M speculative = separation > zero;
-  const F bias = select(speculative, separation * inv_h, use_bias ? max_of(bias_rate_or_zero * separation, min_bias) : zero);
-  const F mass_scale = select(speculative, one, mass_scale_soft);
-  const F impulse_scale = select(speculative, zero, impulse_scale_soft);
+  M soft_on = use_bias ? ~speculative : M{0, 0, 0, 0};
+  if constexpr (kSplit) {
+    const M push_on = p.active & recovering & ~speculative;
+    const F push = max_of(bias_rate * separation, min_bias);
+    const F vpn = dot(n, b.vp - a.vp) + dot(b.wp, p.rn_b) - dot(a.wp, p.rn_a);
+    const F pseudo = -p.normal_mass * mass_scale_soft * (vpn + push) - impulse_scale_soft * p.pseudo_impulse;
+    const F pseudo_total = max_of(p.pseudo_impulse + pseudo, zero);
+    const F pseudo_applied = pseudo_total - p.pseudo_impulse;
+    p.pseudo_impulse = select(push_on, pseudo_total, p.pseudo_impulse);
+    a.vp = select(push_on, a.vp - n * (pseudo_applied * a.inv_mass), a.vp);
+    a.wp = select(push_on, a.wp - p.in_a * pseudo_applied, a.wp);
+    b.vp = select(push_on, b.vp + n * (pseudo_applied * b.inv_mass), b.vp);
+    b.wp = select(push_on, b.wp + p.in_b * pseudo_applied, b.wp);
+    soft_on = soft_on & ~recovering;
+  }
+  const F bias = select(speculative, separation * inv_h, select(soft_on, max_of(bias_rate * separation, min_bias), zero));
+  const F mass_scale = select(soft_on, mass_scale_soft, splat(1.0f));
+  const F impulse_scale = select(soft_on, impulse_scale_soft, zero);
   const F vn = dot(n, b.v - a.v) + dot(b.w, p.rn_b) - dot(a.w, p.rn_a);
   const F impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
   // Clamp the total, not the increment: the contact as a whole only ever pushes.
@@ -299,24 +325,24 @@ void warm_start_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t mo
 
 void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
                 float push_max_speed, bool use_bias) {
-  const F zero = splat(0.0f);
-  const F one = splat(1.0f);
+  const bool split = use_bias && s.any_recovering;
   const F inv_h_w = splat(inv_h);
   const F min_bias = splat(-push_max_speed);
   for (WideChunk& k : s.chunks) {
     WidePoint* points = s.points.data() + k.first_point;
-    WideBody a = gather(bodies, k.body_a, true);
-    WideBody b = gather(bodies, k.body_b, true);
+    WideBody a = gather(bodies, k.body_a, true, split);
+    WideBody b = gather(bodies, k.body_b, true, split);
     const F dn = dot(b.dp - a.dp, k.normal);
-    // Without the soft bias a penetrating point gets bias 0 at full mass, as in solver.cpp.
-    const F mass_scale = use_bias ? k.mass_scale : one;
-    const F impulse_scale = use_bias ? k.impulse_scale : zero;
     // Non-penetration first, then friction bounded by this substep's normal impulses.
     for (int i = 0; i < k.points; ++i) {
-      if (k.full[i]) {
-        normal_row<false>(points[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
+      WidePoint& p = points[i];
+      const bool full = k.full[i];
+      if (split) {
+        if (full) normal_row<false, true>(p, k.normal, dn, k.bias_rate, k.mass_scale, k.impulse_scale, k.recovering, true, inv_h_w, min_bias, a, b);
+        else normal_row<true, true>(p, k.normal, dn, k.bias_rate, k.mass_scale, k.impulse_scale, k.recovering, true, inv_h_w, min_bias, a, b);
       } else {
-        normal_row<true>(points[i], k.normal, dn, k.bias_rate, mass_scale, impulse_scale, use_bias, inv_h_w, min_bias, a, b);
+        if (full) normal_row<false, false>(p, k.normal, dn, k.bias_rate, k.mass_scale, k.impulse_scale, k.recovering, use_bias, inv_h_w, min_bias, a, b);
+        else normal_row<true, false>(p, k.normal, dn, k.bias_rate, k.mass_scale, k.impulse_scale, k.recovering, use_bias, inv_h_w, min_bias, a, b);
       }
     }
     for (int i = 0; i < k.points; ++i) {
@@ -326,8 +352,15 @@ void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable
         friction_row<true>(points[i], k, a, b);
       }
     }
-    scatter(bodies, k.body_a, k.lanes, movable, a);
-    scatter(bodies, k.body_b, k.lanes, movable, b);
+    scatter(bodies, k.body_a, k.lanes, movable, a, split);
+    scatter(bodies, k.body_b, k.lanes, movable, b, split);
+  }
+}
+
+void reset_pseudo_impulses(SolverScratch& s, std::span<SolverManifold> manifolds) {
+  for (WidePoint& p : s.points) p.pseudo_impulse = splat(0.0f);
+  for (const uint32_t m : s.overflow) {
+    for (SolverPoint& p : manifolds[m].points) p.pseudo_impulse = 0;
   }
 }
 

@@ -47,6 +47,7 @@ struct WidePoint {
   WideVec3 rt_a[2], rt_b[2], it_a[2], it_b[2];
   WideFloat base_separation, normal_mass, tangent_mass[2];
   WideFloat normal_impulse, tangent_impulse[2], max_normal_impulse;
+  WideFloat pseudo_impulse;  // split impulse push-out, this substep only (solver.h)
   WideMask active;  // the lane's manifold has this point
 };
 
@@ -65,6 +66,7 @@ struct WideChunk {
   WideFloat friction;
   WideMask has_friction;                 // friction > 0: the scalar sweep skips the friction rows otherwise
   WideFloat bias_rate, mass_scale, impulse_scale;  // the lane's Softness (static or not)
+  WideMask recovering;                   // SolverManifold::recovering: split-impulse push-out
   uint32_t first_point = 0;  // its `points` WidePoints start here in SolverScratch::points
 };
 
@@ -77,6 +79,7 @@ struct SolverScratch {
   std::vector<uint8_t> color_of;       // per manifold; kSolverColors = none
   std::vector<uint32_t> color_begin;   // [kSolverColors + 2]: counting sort by colour
   std::vector<uint32_t> order;         // manifolds sorted by colour
+  bool any_recovering = false;         // some manifold is recovering: the biased sweeps split
 };
 
 /// Colours the manifolds (levels, in span order) and packs them into `scratch.chunks` and
@@ -89,10 +92,13 @@ void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t mov
 /// Warm start of every chunk: the accumulated impulses applied to the bodies.
 void warm_start_wide(SolverScratch& scratch, std::span<SolverBody> bodies, uint32_t movable);
 
-/// One sweep over every chunk: normal rows with the soft bias (use_bias) or without, then the
-/// friction rows, as solver.cpp's scalar sweep does per manifold.
+/// One sweep over every chunk: normal rows (with the split-impulse push-out on the pseudo
+/// velocities if use_bias), then the friction rows, as solver.cpp's scalar sweep does per manifold.
 void solve_wide(SolverScratch& scratch, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
                 float push_max_speed, bool use_bias);
+
+/// Zeroes every point's pseudo impulse (chunks and the overflow manifolds) before a biased sweep.
+void reset_pseudo_impulses(SolverScratch& scratch, std::span<SolverManifold> manifolds);
 
 /// Copies the chunks' accumulated impulses back into their manifolds (for restitution and the
 /// contact records).

@@ -792,7 +792,7 @@ void World::collide_pairs() {
 void World::update_events() {
   scratch_.events.clear();
   // A point that moved less than a quarter of the margin between steps is the same point.
-  diff_contacts(contacts_, scratch_.found, scratch_.events, 4.0f * settings_.linear_slop);
+  diff_contacts(contacts_, scratch_.found, scratch_.events, 4.0f * settings_.linear_slop, settings_.linear_slop);
   for (const ContactEvent& e : scratch_.events) {
     const uint32_t da = slots_.find(e.a);
     const uint32_t db = slots_.find(e.b);

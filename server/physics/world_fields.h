@@ -134,6 +134,7 @@ void io_record(Io& io, S& r) {
   io.f32(r.contact.depth);
   io.u8(r.point_count);
   io.flag(r.sensor, "contact sensor flag");
+  io.flag(r.recovering, "contact recovering flag");
   if (!io.expect(r.point_count >= 1 && r.point_count <= kMaxManifoldPoints, "contact point_count outside [1, 4]")) {
     return;
   }

@@ -52,6 +52,12 @@ void World::update_islands(float dt) {
     if (b_kinematic && e.a < n && is_moving(e.b)) {
       bodies_.info[slots_.dense_of_slot(awake_[e.a])].sleep_timer = 0;
     }
+    // Nor is a body still being pushed out of an overlap: split impulses move it without giving
+    // it velocity (solver.h), so its speed alone would let it fall asleep mid-recovery.
+    if (contacts_[e.record].recovering) {
+      if (e.a < n && !a_kinematic) bodies_.info[slots_.dense_of_slot(awake_[e.a])].sleep_timer = 0;
+      if (e.b < n && !b_kinematic) bodies_.info[slots_.dense_of_slot(awake_[e.b])].sleep_timer = 0;
+    }
     if (e.a >= n || e.b >= n || a_kinematic || b_kinematic) continue;
     union_find_join(parent, e.a, e.b);
   }

@@ -61,6 +61,8 @@ uint32_t World::prepare_solver_bodies() {
     b.delta_position = Vec3{};
     b.delta_angle = Vec3{};
     b.delta_rotation = Quat{};
+    b.pseudo_velocity = Vec3{};
+    b.pseudo_angular_velocity = Vec3{};
     b.inv_mass = m.inv_mass;
     b.inv_inertia = dynamic ? rotate_diagonal(to_mat3(p.orientation), m.inv_inertia) : Mat3{Vec3{}, Vec3{}, Vec3{}};
     centers[i] = p.position;
@@ -174,6 +176,7 @@ size_t World::batch_solver_edges(uint32_t movable) {
     m.friction = e.material.friction;
     m.restitution = e.material.restitution;
     m.immovable_partner = sb[e.a].inv_mass == 0 || sb[e.b].inv_mass == 0;
+    m.recovering = contacts_[e.record].recovering;
   }
   return batch_count;
 }

@@ -2,7 +2,7 @@
 // restored bit for bit (the approach of Jolt's StateRecorder: save the full state, then check
 // determinism by a hash). Checksum XXH64 (Y. Collet, xxHash, 2014).
 //
-// Byte layout, format version 2 (2 added the collision filter to info)
+// Byte layout, format version 3 (2 added the collision filter to info, 3 the contact recovering flag)
 // -----------------------------
 // Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
 // complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
@@ -11,7 +11,7 @@
 //
 //   Header (68 bytes)
 //       0    4   magic "IMPW"
-//       4    4   u32 format version (2)
+//       4    4   u32 format version (3)
 //       8    4   u32 N = number of layout fingerprint entries (12)
 //      12   4N   layout fingerprint: u32 sizeof(), in the saving build, of Pose, Motion, Shape,
 //                Material, BodyInfo, ContactPointState, ContactRecord, Contact, ContactEvent,
@@ -44,9 +44,9 @@
 //     awake      A u32; slot u32 [A] in awake-list order (the order the step visits bodies)
 //     contacts   the active list, then the resting list, each R u32 then R records in (a, b)
 //                order: a ObjectID, b ObjectID, point 3 f32, normal 3 f32, depth f32,
-//                point_count u8 (1..4), sensor bool, then point_count points of point 3 f32,
-//                separation f32, feature u32, normal_impulse f32, friction_impulse 3 f32
-//                                                                      (62 + 36 per point)
+//                point_count u8 (1..4), sensor bool, recovering bool, then point_count points
+//                of point 3 f32, separation f32, feature u32, normal_impulse f32,
+//                friction_impulse 3 f32                                (47 + 36 per point)
 //     events     the last step's events, then the pending End events of destroyed bodies, each
 //                E u32 then E of: type u8, a ObjectID, b ObjectID, point 3 f32, normal 3 f32 (41)
 //     islands    I u32; per sleeping island M u32 then member slot u32 [M] (wake order); then
@@ -90,7 +90,7 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFormatVersion = 3;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
@@ -125,10 +125,11 @@ constexpr size_t kTrailerBytes = 8;
 
 // Serialised sizes [bytes], used to bound counts before allocating and to reserve on save.
 constexpr size_t kBodyBytes = 52 + 72 + 21 + 10 + 27;
-// A contact record: ids 16, point and normal 24, depth 4, point_count 1, sensor 1 = 46 bytes, then
-// 36 per point (io_record). An over-estimate here rejects valid states whose last lists are short.
-constexpr size_t kRecordMinBytes = 46 + 36;  // one point at least
-constexpr size_t kRecordMaxBytes = 46 + 36 * kMaxManifoldPoints;
+// A contact record: ids 16, point and normal 24, depth 4, point_count 1, sensor 1, recovering 1 =
+// 47 bytes, then 36 per point (io_record). An over-estimate here rejects valid states whose last
+// lists are short.
+constexpr size_t kRecordMinBytes = 47 + 36;  // one point at least
+constexpr size_t kRecordMaxBytes = 47 + 36 * kMaxManifoldPoints;
 constexpr size_t kEventBytes = 41;
 constexpr size_t kMaterialPairBytes = 12;
 
