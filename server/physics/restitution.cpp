@@ -47,7 +47,10 @@ void solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bo
 }
 
 // Resolves manifold m as one collision event if one of its engaging points approaches faster than
-// `threshold`. Returns whether it did.
+// `threshold`; an inelastic manifold (e = 0) that already pushed in this pass is revisited as
+// well, so its impulse can shrink again (see propagate_restitution). Returns whether an approach
+// triggered it or it changed an impulse (a sweep that returns false everywhere changed nothing, so
+// ending the sweeps there gives the same result for any batching of the manifolds).
 bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float threshold, float dt, Vec3 gravity) {
   const Vec3 n = m.normal;
   // Relative normal acceleration from gravity, which the soft step integrates after this pass:
@@ -84,7 +87,21 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
       }
     }
   }
-  if (!triggered) return false;
+  // An inelastic manifold accumulates its impulses over the pass (kept in max_normal_impulse until
+  // the pass ends): projected Gauss-Seidel with clamped accumulated impulses (Catto, GDC 2005), so
+  // a push answering a transient approach is taken back once a later contact removed the cause.
+  const bool inelastic = m.restitution == 0;
+  bool carried = false;
+  if (inelastic) {
+    for (int i = 0; i < m.point_count; ++i) {
+      lambda[i] = m.points[i].max_normal_impulse;
+      if (lambda[i] > 0) active[i] = carried = true;
+    }
+  }
+  if (!triggered && !carried) return false;
+  float start[kMaxManifoldPoints];
+  std::copy(lambda, lambda + kMaxManifoldPoints, start);
+  bool changed = triggered;
 
   solve_block(m, a, b, active, target, lambda);
 
@@ -97,7 +114,8 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
     gain += lambda[i] * (before[i] + normal_velocity(a, b, m.points[i], n));
     scale += lambda[i] * std::max(-before[i], 0.0f);
   }
-  if (gain > kEnergyTolerance * scale) {
+  // Inelastic blocks skip the check: each projection towards vn >= 0 only removes energy.
+  if (!inelastic && gain > kEnergyTolerance * scale) {
     for (int i = 0; i < m.point_count; ++i) {
       if (lambda[i] != 0) apply_normal_impulse(a, b, m.points[i], n, -lambda[i]);
       lambda[i] = 0;
@@ -110,8 +128,9 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
   // step's integration of the new velocities over the whole step overshoots by dv t (t < 0: the
   // overlap found at step start is undone as if the bodies had bounced when they touched).
   for (int i = 0; i < m.point_count; ++i) {
-    if (lambda[i] == 0 || toi[i] == 0) continue;
-    const Vec3 shift_impulse = n * (lambda[i] * toi[i]);
+    const float change = lambda[i] - start[i];
+    if (change == 0 || toi[i] == 0) continue;
+    const Vec3 shift_impulse = n * (change * toi[i]);
     a.delta_position += shift_impulse * a.inv_mass;
     b.delta_position -= shift_impulse * b.inv_mass;
   }
@@ -120,8 +139,10 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
   for (int i = 0; i < m.point_count; ++i) {
     SolverPoint& p = m.points[i];
     p.relative_velocity = normal_velocity(a, b, p, n);
+    if (inelastic) p.max_normal_impulse = lambda[i];
+    changed = changed || lambda[i] != start[i];
   }
-  return true;
+  return changed;
 }
 
 }  // namespace
@@ -142,6 +163,13 @@ int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverB
     }
     resolved_total += resolved;
     if (resolved == 0) break;
+  }
+  // max_normal_impulse held the inelastic manifolds' accumulated impulses; the soft step starts it
+  // from 0 (it marks the points that pushed during the solve, for the end-of-step restitution).
+  if (resolved_total > 0) {
+    for (SolverManifold& m : manifolds) {
+      for (int i = 0; i < m.point_count; ++i) m.points[i].max_normal_impulse = 0;
+    }
   }
   return resolved_total;
 }
