@@ -3,6 +3,7 @@
 #include "server/physics/restitution.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace impulse::physics {
 
@@ -68,13 +69,29 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
     const float vn = normal_velocity(a, b, p, n);
     const float separation = p.base_separation + shift;  // base_separation: at step start (solver.h)
     before[i] = vn;
-    active[i] = separation <= -vn * dt;  // closes within the step (always, if touching and vn <= 0)
+    // Closes within the step (always, if touching and vn <= 0), at its velocity or with the fall
+    // the step adds: s + vn dt + fall dt^2 / 2 <= 0. Without the fall, a body that reaches the
+    // surface late in the step only by falling is stopped dead by the speculative contact and
+    // bounced at the end of the step with its start speed, losing up to e g dt of rebound.
+    active[i] = separation <= -vn * dt || separation <= -(vn + 0.5f * fall * dt) * dt;
     if (!active[i]) continue;
-    // Time of impact t = s / -vn: in this step if the gap is still open (engaging implies t <=
-    // dt), before it if the bodies already overlap (the step before let them pass the surface).
-    // Bounded by one step either way, so a deep overlap is not teleported out.
-    if (vn < 0) toi[i] = std::clamp(separation / -vn, -dt, dt);
-    if (vn < -threshold) {
+    // Time of impact t: the first root of s + vn t + fall t^2 / 2 = 0 if the gap is still open
+    // (in this step: engaging implies t <= dt), s / -vn before the step if the bodies already
+    // overlap (the step before let them pass the surface). Bounded by one step either way, so a
+    // deep overlap is not teleported out. The root as 2 s / (-vn + sqrt(vn^2 - 2 fall s)), which
+    // has no cancellation for vn < 0.
+    float impact_speed = vn;
+    if (separation > 0) {
+      const float discriminant = vn * vn - 2.0f * fall * separation;
+      const float denominator = discriminant >= 0 ? -vn + std::sqrt(discriminant) : 0.0f;
+      if (denominator > 0) {
+        toi[i] = std::min(2.0f * separation / denominator, dt);
+        impact_speed = vn + fall * toi[i];
+      }
+    } else if (vn < 0) {
+      toi[i] = std::max(separation / -vn, -dt);
+    }
+    if (impact_speed < -threshold) {
       triggered = true;
       // Newton's law at the impact, where gravity has changed the approach speed to vn + fall t;
       // less the fall the soft step will add over [0, t] again, so that at the end of the step
