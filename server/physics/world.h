@@ -421,6 +421,7 @@ class World {
     std::vector<uint32_t> solver_local;     // per solver body: its index in its batch
     std::vector<uint32_t> group_batch;      // per group: its batch
     std::vector<uint64_t> group_weight;     // per group: bodies + contact points
+    std::vector<uint32_t> group_order;      // groups by weight, heaviest first
     std::vector<SolverBatch> batches;
     std::vector<uint32_t> island_parent;  // union-find over awake indices
     std::vector<float> island_min_timer;  // per island root
