@@ -22,7 +22,8 @@
 //  2. narrowphase  collide() per pair with the speculative margin: a manifold of up to 4 points.
 //                  Pairs without a dynamic body or sensor, and sensor-sensor pairs, are skipped.
 //                  A sleeping dynamic body touched (not as a sensor) by an awake dynamic body or a
-//                  moving kinematic body is marked for waking.
+//                  moving kinematic body is marked for waking. With a worker pool, runs of
+//                  consecutive pairs collide on its threads and are appended in pair order.
 //                                                    reads: pose, shape, info   writes: found
 //  3. events       Merge join of the previous contact list and `found`: Begin/End events (merged
 //                  with the End events of bodies destroyed since the last step), per-body contact
@@ -47,7 +48,9 @@
 //                                                    writes: motion, contacts_ impulses
 //  6. write-back   Poses written from the solver's position and rotation deltas (quaternion
 //                  renormalised), AABBs refreshed. A dynamic body that moved more than half its
-//                  inner extent is listed as fast.   reads: solver bodies   writes: pose, motion
+//                  inner extent is listed as fast (with a pool, the poses per body on its
+//                  threads, the fast list after, in awake order).
+//                                                    reads: solver bodies   writes: pose, motion
 //  6b. continuous  Only if a body is fast (world_continuous.cpp): swept from its start to its end
 //                  position against static bodies (a bullet also against non-bullet dynamic and
 //                  kinematic ones); one that ends sunk into or through a shape it met moves back
