@@ -13,8 +13,11 @@ physics::WorldSettings with_scene_gravity(physics::WorldSettings settings) {
 
 }  // namespace
 
-ImpulseWorld::ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettings settings)
-    : world_(with_scene_gravity(settings)), ids_(scenes::load_into(world_, scene)) {
+ImpulseWorld::ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettings settings, int threads)
+    : pool_(threads > 1 ? std::make_unique<WorkerPool>(threads) : nullptr),
+      world_(with_scene_gravity(settings)),
+      ids_(scenes::load_into(world_, scene)) {
+  world_.set_worker_pool(pool_.get());
   rejected_ = static_cast<uint32_t>(std::count(ids_.begin(), ids_.end(), ObjectID{}));
 }
 

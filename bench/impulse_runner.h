@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "server/physics/world.h"
+#include "shared/parallel.h"
 #include "tests/scenes/bench_scenes.h"
 
 namespace impulse::bench {
@@ -16,7 +18,9 @@ class ImpulseWorld {
  public:
   /// @param settings  the world's settings; the benchmark's defaults are WorldSettings{} with
   ///                  allow_sleep from the scene or --sleep
-  ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettings settings);
+  /// @param threads   > 1: the world steps on a WorkerPool of that many threads (its own, made
+  ///                  here, so a forked RSS child builds its arena after the fork); 1: no pool
+  ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettings settings, int threads = 1);
 
   /// Bodies the world rejected at creation (0 for the reference scenes; anything else is a bug
   /// in the scene or the world, and the benchmark refuses to run).
@@ -31,6 +35,7 @@ class ImpulseWorld {
   const physics::StepProfile& profile() const { return world_.profile(); }
 
  private:
+  std::unique_ptr<WorkerPool> pool_;  // before world_: the world keeps a pointer to it
   physics::World world_;
   std::vector<ObjectID> ids_;  // index-aligned with scene.bodies
   uint32_t rejected_ = 0;

@@ -34,6 +34,8 @@ struct Options {
   std::string trace_csv;
   std::string rss = "fork";
   std::string friction_mix = "product";
+  int threads = 1;
+  std::string bullet = "on";
   bool quiet = false;
   std::string summary;
   // Solver tuning for experiments; the defaults are WorldSettings{}'s.
@@ -161,6 +163,8 @@ int run(const Options& o) {
   config.bullet.friction_mix =
       o.friction_mix == "geometric" ? bench::BulletFrictionMix::GeometricMean : bench::BulletFrictionMix::Product;
   config.impulse = o.impulse;
+  config.impulse_threads = o.threads;
+  config.run_bullet = o.bullet == "on";
   config.progress = !o.quiet;
   config.keep_trace = !o.trace_csv.empty();
 
@@ -168,6 +172,7 @@ int run(const Options& o) {
   std::optional<bench::RssMeasurement> rss[2];
   if (o.rss == "fork") {
     for (const bench::Engine engine : {bench::Engine::Impulse, bench::Engine::Bullet}) {
+      if (engine == bench::Engine::Bullet && !config.run_bullet) continue;
       if (!o.quiet) {
         std::fprintf(stderr, "[impulse-bench] %s: measuring %s RSS in a child process (%d steps)\n",
                      scene->name.c_str(), bench::to_string(engine), o.steps);
@@ -230,6 +235,12 @@ int main(int argc, char** argv) {
   app.add_option("--bullet-friction-mix", o.friction_mix,
                  "product (Bullet's default, 0.6 x 0.6 = 0.36) or geometric (Impulse's, 0.6)")
       ->check(CLI::IsMember({"product", "geometric"}));
+  app.add_option("--threads", o.threads,
+                 "Impulse step threads: > 1 steps the world on a WorkerPool of that many (World::set_worker_pool); "
+                 "Bullet always runs single-threaded")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--bullet", o.bullet, "on: step Bullet alongside (default); off: Impulse alone, e.g. to compare --threads")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--substeps", o.impulse.substeps, "Impulse solver substeps per step (WorldSettings::substeps)")
       ->check(CLI::Range(1, 64));
   app.add_option("--relax-iterations", o.impulse.relax_iterations,

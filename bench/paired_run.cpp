@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "bench/impulse_runner.h"
@@ -110,7 +111,7 @@ void step_and_sample(EngineWorld& world, const RunConfig& config, bool sample_rs
   uint64_t max_rss = base.value_or(0);
   Progress progress(config.progress, describe(scene, scenes::count_dynamic(scene)) + " " + to_string(engine));
   if (engine == Engine::Impulse) {
-    ImpulseWorld world(scene, impulse_settings(config));
+    ImpulseWorld world(scene, impulse_settings(config), config.impulse_threads);
     if (!exact) max_rss = std::max(max_rss, read_status_kib("VmRSS").value_or(0));
     step_and_sample(world, config, !exact, max_rss, progress);
     if (!exact) max_rss = std::max(max_rss, read_status_kib("VmRSS").value_or(0));
@@ -207,6 +208,8 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
   result.rounds = config.rounds;
   result.chunk_steps = config.chunk_steps;
   result.friction_mix = config.bullet.friction_mix;
+  result.impulse_threads = config.impulse_threads;
+  result.bullet_run = config.run_bullet;
   result.has_top_body = scene.name == "S1" && scene.top_body < scene.bodies.size();
 
   BulletOptions bullet_options = config.bullet;
@@ -228,18 +231,19 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
     samples.chunk_ratios.clear();
     for (std::vector<double>& stage : samples.stage) stage.clear();
 
-    ImpulseWorld impulse(scene, impulse_settings(config));
+    ImpulseWorld impulse(scene, impulse_settings(config), config.impulse_threads);
     if (impulse.rejected_count() != 0) {
       error = "Impulse rejected " + std::to_string(impulse.rejected_count()) + " bodies of " + scene.name;
       return std::nullopt;
     }
-    BulletWorld bullet(scene, bullet_options);
+    std::optional<BulletWorld> bullet_world;
+    if (config.run_bullet) bullet_world.emplace(scene, bullet_options);
     const bool first_round = round == 0;
     const bool trace = first_round && config.keep_trace;
     if (trace) result.trace.assign(steps, TraceRow{});
     if (first_round && result.has_top_body) {
       result.impulse.top_start = impulse.position(top);
-      result.bullet.top_start = bullet.position(top);
+      if (bullet_world) result.bullet.top_start = bullet_world->position(top);
     }
     Progress progress(config.progress, describe(scene, result.n) + " round " + std::to_string(round + 1) + "/" +
                                            std::to_string(config.rounds));
@@ -276,6 +280,8 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
         }
       };
       auto run_bullet = [&] {
+        if (!bullet_world) return;
+        BulletWorld& bullet = *bullet_world;
         for (int s = 0; s < count; ++s) {
           const uint32_t awake_before = bullet.awake_count();  // outside the timed step
           const Clock::time_point begin = Clock::now();
@@ -316,7 +322,7 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
 
     round_imp_median.push_back(median(samples.impulse_ms));
     round_imp_p95.push_back(percentile(samples.impulse_ms, 95.0));
-    round_bt_median.push_back(median(samples.bullet_ms));
+    round_bt_median.push_back(median(samples.bullet_ms));  // 0 without Bullet (median of nothing)
     round_bt_p95.push_back(percentile(samples.bullet_ms, 95.0));
     round_ratio.push_back(median(samples.chunk_ratios));
     auto us_per_awake = [](double ms_sum, double awake_sum) { return awake_sum > 0 ? 1000.0 * ms_sum / awake_sum : 0.0; };
@@ -325,11 +331,11 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
     for (int k = 0; k < kStageCount; ++k) round_stage[k].push_back(median(samples.stage[k]));
     if (first_round) {
       result.impulse.awake_end = impulse.awake_count();
-      result.bullet.awake_end = bullet.awake_count();
+      if (bullet_world) result.bullet.awake_end = bullet_world->awake_count();
       result.impulse_last_profile = impulse.profile();
       if (result.has_top_body) {
         result.impulse.top_end = impulse.position(top);
-        result.bullet.top_end = bullet.position(top);
+        if (bullet_world) result.bullet.top_end = bullet_world->position(top);
       }
     }
   }

@@ -25,6 +25,12 @@ struct RunConfig {
   BulletOptions bullet;  ///< bullet.sleep is overwritten by `sleep`
   /// Impulse's settings; allow_sleep is overwritten by `sleep` and gravity by the scene's.
   physics::WorldSettings impulse;
+  /// Impulse's step threads: > 1 gives the world a WorkerPool of this many (World::set_worker_pool).
+  /// Bullet always steps on one thread.
+  int impulse_threads = 1;
+  /// false: Impulse alone (no Bullet world, no Bullet figures), for comparing Impulse with itself,
+  /// e.g. thread counts, without paying for Bullet's much slower steps.
+  bool run_bullet = true;
   bool progress = true;  ///< progress lines on stderr every few seconds of wall time
   bool keep_trace = false;  ///< fill SceneResult::trace (round 1), e.g. for a CSV of the run
 };
@@ -89,6 +95,8 @@ struct SceneResult {
   int rounds = 0;
   int chunk_steps = 0;
   BulletFrictionMix friction_mix = BulletFrictionMix::Product;
+  int impulse_threads = 1;  ///< RunConfig::impulse_threads
+  bool bullet_run = true;   ///< RunConfig::run_bullet: false leaves every Bullet figure and ratio at 0
   bool has_top_body = false;  ///< S1: top_start/top_end are meaningful
   EngineResult impulse;
   EngineResult bullet;

@@ -74,8 +74,16 @@ void print_human(std::FILE* out, const SceneResult& r) {
   const double simulated_s = static_cast<double>(r.steps) * scenes::kSceneDt;
   std::fprintf(out, "%s, n=%u, sleep %s, %d steps of 1/60 s x %d round(s), alternating chunks of %d steps\n",
                r.scene.c_str(), r.n, r.sleep ? "on" : "off", r.steps, r.rounds, r.chunk_steps);
-  std::fprintf(out, "Bullet 3.24: btDbvtBroadphase, sequential impulses 10 iterations, split impulse, friction mix %s\n",
-               to_string(r.friction_mix));
+  std::fprintf(out, "Impulse: %d step thread(s)%s\n", r.impulse_threads,
+               r.impulse_threads > 1 ? " (WorkerPool)" : "");
+  if (r.bullet_run) {
+    std::fprintf(out,
+                 "Bullet 3.24 (one thread): btDbvtBroadphase, sequential impulses 10 iterations, split impulse, "
+                 "friction mix %s\n",
+                 to_string(r.friction_mix));
+  } else {
+    std::fprintf(out, "Bullet: not run (--bullet off); its column and the ratios are 0\n");
+  }
   std::fprintf(out, "  %-24s %22s %22s\n", "", "Impulse", "Bullet");
   std::fprintf(out, "  %-24s %22.3f %22.3f\n", "ms/step median", r.impulse.ms_median, r.bullet.ms_median);
   std::fprintf(out, "  %-24s %22.3f %22.3f\n", "ms/step p95", r.impulse.ms_p95, r.bullet.ms_p95);
@@ -128,6 +136,8 @@ std::string to_json_line(const SceneResult& r) {
   j["steps"] = r.steps;
   j["rounds"] = r.rounds;
   j["chunk_steps"] = r.chunk_steps;
+  j["impulse_threads"] = r.impulse_threads;
+  j["bullet_run"] = r.bullet_run;
   j["ratio_of_medians"] = round_to(r.ratio_of_medians, 4);
   j["bullet_rss_kib"] = rss_or_null(r.bullet.rss);
   j["rss_method"] = r.impulse.rss ? Json(r.impulse.rss->method) : Json(nullptr);

@@ -22,7 +22,8 @@
 //  2. narrowphase  collide() per pair with the speculative margin: a manifold of up to 4 points.
 //                  Pairs without a dynamic body or sensor, and sensor-sensor pairs, are skipped.
 //                  A sleeping dynamic body touched (not as a sensor) by an awake dynamic body or a
-//                  moving kinematic body is marked for waking.
+//                  moving kinematic body is marked for waking. With a worker pool, runs of
+//                  consecutive pairs collide on its threads and are appended in pair order.
 //                                                    reads: pose, shape, info   writes: found
 //  3. events       Merge join of the previous contact list and `found`: Begin/End events (merged
 //                  with the End events of bodies destroyed since the last step), per-body contact
@@ -47,7 +48,9 @@
 //                                                    writes: motion, contacts_ impulses
 //  6. write-back   Poses written from the solver's position and rotation deltas (quaternion
 //                  renormalised), AABBs refreshed. A dynamic body that moved more than half its
-//                  inner extent is listed as fast.   reads: solver bodies   writes: pose, motion
+//                  inner extent is listed as fast (with a pool, the poses per body on its
+//                  threads, the fast list after, in awake order).
+//                                                    reads: solver bodies   writes: pose, motion
 //  6b. continuous  Only if a body is fast (world_continuous.cpp): swept from its start to its end
 //                  position against static bodies (a bullet also against non-bullet dynamic and
 //                  kinematic ones); one that ends sunk into or through a shape it met moves back
@@ -77,6 +80,7 @@
 
 #include "server/physics/narrowphase.h"
 #include "server/physics/world_internal.h"
+#include "shared/parallel.h"
 
 namespace impulse::physics {
 
@@ -729,64 +733,111 @@ void World::update_broadphase() {
   profile_.pair_count = static_cast<uint32_t>(scratch_.pairs.size());
 }
 
-void World::collide_pairs() {
-  scratch_.found.clear();
-  scratch_.wake_requests.clear();
-  const float margin = settings_.speculative_margin;
+namespace {
+
+// The narrowphase goes to the worker pool in runs of this many consecutive pairs (about 50-100 µs
+// of collide() each), and only when there are at least two runs' worth.
+constexpr size_t kNarrowphaseRunPairs = 512;
+
+}  // namespace
+
+bool World::collide_pair(const ProxyPair& pair, ContactRecord& rec, uint32_t wake[2], int& wake_count) const {
+  wake_count = 0;
+  const uint32_t da = slots_.dense_of_slot(pair.a);
+  const uint32_t db = slots_.dense_of_slot(pair.b);
+  const BodyInfo& ia = bodies_.info[da];
+  const BodyInfo& ib = bodies_.info[db];
+  const bool sensor = ia.sensor || ib.sensor;
+  if (ia.sensor && ib.sensor) return false;
+  // Collision filter (types.h, Box2D's b2ShouldShapesCollide): for contacts and sensors alike,
+  // so a sensor's mask chooses what it detects.
+  if (!should_collide(ia.filter, ib.filter)) return false;
+  // No response is defined without a dynamic body (kinematic-static, kinematic-kinematic),
+  // but a sensor reports any body that is not static: a kinematic door entering a static
+  // trigger volume (Jolt's SensorTests, TestKinematicVsSensor), or a kinematic sensor meeting a
+  // kinematic body. A kinematic sensor does not report the static world it sweeps over.
+  if (ia.kind != BodyKind::Dynamic && ib.kind != BodyKind::Dynamic &&
+      (!sensor || (ia.sensor ? ib.kind : ia.kind) == BodyKind::Static)) {
+    return false;
+  }
+  const Pose& pa = bodies_.pose[da];
+  const Pose& pb = bodies_.pose[db];
+  Manifold m;
+  if (!collide(bodies_.shape[da], Transform{pa.position, pa.orientation}, bodies_.shape[db],
+               Transform{pb.position, pb.orientation}, settings_.speculative_margin, m)) {
+    return false;
+  }
+  rec = ContactRecord{};
+  rec.sensor = sensor;
+  rec.point_count = static_cast<uint8_t>(m.point_count);
+  int deepest = 0;
+  for (int i = 0; i < m.point_count; ++i) {
+    ContactPointState& p = rec.points[i];
+    p.point = m.points[i].point;
+    p.separation = m.points[i].separation;
+    p.feature = m.points[i].feature;
+    if (p.separation < rec.points[deepest].separation) deepest = i;
+  }
+  // Slot order equals ObjectID order for live ids (indices are unique), so `found` is sorted.
+  rec.contact = Contact{slots_.id_at(da), slots_.id_at(db), rec.points[deepest].point, m.normal,
+                        -rec.points[deepest].separation};
+  if (sensor) return true;
   // A sleeping dynamic body wakes when an awake dynamic body, or a kinematic body that moves,
   // touches it (Box2D's rule: touching an awake body links the islands).
   auto wakes = [&](uint32_t sleeper, uint32_t other) {
     const BodyInfo& si = bodies_.info[sleeper];
     if (!si.sleeping || si.kind != BodyKind::Dynamic || is_parked(other)) return false;
     if (bodies_.info[other].kind == BodyKind::Dynamic) return true;
-    const Motion& m = bodies_.motion[other];
-    return m.velocity != Vec3{} || m.angular_velocity != Vec3{};
+    const Motion& mo = bodies_.motion[other];
+    return mo.velocity != Vec3{} || mo.angular_velocity != Vec3{};
   };
-  for (const ProxyPair& pair : scratch_.pairs) {
-    const uint32_t da = slots_.dense_of_slot(pair.a);
-    const uint32_t db = slots_.dense_of_slot(pair.b);
-    const BodyInfo& ia = bodies_.info[da];
-    const BodyInfo& ib = bodies_.info[db];
-    const bool sensor = ia.sensor || ib.sensor;
-    if (ia.sensor && ib.sensor) continue;
-    // Collision filter (types.h, Box2D's b2ShouldShapesCollide): for contacts and sensors alike,
-    // so a sensor's mask chooses what it detects.
-    if (!should_collide(ia.filter, ib.filter)) continue;
-    // No response is defined without a dynamic body (kinematic-static, kinematic-kinematic),
-    // but a sensor reports any body that is not static: a kinematic door entering a static
-    // trigger volume (Jolt's SensorTests, TestKinematicVsSensor), or a kinematic sensor meeting a
-    // kinematic body. A kinematic sensor does not report the static world it sweeps over.
-    if (ia.kind != BodyKind::Dynamic && ib.kind != BodyKind::Dynamic &&
-        (!sensor || (ia.sensor ? ib.kind : ia.kind) == BodyKind::Static)) {
-      continue;
-    }
-    const Pose& pa = bodies_.pose[da];
-    const Pose& pb = bodies_.pose[db];
-    Manifold m;
-    if (!collide(bodies_.shape[da], Transform{pa.position, pa.orientation}, bodies_.shape[db],
-                 Transform{pb.position, pb.orientation}, margin, m)) {
-      continue;
-    }
+  if (wakes(da, db)) wake[wake_count++] = da;
+  if (wakes(db, da)) wake[wake_count++] = db;
+  return true;
+}
+
+void World::collide_pairs() {
+  std::vector<ContactRecord>& found = scratch_.found;
+  std::vector<uint32_t>& wake_requests = scratch_.wake_requests;
+  found.clear();
+  wake_requests.clear();
+  const std::vector<ProxyPair>& pairs = scratch_.pairs;
+  const size_t runs = (pairs.size() + kNarrowphaseRunPairs - 1) / kNarrowphaseRunPairs;
+  if (pool_ == nullptr || pool_->threads() <= 1 || runs < 2) {
     ContactRecord rec;
-    rec.sensor = sensor;
-    rec.point_count = static_cast<uint8_t>(m.point_count);
-    int deepest = 0;
-    for (int i = 0; i < m.point_count; ++i) {
-      ContactPointState& p = rec.points[i];
-      p.point = m.points[i].point;
-      p.separation = m.points[i].separation;
-      p.feature = m.points[i].feature;
-      if (p.separation < rec.points[deepest].separation) deepest = i;
+    uint32_t wake[2];
+    int wake_count = 0;
+    for (const ProxyPair& pair : pairs) {
+      if (!collide_pair(pair, rec, wake, wake_count)) continue;
+      found.push_back(rec);
+      for (int k = 0; k < wake_count; ++k) wake_requests.push_back(wake[k]);
     }
-    // Slot order equals ObjectID order for live ids (indices are unique), so `found` is sorted.
-    rec.contact = Contact{slots_.id_at(da), slots_.id_at(db), rec.points[deepest].point, m.normal,
-                          -rec.points[deepest].separation};
-    scratch_.found.push_back(rec);
-    if (sensor) continue;
-    if (wakes(da, db)) scratch_.wake_requests.push_back(da);
-    if (wakes(db, da)) scratch_.wake_requests.push_back(db);
+  } else {
+    // Each run of consecutive pairs collides into its own buffers (collide_pair only reads the
+    // world), then the runs are appended in order: the same list, in the same pair order, as the
+    // loop above, whatever the thread count. The run buffers keep their capacity across steps.
+    std::vector<NarrowphaseRun>& out = scratch_.narrowphase_runs;
+    if (out.size() < runs) out.resize(runs);
+    pool_->for_each(runs, [&](size_t r) {
+      NarrowphaseRun& run = out[r];
+      run.found.clear();
+      run.wake_requests.clear();
+      const size_t end = std::min(pairs.size(), (r + 1) * kNarrowphaseRunPairs);
+      ContactRecord rec;
+      uint32_t wake[2];
+      int wake_count = 0;
+      for (size_t i = r * kNarrowphaseRunPairs; i < end; ++i) {
+        if (!collide_pair(pairs[i], rec, wake, wake_count)) continue;
+        run.found.push_back(rec);
+        for (int k = 0; k < wake_count; ++k) run.wake_requests.push_back(wake[k]);
+      }
+    });
+    for (size_t r = 0; r < runs; ++r) {
+      found.insert(found.end(), out[r].found.begin(), out[r].found.end());
+      wake_requests.insert(wake_requests.end(), out[r].wake_requests.begin(), out[r].wake_requests.end());
+    }
   }
-  profile_.contact_count = static_cast<uint32_t>(scratch_.found.size());
+  profile_.contact_count = static_cast<uint32_t>(found.size());
 }
 
 void World::update_events() {

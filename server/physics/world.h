@@ -322,6 +322,9 @@ class World {
   void remove_non_finite();
   void update_broadphase();
   void collide_pairs();
+  /// Narrowphase of one broadphase pair: true with `rec` filled when it makes a contact record,
+  /// and the dense indices of sleeping bodies it wakes in wake[0..wake_count). Reads only.
+  bool collide_pair(const ProxyPair& pair, ContactRecord& rec, uint32_t wake[2], int& wake_count) const;
   void update_events();
   void apply_wakes();
   void solve(float dt);
@@ -393,12 +396,19 @@ class World {
     Vec3 delta;  // its displacement this step [m]
   };
 
+  // One run of consecutive broadphase pairs collided on a pool thread (World::collide_pairs).
+  struct NarrowphaseRun {
+    std::vector<ContactRecord> found;
+    std::vector<uint32_t> wake_requests;
+  };
+
   // Per-step scratch, reused so the step does not allocate in steady state.
   struct Scratch {
     std::vector<uint32_t> moving_ids;
     std::vector<Aabb> moving_aabbs;
     std::vector<ProxyPair> pairs;
     std::vector<ContactRecord> found;  // narrowphase output, sorted
+    std::vector<NarrowphaseRun> narrowphase_runs;  // with a pool: per run of pairs, then appended
     std::vector<ContactRecord> merged;
     std::vector<ContactRecord> reactivated;
     std::vector<uint32_t> wake_requests;  // dense indices
@@ -411,6 +421,7 @@ class World {
     std::vector<uint32_t> solver_local;     // per solver body: its index in its batch
     std::vector<uint32_t> group_batch;      // per group: its batch
     std::vector<uint64_t> group_weight;     // per group: bodies + contact points
+    std::vector<uint32_t> group_order;      // groups by weight, heaviest first
     std::vector<SolverBatch> batches;
     std::vector<uint32_t> island_parent;  // union-find over awake indices
     std::vector<float> island_min_timer;  // per island root

@@ -3,6 +3,7 @@
 // threads when there is one, bit-identical to one thread), each batch runs the soft step
 // (solver.h), and the poses are written back.
 #include <algorithm>
+#include <numeric>
 #include <vector>
 
 #include "server/physics/world.h"
@@ -24,6 +25,26 @@ namespace {
 constexpr uint32_t kMinParallelSolveBodies = 64;
 // Batches per pool thread, so one heavy group (a pile) does not leave the other threads idle.
 constexpr size_t kSolveBatchesPerThread = 8;
+// The per-body loops (solver bodies in, poses out) go to the pool in runs of this many bodies
+// (a few tens of µs each), and only when there are at least two runs.
+constexpr uint32_t kBodyRun = 1024;
+
+// Calls body(i) for every i in [0, n): on the pool's threads in runs of kBodyRun when it has more
+// than one thread and n spans two runs, else in order on this thread. body(i) writes only what i
+// owns, so the result is the same either way.
+template <class F>
+void for_each_body(const WorkerPool* pool, uint32_t n, const F& body) {
+  const uint32_t runs = (n + kBodyRun - 1) / kBodyRun;
+  if (pool == nullptr || pool->threads() <= 1 || runs < 2) {
+    for (uint32_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  pool->for_each(runs, [&](size_t r) {
+    const uint32_t begin = static_cast<uint32_t>(r) * kBodyRun;
+    const uint32_t end = std::min(n, begin + kBodyRun);
+    for (uint32_t i = begin; i < end; ++i) body(i);
+  });
+}
 
 }  // namespace
 
@@ -49,7 +70,8 @@ uint32_t World::prepare_solver_bodies() {
   centers.resize(movable + 1);
   forces.resize(movable);
   scratch_.solver_index.resize(bodies_.size());
-  for (uint32_t i = 0; i < movable; ++i) {
+  // Each i writes only its solver body, forces and solver_index entry and its body's accumulators.
+  for_each_body(pool_, movable, [&](uint32_t i) {
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
     scratch_.solver_index[d] = i;
     Motion& m = bodies_.motion[d];
@@ -76,7 +98,7 @@ uint32_t World::prepare_solver_bodies() {
     f.orientation = p.orientation;
     m.force = Vec3{};
     m.torque = Vec3{};
-  }
+  });
   sb[movable] = SolverBody{};  // zero velocity, inverse mass and inertia
   centers[movable] = Vec3{};
   return movable;
@@ -143,8 +165,17 @@ size_t World::batch_solver_edges(uint32_t movable) {
     for (const SolverEdge& e : edges) {
       weight[parent[e.a < movable ? e.a : e.b]] += contacts_[e.record].point_count;
     }
-    // Greedy: each group to the lightest batch so far (ties: the lower batch).
-    for (uint32_t g = 0; g < groups; ++g) {
+    // Greedy, heaviest group first (Graham's LPT rule): each group to the lightest batch so far
+    // (ties: the lower batch). Heaviest first also keeps a dominant group (a settled pile) in
+    // batch 0 every step: visited in group order, it landed in whichever batch was lightest when
+    // its turn came, so over a run every batch's buffers grew to hold it (S3-10000 on 2 threads
+    // peaked at 4x the single-thread RSS). The batching never changes the result (above).
+    std::vector<uint32_t>& order = scratch_.group_order;
+    order.resize(groups);
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t x, uint32_t y) { return weight[x] != weight[y] ? weight[x] > weight[y] : x < y; });
+    for (const uint32_t g : order) {
       size_t lightest = 0;
       for (size_t k = 1; k < batch_count; ++k) {
         if (batches[k].weight < batches[lightest].weight) lightest = k;
@@ -227,27 +258,31 @@ void World::run_solver_batches(float dt, size_t batch_count) {
 }
 
 void World::write_back_poses(uint32_t movable) {
-  // 6. Write the poses back and refresh the AABBs of everything that moved.
+  // 6. Write the poses back and refresh the AABBs of everything that moved (each i its own body).
   const std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  const std::vector<Vec3>& start = scratch_.solver_centers;  // centres at step start; the solve reads them only
   const float margin = settings_.speculative_margin;
-  std::vector<FastBody>& fast = scratch_.fast_bodies;
-  fast.clear();
-  for (uint32_t i = 0; i < movable; ++i) {
+  for_each_body(pool_, movable, [&](uint32_t i) {
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
     Motion& m = bodies_.motion[d];
     Pose& p = bodies_.pose[d];
     const SolverBody& b = sb[i];
     m.velocity = b.velocity;
     m.angular_velocity = b.angular_velocity;
-    // Fast: moved more than half its inner extent this step (Box2D v3's test in
-    // b2FinalizeBodiesTask); only dynamic bodies (inverse mass > 0) are swept.
-    if (b.inv_mass > 0) {
-      const float inner = detail::inner_extent(bodies_.shape[d]);
-      if (length_squared(b.delta_position) > 0.25f * inner * inner) fast.push_back(FastBody{d, p.position, b.delta_position});
-    }
     p.position += b.delta_position;
     p.orientation = normalize(b.delta_rotation * p.orientation);
     p.aabb = fat_aabb(bodies_.shape[d], Transform{p.position, p.orientation}, margin);
+  });
+  // Fast: moved more than half its inner extent this step (Box2D v3's test in
+  // b2FinalizeBodiesTask); only dynamic bodies (inverse mass > 0) are swept. In awake order.
+  std::vector<FastBody>& fast = scratch_.fast_bodies;
+  fast.clear();
+  for (uint32_t i = 0; i < movable; ++i) {
+    const SolverBody& b = sb[i];
+    if (b.inv_mass <= 0) continue;
+    const uint32_t d = slots_.dense_of_slot(awake_[i]);
+    const float inner = detail::inner_extent(bodies_.shape[d]);
+    if (length_squared(b.delta_position) > 0.25f * inner * inner) fast.push_back(FastBody{d, start[i], b.delta_position});
   }
 }
 

@@ -1,10 +1,12 @@
 // Determinism: identical operation sequences give identical world hashes and events every step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "shared/parallel.h"
+#include "tests/scenes/bench_scenes.h"
 #include "tests/unit/physics/world_test_helpers.h"
 
 namespace impulse::physics {
@@ -209,6 +211,50 @@ TEST(Determinism, WorkerPoolSolveIsBitIdenticalToTheSequentialSolve) {
   // The scene really exercised the pooled path (>= 64 movable bodies) with many groups.
   EXPECT_GT(max_awake, 200u);
   EXPECT_GT(sequential.profile().island_count, 10u);
+}
+
+// The reference piles (tests/scenes: S3 spheres on a plane, S2 boxes in a walled container),
+// scaled down, stepped with no pool and with pools of 2 and 3 threads: the same world_hash and
+// events every step. Unlike the busy world above, these become one contact-connected pile, and
+// with thousands of broadphase pairs every pooled stage takes its parallel path (the narrowphase
+// runs, the solver-body and write-back loops), not only the solve's batches.
+void expect_pooled_scene_bit_identical(const scenes::BenchScene& scene, int steps, uint32_t min_pairs) {
+  WorkerPool two(2);
+  WorkerPool three(3);
+  WorldSettings settings;
+  settings.gravity = scenes::kSceneGravity;
+  settings.allow_sleep = scene.sleep;
+  World sequential(settings);
+  World pooled2(settings);
+  World pooled3(settings);
+  pooled2.set_worker_pool(&two);
+  pooled3.set_worker_pool(&three);
+  for (World* w : {&sequential, &pooled2, &pooled3}) {
+    const std::vector<ObjectID> ids = scenes::load_into(*w, scene);
+    ASSERT_EQ(std::count(ids.begin(), ids.end(), ObjectID{}), 0);
+  }
+  uint32_t max_pairs = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (World* w : {&sequential, &pooled2, &pooled3}) w->step(scenes::kSceneDt);
+    max_pairs = std::max(max_pairs, sequential.profile().pair_count);
+    const uint64_t h = sequential.world_hash();
+    ASSERT_EQ(pooled2.world_hash(), h) << scene.name << ", 2 threads, step " << step;
+    ASSERT_EQ(pooled3.world_hash(), h) << scene.name << ", 3 threads, step " << step;
+    ASSERT_TRUE(same_events(sequential.contact_events(), pooled2.contact_events())) << "step " << step;
+    ASSERT_TRUE(same_events(sequential.contact_events(), pooled3.contact_events())) << "step " << step;
+  }
+  EXPECT_GE(max_pairs, min_pairs) << scene.name << ": too few pairs to exercise the parallel narrowphase";
+  EXPECT_GT(sequential.profile().contact_count, 0u);
+}
+
+TEST(Determinism, WorkerPoolStepIsBitIdenticalOnTheS3SpherePile) {
+  // 1500 spheres: layers of 625 land on the plane and on each other within the 150 steps.
+  expect_pooled_scene_bit_identical(scenes::make_s3_spheres(1500), 150, 2048);
+}
+
+TEST(Determinism, WorkerPoolStepIsBitIdenticalOnTheS2BoxPile) {
+  // 1500 boxes: four layers land within the 150 steps; the narrowphase needs > 1024 pairs for 3 runs.
+  expect_pooled_scene_bit_identical(scenes::make_s2_pile(1500), 150, 1100);
 }
 
 }  // namespace
