@@ -266,8 +266,15 @@ void tangent_basis(Vec3 n, Vec3& t0, Vec3& t1) {
 }
 
 void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const SolverBody> bodies,
-                       std::span<const Vec3> centers, std::span<const ContactRecord> records) {
+                       std::span<const Vec3> centers, std::span<const ContactRecord> records,
+                       SolverScratch& scratch) {
+  size_t point_total = 0;
+  for (const SolverManifold& m : manifolds) point_total += records[m.record].point_count;
+  scratch.manifold_points.resize(point_total);  // every field is written below
+  SolverPoint* next_points = scratch.manifold_points.data();
   for (SolverManifold& m : manifolds) {
+    m.points = next_points;
+    next_points += records[m.record].point_count;
     const SolverBody& a = bodies[m.body_a];
     const SolverBody& b = bodies[m.body_b];
     const Vec3 ca = centers[m.body_a];

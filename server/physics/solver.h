@@ -87,7 +87,9 @@ struct SolverPoint {
   float relative_velocity = 0;   ///< normal velocity at step start [m/s], < 0 approaching
 };
 
-/// One manifold prepared for the solver. Bodies index the SolverBody array.
+/// One manifold prepared for the solver. Bodies index the SolverBody array. Its points live in
+/// SolverScratch::manifold_points, not inline: a sphere contact has one point, and four inline
+/// points made every manifold 880 bytes (S3's peak memory, docs/BENCHMARKS.md).
 struct SolverManifold {
   uint32_t body_a = 0;
   uint32_t body_b = 0;
@@ -99,7 +101,9 @@ struct SolverManifold {
   bool immovable_partner = false;  ///< one side cannot move: the stiffer static softness applies
   bool recovering = false;         ///< ContactRecord::recovering: push out by split impulses
   int point_count = 0;
-  SolverPoint points[kMaxManifoldPoints];
+  /// point_count points in the scratch's manifold_points, bound by prepare_manifolds and valid
+  /// until the next prepare_manifolds with the same scratch (so copy manifolds before preparing).
+  SolverPoint* points = nullptr;
 };
 
 /// Two unit tangents t0, t1 such that {n, t0, t1} is a right-handed orthonormal basis, a function
@@ -125,12 +129,16 @@ struct SolverConfig {
   bool wide = true;
 };
 
-/// Fills each manifold's anchors, base separations, effective masses, tangents and relative
+struct SolverScratch;  // solver_wide.h
+
+/// Binds each manifold's points to `scratch.manifold_points` (as many as its record has) and fills
+/// its anchors, base separations, effective masses, tangents and relative
 /// velocities from the bodies at step start; seeds the accumulated impulses from `records` (the
 /// friction seed projected onto this step's tangent plane and clamped to its cone).
 /// `centers` gives each solver body's centre at step start [m] (the immovable body: any value).
 void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const SolverBody> bodies,
-                       std::span<const Vec3> centers, std::span<const ContactRecord> records);
+                       std::span<const Vec3> centers, std::span<const ContactRecord> records,
+                       SolverScratch& scratch);
 
 /// Per-body forces for integrate_velocities: linear acceleration from force / mass and angular
 /// acceleration from I^-1 torque, per solver body (the immovable body last, zero).
@@ -155,8 +163,6 @@ struct BodyForces {
 /// so the intermediate-axis flip still happens. I diagonal [kg·m^2]. Returns w unchanged if the
 /// Newton system is singular or the result not finite.
 Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h);
-
-struct SolverScratch;  // solver_wide.h
 
 /// Runs the whole soft step: propagate_restitution, then substeps x (integrate velocities, warm
 /// start, solve with bias, integrate positions, relax), then the end-of-step restitution sweep,

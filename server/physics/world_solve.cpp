@@ -245,14 +245,14 @@ void World::run_solver_batches(float dt, size_t batch_count) {
     }
     batch.solver_bodies[count] = SolverBody{};  // zero velocity, inverse mass and inertia
     batch.centers[count] = Vec3{};
-    prepare_manifolds(batch.manifolds, batch.solver_bodies, batch.centers, contacts_);
+    prepare_manifolds(batch.manifolds, batch.solver_bodies, batch.centers, contacts_, batch.solver);
     solve_soft_step(batch.manifolds, batch.solver_bodies, batch.forces, contacts_, config, batch.solver);
     for (size_t j = 0; j < count; ++j) sb[batch.bodies[j]] = batch.solver_bodies[j];
   };
   if (batch_count > 1) {  // the pool's batches (one batch: on this thread, in place)
     pool_->for_each(batch_count, solve_batch);
   } else {
-    prepare_manifolds(batches[0].manifolds, sb, centers, contacts_);
+    prepare_manifolds(batches[0].manifolds, sb, centers, contacts_, batches[0].solver);
     solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config, batches[0].solver);
   }
 }

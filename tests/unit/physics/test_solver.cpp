@@ -88,7 +88,7 @@ Problem make_problem(uint32_t seed, uint32_t movable, uint32_t count) {
 }
 
 void solve(Problem& p, bool wide, SolverScratch& scratch) {
-  prepare_manifolds(p.manifolds, p.bodies, p.centers, p.records);
+  prepare_manifolds(p.manifolds, p.bodies, p.centers, p.records, scratch);
   SolverConfig config;
   config.dt = 1.0f / 60.0f;
   config.gravity = {0.0f, -9.81f, 0.0f};
