@@ -360,7 +360,7 @@ void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable
 void reset_pseudo_impulses(SolverScratch& s, std::span<SolverManifold> manifolds) {
   for (WidePoint& p : s.points) p.pseudo_impulse = splat(0.0f);
   for (const uint32_t m : s.overflow) {
-    for (SolverPoint& p : manifolds[m].points) p.pseudo_impulse = 0;
+    for (int i = 0; i < manifolds[m].point_count; ++i) manifolds[m].points[i].pseudo_impulse = 0;
   }
 }
 
