@@ -139,7 +139,9 @@ TEST(StackingEdges, AnImpactOnFourTouchingBoxesDoesNotPushThemApart) {
 // largest horizontal distance from where it was created, over 10 s (it lands within the first 2 s).
 // Disabled: not met. Measured (sleep on, defaults; probe over 600 steps, the slip per layer):
 // - Before the impact-pass fix above: 102 boxes over 5 cm, worst 0.59 m. After: 46, worst 0.39 m;
-//   layers 12-14 (fastest landings, 11 m/s) now all under 3.5 cm.
+//   layers 12-14 (fastest landings, 11 m/s) now all under 3.5 cm. With recovering contacts
+//   (solver.h) and impacts engaging with the step's fall included (restitution.cpp): 43 boxes,
+//   worst 0.18 m (this test's own figure).
 // - Layer 4 (worst, 0.39 m): the speculative margin (2 cm) is smaller than a landing box's travel
 //   per step (10 cm at 6 m/s), so in the landing step only the supports whose gap happens to be
 //   under 2 cm are found (the layer below sags by fractions of a millimetre differently). A box
