@@ -191,17 +191,7 @@ TEST(ContinuousCollision, TheBulletFlagIsSavedAndHashedAndTheStepIsTheSameForAny
   World a;
   build(a);
   for (int s = 0; s < 10; ++s) a.step(kDt);
-  std::vector<uint8_t> bytes;
-  a.save_state(bytes);
-  World b;
-  std::string error;
-  ASSERT_TRUE(b.restore_state(bytes, &error)) << error;
-  EXPECT_EQ(a.world_hash(), b.world_hash());
-  for (int s = 0; s < 30; ++s) {
-    a.step(kDt);
-    b.step(kDt);
-  }
-  EXPECT_EQ(a.world_hash(), b.world_hash());
+  expect_restore_steps_identically(a, 30, kDt);
 
   // The flag is part of the hash.
   World c;

@@ -177,23 +177,10 @@ TEST(PhysicsEdges, ABoxCreatedSunkIntoTheGroundRisesOutWithoutBeingLaunched) {
 
 // The recovering flag is state: saved mid-recovery and restored, a world steps on bit-identically.
 TEST(PhysicsEdges, AWorldSavedMidRecoveryRestoresBitIdentically) {
-  auto build = [](World& world) {
-    for (int i = 0; i < 4; ++i) add(world, box_desc({static_cast<float>(i) * 0.97f, 0, 0}, {0.5f, 0.5f, 0.5f}));
-  };
   World a(zero_gravity());
-  build(a);
+  for (int i = 0; i < 4; ++i) add(a, box_desc({static_cast<float>(i) * 0.97f, 0, 0}, {0.5f, 0.5f, 0.5f}));
   for (int s = 0; s < 3; ++s) a.step(kDt);
-  std::vector<uint8_t> bytes;
-  a.save_state(bytes);
-  World b;
-  std::string error;
-  ASSERT_TRUE(b.restore_state(bytes, &error)) << error;
-  EXPECT_EQ(a.world_hash(), b.world_hash());
-  for (int s = 0; s < 30; ++s) {
-    a.step(kDt);
-    b.step(kDt);
-    ASSERT_EQ(a.world_hash(), b.world_hash()) << "step " << s;
-  }
+  expect_restore_steps_identically(a, 30, kDt);
 }
 
 // (f) Torque-free rotation of a box with three distinct moments (half extents 0.2, 0.5, 1.0 m,

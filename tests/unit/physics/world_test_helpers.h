@@ -1,6 +1,10 @@
 // Small scene builders shared by the World unit tests.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "server/physics/world.h"
@@ -124,6 +128,23 @@ int step_until(World& world, float dt, int max_steps, Done&& done) {
     world.step(dt);
   }
   return max_steps;
+}
+
+/// Saves `a`, restores the blob into a fresh World and checks that both hash alike, then steps
+/// both `steps` times by `dt` [s] and checks the hashes after every step: a restored world steps on
+/// bit-identically.
+inline void expect_restore_steps_identically(World& a, int steps, float dt) {
+  std::vector<uint8_t> bytes;
+  a.save_state(bytes);
+  World b;
+  std::string error;
+  ASSERT_TRUE(b.restore_state(bytes, &error)) << error;
+  ASSERT_EQ(a.world_hash(), b.world_hash());
+  for (int s = 0; s < steps; ++s) {
+    a.step(dt);
+    b.step(dt);
+    ASSERT_EQ(a.world_hash(), b.world_hash()) << "step " << s;
+  }
 }
 
 }  // namespace impulse::physics::test
