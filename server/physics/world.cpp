@@ -802,35 +802,33 @@ void World::collide_pairs() {
   found.clear();
   wake_requests.clear();
   const std::vector<ProxyPair>& pairs = scratch_.pairs;
-  const size_t runs = (pairs.size() + kNarrowphaseRunPairs - 1) / kNarrowphaseRunPairs;
-  if (pool_ == nullptr || pool_->threads() <= 1 || runs < 2) {
+  // Collides pairs [begin, end) in order, appending to one list of records and one of wakes.
+  auto collide_range = [&](size_t begin, size_t end, std::vector<ContactRecord>& records,
+                           std::vector<uint32_t>& wakes) {
     ContactRecord rec;
     uint32_t wake[2];
     int wake_count = 0;
-    for (const ProxyPair& pair : pairs) {
-      if (!collide_pair(pair, rec, wake, wake_count)) continue;
-      found.push_back(rec);
-      for (int k = 0; k < wake_count; ++k) wake_requests.push_back(wake[k]);
+    for (size_t i = begin; i < end; ++i) {
+      if (!collide_pair(pairs[i], rec, wake, wake_count)) continue;
+      records.push_back(rec);
+      for (int k = 0; k < wake_count; ++k) wakes.push_back(wake[k]);
     }
+  };
+  const size_t runs = (pairs.size() + kNarrowphaseRunPairs - 1) / kNarrowphaseRunPairs;
+  if (pool_ == nullptr || pool_->threads() <= 1 || runs < 2) {
+    collide_range(0, pairs.size(), found, wake_requests);
   } else {
     // Each run of consecutive pairs collides into its own buffers (collide_pair only reads the
-    // world), then the runs are appended in order: the same list, in the same pair order, as the
-    // loop above, whatever the thread count. The run buffers keep their capacity across steps.
+    // world), then the runs are appended in order: the same list, in the same pair order, as on
+    // one thread, whatever the thread count. The run buffers keep their capacity across steps.
     std::vector<NarrowphaseRun>& out = scratch_.narrowphase_runs;
     if (out.size() < runs) out.resize(runs);
     pool_->for_each(runs, [&](size_t r) {
       NarrowphaseRun& run = out[r];
       run.found.clear();
       run.wake_requests.clear();
-      const size_t end = std::min(pairs.size(), (r + 1) * kNarrowphaseRunPairs);
-      ContactRecord rec;
-      uint32_t wake[2];
-      int wake_count = 0;
-      for (size_t i = r * kNarrowphaseRunPairs; i < end; ++i) {
-        if (!collide_pair(pairs[i], rec, wake, wake_count)) continue;
-        run.found.push_back(rec);
-        for (int k = 0; k < wake_count; ++k) run.wake_requests.push_back(wake[k]);
-      }
+      collide_range(r * kNarrowphaseRunPairs, std::min(pairs.size(), (r + 1) * kNarrowphaseRunPairs), run.found,
+                    run.wake_requests);
     });
     for (size_t r = 0; r < runs; ++r) {
       found.insert(found.end(), out[r].found.begin(), out[r].found.end());
