@@ -114,26 +114,32 @@ void integrate_velocities(std::span<SolverBody> bodies, std::span<const BodyForc
   }
 }
 
-void integrate_positions(std::span<SolverBody> bodies, size_t movable, float h) {
-  for (size_t i = 0; i < movable; ++i) {
+// Moves each body by its velocity over the substep (semi-implicit Euler, which the contact rows'
+// velocity targets assume), and with split impulses by its pseudo velocity as well, which is then
+// dropped. A body with no contact this step is in free flight: its velocity changed only by the
+// constant acceleration a (gravity and applied force), and it moves by the trapezoid rule, (v0 +
+// v1) / 2 h = (v1 - a h / 2) h, which is exact for constant a. Semi-implicit Euler loses g h^2 / 2
+// of the height-plus-kinetic energy y + v^2 / (2 g) per substep, 1.3 cm in a 0.64 s fall at 240 Hz
+// substeps: a ball with e = 0.5 bounced 3.3% below its e^4 h second apex from that alone.
+// With damping (v1 = (v0 + a h) / (1 + c h)) the rule is off by O(c h^2) and stays second order.
+template <bool kSplit>
+void integrate_positions(std::span<SolverBody> bodies, std::span<const BodyForces> forces,
+                         std::span<const uint8_t> in_contact, Vec3 gravity, float h) {
+  const float half_h = 0.5f * h;
+  for (size_t i = 0; i < forces.size(); ++i) {
     SolverBody& b = bodies[i];
-    b.delta_position += b.velocity * h;
-    b.delta_angle += b.angular_velocity * h;
-    b.delta_rotation = integrate_rotation(b.delta_rotation, b.angular_velocity, h);
-  }
-}
-
-// With split impulses: real plus pseudo velocity moves the body; the pseudo part is then dropped.
-void integrate_positions_split(std::span<SolverBody> bodies, size_t movable, float h) {
-  for (size_t i = 0; i < movable; ++i) {
-    SolverBody& b = bodies[i];
-    const Vec3 v = b.velocity + b.pseudo_velocity;
-    const Vec3 w = b.angular_velocity + b.pseudo_angular_velocity;
+    Vec3 v = b.velocity;
+    Vec3 w = b.angular_velocity;
+    if (forces[i].dynamic && in_contact[i] == 0) v -= (gravity + forces[i].linear) * half_h;
+    if constexpr (kSplit) {
+      v += b.pseudo_velocity;
+      w += b.pseudo_angular_velocity;
+      b.pseudo_velocity = Vec3{};
+      b.pseudo_angular_velocity = Vec3{};
+    }
     b.delta_position += v * h;
     b.delta_angle += w * h;
     b.delta_rotation = integrate_rotation(b.delta_rotation, w, h);
-    b.pseudo_velocity = Vec3{};
-    b.pseudo_angular_velocity = Vec3{};
   }
 }
 
@@ -346,10 +352,10 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
     if (scratch.any_recovering) {
       reset_pseudo_impulses(scratch, manifolds);
       sweep(true);
-      integrate_positions_split(bodies, movable, h);
+      integrate_positions<true>(bodies, forces, scratch.in_contact, c.gravity, h);
     } else {
       sweep(true);
-      integrate_positions(bodies, movable, h);
+      integrate_positions<false>(bodies, forces, scratch.in_contact, c.gravity, h);
     }
     for (int r = 0; r < c.relax_iterations; ++r) sweep(false);
   }

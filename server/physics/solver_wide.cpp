@@ -135,6 +135,7 @@ void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t mov
   // body (s.body_colors: that colour + 1, 0 for none), so every body meets its manifolds in span
   // order; past the last colour, the overflow (which keeps that order too).
   s.body_colors.assign(movable, 0);
+  s.in_contact.assign(movable, 0);
   s.color_of.resize(n);
   s.color_begin.assign(kSolverColors + 2, 0);
   for (uint32_t m = 0; m < n; ++m) {
@@ -142,8 +143,14 @@ void build_wide_contacts(std::span<const SolverManifold> manifolds, uint32_t mov
     const uint32_t b = manifolds[m].body_b;
     const uint32_t level = std::max(a < movable ? s.body_colors[a] : 0u, b < movable ? s.body_colors[b] : 0u);
     const uint32_t color = std::min<uint32_t>(level, kSolverColors);
-    if (a < movable) s.body_colors[a] = color + 1;
-    if (b < movable) s.body_colors[b] = color + 1;
+    if (a < movable) {
+      s.body_colors[a] = color + 1;
+      s.in_contact[a] = 1;
+    }
+    if (b < movable) {
+      s.body_colors[b] = color + 1;
+      s.in_contact[b] = 1;
+    }
     s.color_of[m] = static_cast<uint8_t>(color);
     ++s.color_begin[static_cast<size_t>(color) + 1];
   }

@@ -1,6 +1,6 @@
 // Client::pose_at over real loopback UDP against a real server: the interpolated pose of a body in
-// free fall matches the closed form of the server's integrator (semi-implicit Euler over
-// WorldSettings::substeps substeps) at the render tick; a spinning sphere's orientation matches
+// free fall matches the closed form of the server's integrator (the exact parabola: a body in
+// free flight moves by the trapezoid rule) at the render tick; a spinning sphere's orientation matches
 // the constant-rate rotation; the clock estimate tracks the server's tick and the render tick
 // trails the newest snapshot by the interpolation delay; after a hostile link clears, pose_at
 // converges to the server's state within one interpolation delay plus a stated slack.
@@ -31,21 +31,18 @@ constexpr double kSnapshotInterval = 1.0 / kSnapshotHz;
 constexpr double kPositionStep = 1.0 / 512.0;
 constexpr double kPi = 3.14159265358979323846;
 
-/// Closed form of the server's integrator for a body under gravity only: per substep
-/// h = dt / S, v += g h then p += v h, so after m = S n substeps (n ticks)
-///   p(n) = p0 + v0 n dt + g h^2 m (m + 1) / 2,
-/// the discrete sum, exact for integer n; for fractional n the same quadratic, which a lerp
-/// between the ticks of two snapshot states misses by at most |g| (snapshot interval)^2 / 8.
+/// Closed form of the server's integrator for a body in free flight under gravity only: per
+/// substep h, v1 = v0 + g h and p += (v0 + v1) / 2 h (the trapezoid rule, solver.cpp), so after
+/// n ticks p(n) = p0 + v0 n dt - g (n dt)^2 / 2, the continuous parabola; a lerp between the
+/// ticks of two snapshot states misses it by at most |g| (snapshot interval)^2 / 8.
 struct Ballistic {
   Vec3 p0;
   Vec3 v0;
   double g = 9.81f;  // the scene's float gravity, as the server holds it
-  int substeps = physics::WorldSettings{}.substeps;
 
   Vec3 at(double n) const {
-    const double h = kDt / substeps;
-    const double m = n * substeps;
-    const double drop = g * h * h * m * (m + 1.0) / 2.0;
+    const double t = n * kDt;
+    const double drop = 0.5 * g * t * t;
     return Vec3{static_cast<float>(p0.x + v0.x * n * kDt), static_cast<float>(p0.y + v0.y * n * kDt - drop),
                 static_cast<float>(p0.z + v0.z * n * kDt)};
   }
