@@ -96,12 +96,10 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
       // Newton's law at the impact, where gravity has changed the approach speed to vn + fall t;
       // less the fall the soft step will add over [0, t] again, so that at the end of the step
       // the velocity is -e (vn + fall t) + fall (dt - t), as if the bounce happened at t. Found
-      // overlapping (t < 0), the impact is taken at step start: the signed form measured worse
-      // (PhysicsEdges.BounceApexes..., e = 0.9: third apex 3.7% low against 0.2%).
-      if (m.restitution > 0) {
-        const float t = std::max(toi[i], 0.0f);
-        target[i] = -m.restitution * (vn + fall * t) - fall * t;
-      }
+      // overlapping (t < 0: the bodies touched before the step began), the same formula gives
+      // the velocity at step start of a bounce at t: a ball that passed 3 cm into the ground at
+      // 5.6 m/s (e = 0.9) bounced 4% too high in energy when the impact was taken at step start.
+      if (m.restitution > 0) target[i] = -m.restitution * (vn + fall * toi[i]) - fall * toi[i];
     }
   }
   // An inelastic manifold accumulates its impulses over the pass (kept in max_normal_impulse until
