@@ -83,7 +83,8 @@ Problem make_problem(uint32_t seed, uint32_t movable, uint32_t count) {
     const uint32_t b = rng() % 5 == 0 ? movable : rng() % movable;
     add(a, b);
   }
-  for (uint32_t i = 0; i < 40; ++i) add(0, 1 + i % (movable - 1));
+  // Body 0 in more manifolds than there are colours: the rest of them spill into the overflow.
+  for (uint32_t i = 0; i < kSolverColors + 8; ++i) add(0, 1 + i % (movable - 1));
   return p;
 }
 
