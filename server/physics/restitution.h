@@ -21,8 +21,15 @@ namespace impulse::physics {
 
 /// Sweeps over the manifolds per step in propagate_restitution. Sweeps alternate direction, so a
 /// chain whose manifolds are stored in chain order (either way round) is resolved in at most two
-/// sweeps; branching or bouncing-back configurations use the rest. Bounds the pass's cost.
-inline constexpr int kRestitutionSweeps = 8;
+/// sweeps; branching or bouncing-back configurations use the rest. Bounds the pass's cost (a
+/// sweep over manifolds that neither trigger nor carry an impulse is a cheap scan; the pass ends
+/// at the first sweep that changes nothing). Measured on Jolt's 1240-box pyramid: a layer landing
+/// on a stack that has not settled is a branching chain 15 deep, and Gauss-Seidel spreads its
+/// impulse about one layer per sweep; at 8 sweeps the pass stopped early in 15 landing steps and
+/// left the layers below moving down unevenly (0.2-2.3 m/s under one landed box), tilting them
+/// so boxes slid 5-18 cm (43 over 5 cm); at 32 sweeps 17, at 96 or more none (with the grown
+/// speculative margin of World::collide_pair).
+inline constexpr int kRestitutionSweeps = 128;
 
 /// Projected Gauss-Seidel iterations over the points of one manifold resolved as a block (a box
 /// face landing on four points bounces as a whole, without the spin a point-by-point resolution
