@@ -31,9 +31,13 @@ void apply_normal_impulse(SolverBody& a, SolverBody& b, const SolverPoint& p, Ve
 }
 
 // Projected Gauss-Seidel on the block's points towards vn >= target, accumulated impulses from 0
-// and clamped >= 0. Points with active[i] false or zero effective mass are left alone.
-void solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bool* active, const float* target,
+// and clamped >= 0. Points with active[i] false or zero effective mass are left alone. Returns
+// whether any increment was applied: an impulse that grows and shrinks back within the iterations
+// ends where it started but has moved the velocities by rounding, and a sweep counted as "no
+// change" must leave them bit-identical (propagate_restitution's batching invariance).
+bool solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bool* active, const float* target,
                  float* lambda) {
+  bool applied = false;
   const int iterations = m.point_count == 1 ? 1 : kRestitutionBlockIterations;
   for (int it = 0; it < iterations; ++it) {
     for (int i = 0; i < m.point_count; ++i) {
@@ -41,10 +45,13 @@ void solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bo
       if (!active[i] || p.normal_mass <= 0) continue;
       const float vn = normal_velocity(a, b, p, m.normal);
       const float total = std::max(lambda[i] + p.normal_mass * (target[i] - vn), 0.0f);
+      if (total == lambda[i]) continue;
       apply_normal_impulse(a, b, p, m.normal, total - lambda[i]);
       lambda[i] = total;
+      applied = true;
     }
   }
+  return applied;
 }
 
 // Resolves manifold m as one collision event if one of its engaging points approaches faster than
@@ -120,7 +127,7 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
   std::copy(lambda, lambda + kMaxManifoldPoints, start);
   bool changed = triggered;
 
-  solve_block(m, a, b, active, target, lambda);
+  changed = solve_block(m, a, b, active, target, lambda) || changed;
 
   // Kinetic energy change of the block: sum lambda_i (vn_i + vn_i') / 2 (exact for impulses along
   // the constraint rows). Newton's law per point can create energy in a multi-point block.
@@ -138,6 +145,7 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
       lambda[i] = 0;
       target[i] = 0;
     }
+    changed = true;
     solve_block(m, a, b, active, target, lambda);  // inelastic: each update only removes energy
   }
 

@@ -137,25 +137,24 @@ TEST(StackingEdges, AnImpactOnFourTouchingBoxesDoesNotPushThemApart) {
 
 // (i) Jolt's pyramid, 1240 boxes with Jolt's default friction 0.2. A box's sideways slip is its
 // largest horizontal distance from where it was created, over 10 s (it lands within the first 2 s).
-// Disabled: not met. Measured (sleep on, defaults; probe over 600 steps, the slip per layer):
-// - Before the impact-pass fix above: 102 boxes over 5 cm, worst 0.59 m. After: 46, worst 0.39 m;
-//   layers 12-14 (fastest landings, 11 m/s) now all under 3.5 cm. With recovering contacts
-//   (solver.h) and impacts engaging with the step's fall included (restitution.cpp): 43 boxes,
-//   worst 0.18 m (this test's own figure).
-// - Layer 4 (worst, 0.39 m): the speculative margin (2 cm) is smaller than a landing box's travel
-//   per step (10 cm at 6 m/s), so in the landing step only the supports whose gap happens to be
-//   under 2 cm are found (the layer below sags by fractions of a millimetre differently). A box
-//   that finds one or two of its four supports pivots on them, and its neighbours' side contacts
-//   turn the tilt into a sideways push (1.6-2.4 m/s in one step). With a 20 cm margin (all four
-//   found): worst 7.3 cm, but 75 boxes over 5 cm. A margin grown by each body's approach per step
-//   (speculative contacts, Firth 2011) would find them all; not done (it changes every scene).
-// - The rest: edge boxes of layers 5-11 end 5-7.5 cm out (interior boxes at most 4.5 cm). It adds
-//   up down the stack: at step 77 the corner box of layer k is out by 0.1, 0.3, 0.6, 1.3, 4.1,
-//   2.6, 4.6, 7.2, 7.4, 6.8 cm (k = 0-9), each corner 1-2 cm beyond the one below it, so each
-//   landing still spreads the layer below by about that much on a stack (on the ground: 1.3 mm).
-// Friction, substeps, relax sweeps, contact hertz and damping each change it little (8 substeps
-// or 6 relax sweeps: about 75 boxes before the fix).
-TEST(StackingEdges, DISABLED_APyramidsBoxesDoNotSlideSidewaysWhenTheirLayerLands) {
+// Measured (sleep on, defaults; the probe in notes/bench-pyramid2.md gives the same per layer):
+// 0 boxes over 5 cm, worst 3.6 cm (layer 8, an edge box); every layer's worst 0.4-3.6 cm. The
+// causes, each measured with the others fixed:
+// - The impact pass (restitution.cpp) accumulates inelastic impulses, so a push against a
+//   transient spin is taken back (before: 102 boxes over 5 cm, worst 0.59 m; after: 46, 0.39 m).
+// - The impact pass's sweep cap (kRestitutionSweeps): a layer landing on a stack that has not
+//   settled is a chain 15 layers deep, and Gauss-Seidel carries the impulse about one layer per
+//   sweep; at 8 sweeps the pass stopped early and left the boxes under a landed box moving down
+//   at 0.2-2.3 m/s, unevenly, so they tilted and the layers spread 1-2 cm per landing (edge boxes
+//   of layers 5-11 ended 5-7.5 cm out). 8 sweeps: 43 boxes, 0.18 m; 32: 17; 96 or more: 0.
+// - The fixed 2 cm speculative margin was shorter than a landing box's travel per step (10 cm at
+//   6 m/s), so only the supports whose gap happened to be under 2 cm were found in the landing
+//   step; the box pivoted on them and its neighbours' side contacts turned the tilt into a
+//   sideways push of 1.6-2.4 m/s (layer 4, 0.18-0.39 m). A uniform 20 cm margin found them all but
+//   made the rest worse; the margin now grows per pair by its approach within the step
+//   (World::collide_pair; Firth, "Speculative contacts", 2011). With 128 sweeps but the fixed
+//   margin: 17 boxes, worst 0.18 m (layer 4).
+TEST(StackingEdges, APyramidsBoxesDoNotSlideSidewaysWhenTheirLayerLands) {
   World world;
   add_ground(world);
   const int height = 15;
