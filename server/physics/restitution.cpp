@@ -56,8 +56,8 @@ bool solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bo
 
 // Resolves manifold m as one collision event if one of its engaging points approaches faster than
 // `threshold`; an inelastic manifold (e = 0) that already pushed in this pass is revisited as
-// well, so its impulse can shrink again (see propagate_restitution). Returns whether an approach
-// triggered it or it changed an impulse (a sweep that returns false everywhere changed nothing, so
+// well, so its impulse can shrink again (see propagate_restitution). Returns whether it applied
+// an impulse increment (a sweep that returns false everywhere left every body bit-identical, so
 // ending the sweeps there gives the same result for any batching of the manifolds).
 bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float threshold, float dt, Vec3 gravity) {
   const Vec3 n = m.normal;
@@ -125,9 +125,9 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
   if (!triggered && !carried) return false;
   float start[kMaxManifoldPoints];
   std::copy(lambda, lambda + kMaxManifoldPoints, start);
-  bool changed = triggered;
-
-  changed = solve_block(m, a, b, active, target, lambda) || changed;
+  // Changed only if an increment was applied: a triggered block already at its target leaves
+  // every input of its next visit as it was (the skip in propagate_restitution relies on it).
+  bool changed = solve_block(m, a, b, active, target, lambda);
 
   // Kinetic energy change of the block: sum lambda_i (vn_i + vn_i') / 2 (exact for impulses along
   // the constraint rows). Newton's law per point can create energy in a multi-point block.
@@ -165,7 +165,6 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
     SolverPoint& p = m.points[i];
     p.relative_velocity = normal_velocity(a, b, p, n);
     if (inelastic) p.max_normal_impulse = lambda[i];
-    changed = changed || lambda[i] != start[i];
   }
   return changed;
 }
@@ -173,8 +172,10 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
 }  // namespace
 
 int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
-                          float dt, Vec3 gravity, int max_sweeps) {
+                          float dt, Vec3 gravity, int max_sweeps, std::span<uint32_t> changed_at) {
   const size_t count = manifolds.size();
+  const bool skip = changed_at.size() >= bodies.size();
+  if (skip) std::fill(changed_at.begin(), changed_at.begin() + static_cast<std::ptrdiff_t>(bodies.size()), 0u);
   int resolved_total = 0;
   for (int sweep = 0; sweep < max_sweeps; ++sweep) {
     // Alternate the direction, so a chain stored against the direction of the strike still
@@ -183,8 +184,18 @@ int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverB
     int resolved = 0;
     for (size_t k = 0; k < count; ++k) {
       SolverManifold& m = manifolds[forward ? k : count - 1 - k];
+      // Skipped: neither body changed in the sweep before or so far in this one (changed_at).
+      if (skip && sweep > 0 && changed_at[m.body_a] < static_cast<uint32_t>(sweep) &&
+          changed_at[m.body_b] < static_cast<uint32_t>(sweep)) {
+        continue;
+      }
       // e = 0 too: an impact is resolved as one block here, not point by point in the soft solve.
-      if (resolve_manifold(m, bodies[m.body_a], bodies[m.body_b], threshold, dt, gravity)) ++resolved;
+      if (resolve_manifold(m, bodies[m.body_a], bodies[m.body_b], threshold, dt, gravity)) {
+        ++resolved;
+        // Only bodies an impulse can move (the immovable and kinematic bodies never change).
+        if (skip && bodies[m.body_a].inv_mass > 0) changed_at[m.body_a] = static_cast<uint32_t>(sweep) + 1;
+        if (skip && bodies[m.body_b].inv_mass > 0) changed_at[m.body_b] = static_cast<uint32_t>(sweep) + 1;
+      }
     }
     resolved_total += resolved;
     if (resolved == 0) break;

@@ -79,8 +79,14 @@ inline constexpr int kRestitutionBlockIterations = 4;
 ///        time of impact t gets the approach speed gravity gave it by t (and the pass leaves the
 ///        velocity that, after the step's gravity, is the rebound at t plus gravity over dt - t).
 /// @param max_sweeps sweep cap (>= 0).
+/// @param changed_at optional scratch, one entry per body: 1 + the last sweep that applied an
+///        impulse to the body. With it, a manifold neither of whose bodies changed since the
+///        sweep before is skipped: its last visit applied nothing to the same inputs, so visiting
+///        it again would apply nothing either (same result, much less work once a few chains are
+///        left). Empty: every manifold is visited every sweep.
 /// @return the number of manifold blocks resolved (0 when nothing bounced).
 int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
-                          float dt, Vec3 gravity, int max_sweeps = kRestitutionSweeps);
+                          float dt, Vec3 gravity, int max_sweeps = kRestitutionSweeps,
+                          std::span<uint32_t> changed_at = {});
 
 }  // namespace impulse::physics

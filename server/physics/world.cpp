@@ -786,6 +786,12 @@ bool World::collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, ui
   if (!sensor) {
     reach = (length(mb.velocity - ma.velocity) + length(ma.angular_velocity) * ia.extent +
              length(mb.angular_velocity) * ib.extent) * dt;
+    // At most the motion the continuous pass leaves to the contacts (half a dynamic body's inner
+    // extent per step, world_solve.cpp): beyond it a body is swept instead, and against a
+    // dynamic body only if it is a bullet, as before.
+    const float cap = 0.5f * ((ia.kind == BodyKind::Dynamic ? detail::inner_extent(bodies_.shape[da]) : 0.0f) +
+                              (ib.kind == BodyKind::Dynamic ? detail::inner_extent(bodies_.shape[db]) : 0.0f));
+    reach = std::min(reach, cap);
   }
   Manifold m;
   if (!collide(bodies_.shape[da], Transform{pa.position, pa.orientation}, bodies_.shape[db],
