@@ -179,10 +179,13 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
 }  // namespace
 
 int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
-                          float dt, Vec3 gravity, int max_sweeps, std::span<uint32_t> changed_at) {
+                          float dt, Vec3 gravity, int max_sweeps, std::span<uint32_t> changed_at,
+                          std::span<uint8_t> commits) {
   const size_t count = manifolds.size();
   const bool skip = changed_at.size() >= bodies.size();
   if (skip) std::fill(changed_at.begin(), changed_at.begin() + static_cast<std::ptrdiff_t>(bodies.size()), 0u);
+  const bool capped = commits.size() >= count;
+  if (capped) std::fill(commits.begin(), commits.begin() + static_cast<std::ptrdiff_t>(count), uint8_t{0});
   int resolved_total = 0;
   for (int sweep = 0; sweep < max_sweeps; ++sweep) {
     // Alternate the direction, so a chain stored against the direction of the strike still
@@ -190,7 +193,9 @@ int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverB
     const bool forward = sweep % 2 == 0;
     int resolved = 0;
     for (size_t k = 0; k < count; ++k) {
-      SolverManifold& m = manifolds[forward ? k : count - 1 - k];
+      const size_t mi = forward ? k : count - 1 - k;
+      SolverManifold& m = manifolds[mi];
+      if (capped && commits[mi] >= kRestitutionCommits) continue;  // its share of the pass is spent
       // Skipped: neither body changed in the sweep before or so far in this one (changed_at).
       if (skip && sweep > 0 && changed_at[m.body_a] < static_cast<uint32_t>(sweep) &&
           changed_at[m.body_b] < static_cast<uint32_t>(sweep)) {
@@ -220,6 +225,7 @@ int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverB
       if (applied && largest_change > kImpactTolerance) {
         bodies[m.body_a] = a;
         bodies[m.body_b] = b;
+        if (capped) ++commits[mi];
         ++resolved;
         // Only bodies an impulse can move (the immovable and kinematic bodies never change).
         if (skip && bodies[m.body_a].inv_mass > 0) changed_at[m.body_a] = static_cast<uint32_t>(sweep) + 1;
