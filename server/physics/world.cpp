@@ -16,10 +16,12 @@
 //                  move their frozen resting contacts back into the previous-step contact list,
 //                  so the event diff sees them.      reads/writes: resting_, contacts_
 //  1. broadphase   Awake bodies are the moving proxies (id = slot index, AABB from the end of the
-//                  last step, enlarged by the speculative margin); SpatialHash::find_pairs pairs
+//                  last step, enlarged by the speculative margin and swept by velocity * dt);
+//                  SpatialHash::find_pairs pairs
 //                  them with each other and with the parked proxies, sorted by (a, b).
 //                                                    reads: pose.aabb   writes: pairs
-//  2. narrowphase  collide() per pair with the speculative margin: a manifold of up to 4 points.
+//  2. narrowphase  collide() per pair with the speculative margin grown by the pair's approach
+//                  within the step (collide_pair): a manifold of up to 4 points.
 //                  Pairs without a dynamic body or sensor, and sensor-sensor pairs, are skipped.
 //                  A sleeping dynamic body touched (not as a sensor) by an awake dynamic body or a
 //                  moving kinematic body is marked for waking. With a worker pool, runs of
