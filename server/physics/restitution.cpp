@@ -13,6 +13,10 @@ namespace {
 // this fraction of sum(lambda |vn|) (an e = 1 block conserves energy up to float rounding).
 constexpr float kEnergyTolerance = 1.0e-4f;
 
+// A visit of a manifold in the impact pass is kept only if it changes some point's normal
+// velocity by more than this [m/s] (a thousandth of the restitution threshold's default).
+constexpr float kImpactTolerance = 1.0e-3f;
+
 // Normal velocity of b relative to a at point p [m/s]; < 0 approaching.
 float normal_velocity(const SolverBody& a, const SolverBody& b, const SolverPoint& p, Vec3 n) {
   const Vec3 vb = b.velocity + cross(b.angular_velocity, p.anchor_b);
@@ -31,9 +35,13 @@ void apply_normal_impulse(SolverBody& a, SolverBody& b, const SolverPoint& p, Ve
 }
 
 // Projected Gauss-Seidel on the block's points towards vn >= target, accumulated impulses from 0
-// and clamped >= 0. Points with active[i] false or zero effective mass are left alone.
-void solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bool* active, const float* target,
+// and clamped >= 0. Points with active[i] false or zero effective mass are left alone. Returns
+// whether any increment was applied: an impulse that grows and shrinks back within the iterations
+// ends where it started but has moved the velocities by rounding, and a sweep counted as "no
+// change" must leave them bit-identical (propagate_restitution's batching invariance).
+bool solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bool* active, const float* target,
                  float* lambda) {
+  bool applied = false;
   const int iterations = m.point_count == 1 ? 1 : kRestitutionBlockIterations;
   for (int it = 0; it < iterations; ++it) {
     for (int i = 0; i < m.point_count; ++i) {
@@ -41,18 +49,23 @@ void solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bo
       if (!active[i] || p.normal_mass <= 0) continue;
       const float vn = normal_velocity(a, b, p, m.normal);
       const float total = std::max(lambda[i] + p.normal_mass * (target[i] - vn), 0.0f);
+      if (total == lambda[i]) continue;
       apply_normal_impulse(a, b, p, m.normal, total - lambda[i]);
       lambda[i] = total;
+      applied = true;
     }
   }
+  return applied;
 }
 
 // Resolves manifold m as one collision event if one of its engaging points approaches faster than
 // `threshold`; an inelastic manifold (e = 0) that already pushed in this pass is revisited as
-// well, so its impulse can shrink again (see propagate_restitution). Returns whether an approach
-// triggered it or it changed an impulse (a sweep that returns false everywhere changed nothing, so
+// well, so its impulse can shrink again (see propagate_restitution). Returns whether it applied
+// an impulse increment (a sweep that returns false everywhere left every body bit-identical, so
 // ending the sweeps there gives the same result for any batching of the manifolds).
-bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float threshold, float dt, Vec3 gravity) {
+bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float threshold, float dt, Vec3 gravity,
+                      float& largest_change) {
+  largest_change = 0;
   const Vec3 n = m.normal;
   // Relative normal acceleration from gravity, which the soft step integrates after this pass:
   // only dynamic bodies fall (static and kinematic bodies have zero inverse mass).
@@ -116,9 +129,9 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
   if (!triggered && !carried) return false;
   float start[kMaxManifoldPoints];
   std::copy(lambda, lambda + kMaxManifoldPoints, start);
-  bool changed = triggered;
-
-  solve_block(m, a, b, active, target, lambda);
+  // Changed only if an increment was applied: a triggered block already at its target leaves
+  // every input of its next visit as it was (the skip in propagate_restitution relies on it).
+  bool changed = solve_block(m, a, b, active, target, lambda);
 
   // Kinetic energy change of the block: sum lambda_i (vn_i + vn_i') / 2 (exact for impulses along
   // the constraint rows). Newton's law per point can create energy in a multi-point block.
@@ -136,6 +149,7 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
       lambda[i] = 0;
       target[i] = 0;
     }
+    changed = true;
     solve_block(m, a, b, active, target, lambda);  // inelastic: each update only removes energy
   }
 
@@ -155,7 +169,7 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
     SolverPoint& p = m.points[i];
     p.relative_velocity = normal_velocity(a, b, p, n);
     if (inelastic) p.max_normal_impulse = lambda[i];
-    changed = changed || lambda[i] != start[i];
+    if (p.normal_mass > 0) largest_change = std::max(largest_change, std::fabs(lambda[i] - start[i]) / p.normal_mass);
   }
   return changed;
 }
@@ -163,8 +177,13 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, float thr
 }  // namespace
 
 int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
-                          float dt, Vec3 gravity, int max_sweeps) {
+                          float dt, Vec3 gravity, int max_sweeps, std::span<uint32_t> changed_at,
+                          std::span<uint8_t> commits) {
   const size_t count = manifolds.size();
+  const bool skip = changed_at.size() >= bodies.size();
+  if (skip) std::fill(changed_at.begin(), changed_at.begin() + static_cast<std::ptrdiff_t>(bodies.size()), 0u);
+  const bool capped = commits.size() >= count;
+  if (capped) std::fill(commits.begin(), commits.begin() + static_cast<std::ptrdiff_t>(count), uint8_t{0});
   int resolved_total = 0;
   for (int sweep = 0; sweep < max_sweeps; ++sweep) {
     // Alternate the direction, so a chain stored against the direction of the strike still
@@ -172,9 +191,44 @@ int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverB
     const bool forward = sweep % 2 == 0;
     int resolved = 0;
     for (size_t k = 0; k < count; ++k) {
-      SolverManifold& m = manifolds[forward ? k : count - 1 - k];
+      const size_t mi = forward ? k : count - 1 - k;
+      SolverManifold& m = manifolds[mi];
+      if (capped && commits[mi] >= kRestitutionCommits) continue;  // its share of the pass is spent
+      // Skipped: neither body changed in the sweep before or so far in this one (changed_at).
+      if (skip && sweep > 0 && changed_at[m.body_a] < static_cast<uint32_t>(sweep) &&
+          changed_at[m.body_b] < static_cast<uint32_t>(sweep)) {
+        continue;
+      }
       // e = 0 too: an impact is resolved as one block here, not point by point in the soft solve.
-      if (resolve_manifold(m, bodies[m.body_a], bodies[m.body_b], threshold, dt, gravity)) ++resolved;
+      // Resolved on copies and kept only if some point's velocity changes by more than
+      // kImpactTolerance: Gauss-Seidel on a pile that keeps colliding creeps towards its answer
+      // for ever, and without the cut-off every such step would run all the sweeps. A discarded
+      // visit leaves everything as it was, so the skip above stays exact.
+      SolverBody a = bodies[m.body_a];
+      SolverBody b = bodies[m.body_b];
+      float saved_relative[kMaxManifoldPoints];
+      float saved_max[kMaxManifoldPoints];
+      for (int i = 0; i < m.point_count; ++i) {
+        saved_relative[i] = m.points[i].relative_velocity;
+        saved_max[i] = m.points[i].max_normal_impulse;
+      }
+      float largest_change = 0;
+      const bool applied = resolve_manifold(m, a, b, threshold, dt, gravity, largest_change);
+      if (applied && !(largest_change > kImpactTolerance)) {
+        for (int i = 0; i < m.point_count; ++i) {
+          m.points[i].relative_velocity = saved_relative[i];
+          m.points[i].max_normal_impulse = saved_max[i];
+        }
+      }
+      if (applied && largest_change > kImpactTolerance) {
+        bodies[m.body_a] = a;
+        bodies[m.body_b] = b;
+        if (capped) ++commits[mi];
+        ++resolved;
+        // Only bodies an impulse can move (the immovable and kinematic bodies never change).
+        if (skip && bodies[m.body_a].inv_mass > 0) changed_at[m.body_a] = static_cast<uint32_t>(sweep) + 1;
+        if (skip && bodies[m.body_b].inv_mass > 0) changed_at[m.body_b] = static_cast<uint32_t>(sweep) + 1;
+      }
     }
     resolved_total += resolved;
     if (resolved == 0) break;

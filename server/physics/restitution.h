@@ -21,8 +21,18 @@ namespace impulse::physics {
 
 /// Sweeps over the manifolds per step in propagate_restitution. Sweeps alternate direction, so a
 /// chain whose manifolds are stored in chain order (either way round) is resolved in at most two
-/// sweeps; branching or bouncing-back configurations use the rest. Bounds the pass's cost.
-inline constexpr int kRestitutionSweeps = 8;
+/// sweeps; branching or bouncing-back configurations use the rest. A sweep over manifolds whose
+/// bodies did not change is a cheap scan (see changed_at), and the pass ends at the first sweep
+/// that changes nothing. Measured on Jolt's 1240-box pyramid: a layer landing on a stack that has
+/// not settled is a chain 15 layers deep and Gauss-Seidel carries the impulse about one layer per
+/// sweep; stopped at 8 sweeps it left the boxes below moving down unevenly (0.2-2.3 m/s), tilting
+/// them, and boxes slid 5-18 cm (43 over 5 cm); with 128 sweeps and no commit cap, none did.
+inline constexpr int kRestitutionSweeps = 128;
+/// Times one manifold's visit may change the bodies in one pass (see propagate_restitution): the
+/// work bound on a pile that keeps colliding. A converging lattice of 250 bodies ran all 128
+/// sweeps (server tick p99 25 ms); with 16: p99 6.5-8 ms, and the pyramid above has 26 boxes
+/// over 5 cm (worst 6.7 cm); with 32: p99 11-16.5 ms, 10 boxes (worst 9.4 cm).
+inline constexpr int kRestitutionCommits = 16;
 
 /// Projected Gauss-Seidel iterations over the points of one manifold resolved as a block (a box
 /// face landing on four points bounces as a whole, without the spin a point-by-point resolution
@@ -72,8 +82,17 @@ inline constexpr int kRestitutionBlockIterations = 4;
 ///        time of impact t gets the approach speed gravity gave it by t (and the pass leaves the
 ///        velocity that, after the step's gravity, is the rebound at t plus gravity over dt - t).
 /// @param max_sweeps sweep cap (>= 0).
+/// @param changed_at optional scratch, one entry per body: 1 + the last sweep that applied an
+///        impulse to the body. With it, a manifold neither of whose bodies changed since the
+///        sweep before is skipped: its last visit applied nothing to the same inputs, so visiting
+///        it again would apply nothing either (same result, much less work once a few chains are
+///        left). Empty: every manifold is visited every sweep.
+/// @param commits optional scratch, one entry per manifold: with it, a manifold changes the bodies
+///        at most kRestitutionCommits times per pass, which bounds the pass's work on a pile
+///        that keeps colliding (a converging lattice of 250 bodies ran all 128 sweeps).
 /// @return the number of manifold blocks resolved (0 when nothing bounced).
 int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
-                          float dt, Vec3 gravity, int max_sweeps = kRestitutionSweeps);
+                          float dt, Vec3 gravity, int max_sweeps = kRestitutionSweeps,
+                          std::span<uint32_t> changed_at = {}, std::span<uint8_t> commits = {});
 
 }  // namespace impulse::physics

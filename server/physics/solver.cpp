@@ -334,7 +334,10 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
 
   // Collisions first, before gravity (a resting body must not bounce): the rebound of each
   // impact propagates down chains of touching bodies (restitution.h).
-  propagate_restitution(manifolds, bodies, c.restitution_threshold, c.dt, c.gravity);
+  scratch.impact_changed.resize(bodies.size());
+  scratch.impact_commits.resize(manifolds.size());
+  propagate_restitution(manifolds, bodies, c.restitution_threshold, c.dt, c.gravity, kRestitutionSweeps,
+                        scratch.impact_changed, scratch.impact_commits);
   // The sweeps run colour by colour, kSolverLanes manifolds at a time, then the manifolds the
   // colouring left over one at a time (solver_wide.h).
   const auto immovable = static_cast<uint32_t>(movable);

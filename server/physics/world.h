@@ -320,11 +320,11 @@ class World {
 
   // Stages of step(), in order (see world.cpp).
   void remove_non_finite();
-  void update_broadphase();
-  void collide_pairs();
+  void update_broadphase(float dt);
+  void collide_pairs(float dt);
   /// Narrowphase of one broadphase pair: true with `rec` filled when it makes a contact record,
   /// and the dense indices of sleeping bodies it wakes in wake[0..wake_count). Reads only.
-  bool collide_pair(const ProxyPair& pair, ContactRecord& rec, uint32_t wake[2], int& wake_count) const;
+  bool collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, uint32_t wake[2], int& wake_count) const;
   void update_events();
   void apply_wakes();
   void solve(float dt);

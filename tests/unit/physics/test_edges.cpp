@@ -318,7 +318,7 @@ TEST(PhysicsEdges, BounceApexesFollowTheCoefficientOfRestitution) {
         ++bounces;
         const float expected = std::pow(e, 2.0f * static_cast<float>(bounces)) * h;
         std::printf("[ measured ] e %.1f bounce %d: apex %.4f m, e^2k h %.4f m\n", e, bounces, rising_apex, expected);
-        // Measured: e 0.5 -0.16%, -0.55%; e 0.9 -0.03%, -0.06%, -0.11% (were -0.7%, -3.5%;
+        // Measured: e 0.5 -0.06%, -0.32%; e 0.9 -0.02%, -0.05%, -0.08% (were -0.7%, -3.5%;
         // -0.7%, +1.8%, +0.2%, the last two from errors of both signs cancelling).
         EXPECT_NEAR(rising_apex, expected, 0.02f * expected) << "e " << e << " bounce " << bounces;
         rising_apex = -1;
