@@ -137,8 +137,8 @@ TEST(StackingEdges, AnImpactOnFourTouchingBoxesDoesNotPushThemApart) {
 
 // (i) Jolt's pyramid, 1240 boxes with Jolt's default friction 0.2. A box's sideways slip is its
 // largest horizontal distance from where it was created, over 10 s (it lands within the first 2 s).
-// Disabled: not met. Measured (sleep on, defaults; per layer with the probe of
-// notes/bench-pyramid2.md): 26 boxes over 5 cm, worst 6.7 cm (edge boxes of layers 5-9).
+// Disabled: not met. Measured (this test; sleep on, defaults): 26 boxes over 5 cm, worst 6.7 cm
+// (edge boxes of layers 5-9, per layer from a one-off probe of the same scene).
 // - The impact pass (restitution.cpp) accumulates inelastic impulses, so a push against a
 //   transient spin is taken back (before: 102 boxes over 5 cm, worst 0.59 m; after: 46, 0.39 m).
 // - The fixed 2 cm speculative margin was shorter than a landing box's travel per step (10 cm at
