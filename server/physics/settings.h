@@ -37,7 +37,10 @@ struct WorldSettings {
   /// Contacts are kept while the surfaces are at most this far apart [m] (speculative contacts):
   /// the solver then stops an approaching body exactly at the surface instead of one step late,
   /// and a resting contact never flickers out. AABBs are enlarged by it. 2 cm = 4 x linear_slop,
-  /// the ratio Box2D v3 uses for its speculative distance.
+  /// the ratio Box2D v3 uses for its speculative distance. Per pair and step the margin grows by
+  /// how far the pair can close within the step (capped at half the dynamic bodies' inner
+  /// extents; World::collide_pair), and a point beyond this base margin is kept only if it closes
+  /// within the step; sensors use the base margin alone.
   float speculative_margin = 0.02f;
 
   /// Substeps per step of the soft-step solver (Catto, "Solver2D", 2024; Box2D v3): each substep

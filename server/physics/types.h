@@ -151,7 +151,9 @@ struct Contact {
   Vec3 point;   ///< world frame [m]: the deepest manifold point, midway between the surfaces
   Vec3 normal;  ///< world frame, unit, pointing from a towards b
   /// Largest penetration of the manifold [m]. Contacts are kept within the speculative margin
-  /// (WorldSettings::speculative_margin), so a value down to -margin means a gap that small.
+  /// (WorldSettings::speculative_margin, grown per pair by its approach within the step), so a
+  /// negative value is a gap: down to -margin, or further for a pair closing fast enough to
+  /// touch within the next step.
   float depth;
 };
 
