@@ -13,31 +13,75 @@
 // bounces, the next contact then approaches and bounces, and so on down the chain.
 #pragma once
 
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "server/physics/solver.h"
 
 namespace impulse::physics {
 
-/// Sweeps over the manifolds per step in propagate_restitution. Sweeps alternate direction, so a
-/// chain whose manifolds are stored in chain order (either way round) is resolved in at most two
-/// sweeps; branching or bouncing-back configurations use the rest. A sweep over manifolds whose
-/// bodies did not change is a cheap scan (see changed_at), and the pass ends at the first sweep
-/// that changes nothing. Measured on Jolt's 1240-box pyramid: a layer landing on a stack that has
-/// not settled is a chain 15 layers deep and Gauss-Seidel carries the impulse about one layer per
-/// sweep; stopped at 8 sweeps it left the boxes below moving down unevenly (0.2-2.3 m/s), tilting
-/// them, and boxes slid 5-18 cm (43 over 5 cm); with 128 sweeps and no commit cap, none did.
+/// Sweeps per step in propagate_restitution, shock sweeps included. A full sweep (every manifold)
+/// alternates direction with the full sweep before it, so a chain whose manifolds are stored in
+/// chain order (either way round) is resolved in at most two; branching or bouncing-back
+/// configurations use the rest. A sweep over manifolds whose bodies did not change is a cheap scan
+/// (see ImpactScratch::changed_at), and the pass ends at the first full sweep that changes nothing.
 inline constexpr int kRestitutionSweeps = 128;
-/// Times one manifold's visit may change the bodies in one pass (see propagate_restitution): the
-/// work bound on a pile that keeps colliding. A converging lattice of 250 bodies ran all 128
-/// sweeps (server tick p99 25 ms); with 16: p99 6.5-8 ms, and the pyramid above has 26 boxes
-/// over 5 cm (worst 6.7 cm); with 32: p99 11-16.5 ms, 10 boxes (worst 9.4 cm).
-inline constexpr int kRestitutionCommits = 16;
+/// The pass's work bound on a pile that keeps colliding: from sweep kRestitutionBudgetFrom on,
+/// each connected component of the manifolds (over the bodies an impulse moves) may visit its
+/// manifolds at most kRestitutionVisitsPerManifold times its manifold count in all, however it
+/// spends them. A settled pile lends its share to the one chain in it still converging (a landing
+/// on Jolt's pyramid), while a pile whose every manifold keeps colliding stops after about that
+/// many sweeps (a converging lattice of 250 bodies ran all 128 sweeps: server tick p99 25 ms).
+/// Per component, not per span: the solver batches whole components, and the result must not
+/// depend on which ones share a batch. Steps that end before sweep kRestitutionBudgetFrom (most)
+/// never build the components.
+inline constexpr uint32_t kRestitutionVisitsPerManifold = 16;
+inline constexpr int kRestitutionBudgetFrom = 4;
 
 /// Projected Gauss-Seidel iterations over the points of one manifold resolved as a block (a box
 /// face landing on four points bounces as a whole, without the spin a point-by-point resolution
 /// would inject). One iteration is exact for a single point.
 inline constexpr int kRestitutionBlockIterations = 4;
+
+/// Which body of an inelastic manifold holds the other up in the shock sweep (propagate_restitution).
+enum class Support : uint8_t { None, A, B };
+
+/// One entry of the shock sweep's order: a manifold, its upper body's height along up [m], and
+/// the side that supports.
+struct SupportEntry {
+  float height = 0;
+  uint32_t manifold = 0;
+  Support support = Support::None;
+};
+
+/// Reused memory of propagate_restitution (one per solver batch), so a step allocates nothing in
+/// steady state.
+///
+/// Shock sweeps (with gravity and `centers`): after two full sweeps (where most passes end,
+/// without sorting anything), the pass repeats two shock sweeps and one full sweep. A shock sweep visits only the inelastic manifolds whose normal
+/// is within 45 degrees of up (against gravity), highest upper body first, and solves each for the
+/// upper body alone, as if the lower body were held still; the lower body then takes the reaction,
+/// and passes it on when its own supports come further down the same sweep. A landing on a settled
+/// stack reaches the ground within one shock sweep (shock propagation: Guendelman, Bridson and
+/// Fedkiw, "Nonconvex Rigid Bodies with Stacking", SIGGRAPH 2003, section 7; here the reaction is
+/// kept, so momentum is conserved). Plain Gauss-Seidel hands the impulse down about one layer per
+/// sweep: a 1 m box landing at 6 m/s on a column of 12 leaves the landing step with boxes still
+/// moving at up to 0.72 m/s without the shock sweeps, at most 0.043 m/s with them; on Jolt's
+/// 1240-box pyramid, 14 boxes slide over 5 cm without, none with them (StackingEdges). Where nothing
+/// holds the lower body (a column meeting in free fall), the guess throws it on at most at the
+/// approach speed (never faster: a lower body lighter than the upper one is solved the plain way),
+/// and the full sweeps share that out again: the shock sweeps only choose where the projected
+/// Gauss-Seidel iteration on the accumulated impulses starts.
+struct ImpactScratch {
+  /// Per solver body: centre at step start [m] (the heights of the shock sweeps' order). Set by
+  /// prepare_manifolds to its `centers`, which must outlive the step's solve_soft_step.
+  std::span<const Vec3> centers;
+  std::vector<uint32_t> changed_at;     ///< per body: 1 + the last sweep that changed it
+  std::vector<uint32_t> component;      ///< per body: its component's root (from sweep kRestitutionBudgetFrom)
+  std::vector<uint32_t> budget;         ///< per root: visits its component has left
+  std::vector<SupportEntry> supports;   ///< the shock sweep's order
+};
 
 /// Resolves the collisions of this step before the soft solve, in place on `bodies`' velocities.
 ///
@@ -50,7 +94,8 @@ inline constexpr int kRestitutionBlockIterations = 4;
 /// are not warm-started and are not stored in SolverPoint::normal_impulse). Approach speeds are
 /// re-read from the current velocities every time a manifold is visited, so momentum handed on by
 /// one contact is seen by the next: that is the chain propagation. Sweeps over all manifolds, in
-/// alternating directions, repeat until one resolves nothing or `max_sweeps` ran.
+/// alternating directions (with shock sweeps between them: ImpactScratch), repeat until one
+/// resolves nothing or `max_sweeps` ran.
 ///
 /// Time of impact: an approaching point is hit at t = s / (-vn) [s] from step start, clamped to
 /// [-dt, dt]: t > 0 if the gap is still open, t < 0 if the bodies already overlap (the contact was
@@ -64,7 +109,9 @@ inline constexpr int kRestitutionBlockIterations = 4;
 /// if a multi-point block would create energy (Newton's law per point can, for some geometries),
 /// its impulses are undone and it is resolved inelastically (targets 0) instead.
 ///
-/// Deterministic (fixed order), allocation-free, bounded (max_sweeps x manifolds blocks). Points
+/// Deterministic (fixed order; the same for any split of the components into spans), free of
+/// allocation once the scratch has grown, bounded (max_sweeps x manifolds blocks, and with scratch
+/// about (kRestitutionBudgetFrom + kRestitutionVisitsPerManifold) x manifolds). Points
 /// with zero effective mass get no impulse. An impact with e = 0 is resolved here too: solved as a
 /// block, a box landing flat on four points stops without the spin that the soft solve's one
 /// point-at-a-time sweep gives it (0.14-0.19 rad/s at 60 m/s before; PhysicsEdges tests).
@@ -82,17 +129,16 @@ inline constexpr int kRestitutionBlockIterations = 4;
 ///        time of impact t gets the approach speed gravity gave it by t (and the pass leaves the
 ///        velocity that, after the step's gravity, is the rebound at t plus gravity over dt - t).
 /// @param max_sweeps sweep cap (>= 0).
-/// @param changed_at optional scratch, one entry per body: 1 + the last sweep that applied an
-///        impulse to the body. With it, a manifold neither of whose bodies changed since the
-///        sweep before is skipped: its last visit applied nothing to the same inputs, so visiting
-///        it again would apply nothing either (same result, much less work once a few chains are
-///        left). Empty: every manifold is visited every sweep.
-/// @param commits optional scratch, one entry per manifold: with it, a manifold changes the bodies
-///        at most kRestitutionCommits times per pass, which bounds the pass's work on a pile
-///        that keeps colliding (a converging lattice of 250 bodies ran all 128 sweeps).
+/// @param scratch optional (nullptr: every manifold is visited every sweep, up to max_sweeps, and
+///        there is no shock sweep). With it:
+///        - a manifold neither of whose bodies changed since its last visit is skipped: that visit
+///          applied nothing to the same inputs, so visiting it again would apply nothing either
+///          (same result, much less work once a few chains are left);
+///        - if `centers` holds every body's centre and gravity is not zero, the shock sweeps run
+///          (ImpactScratch);
+///        - from sweep kRestitutionBudgetFrom on, each component has its visit budget.
 /// @return the number of manifold blocks resolved (0 when nothing bounced).
 int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
-                          float dt, Vec3 gravity, int max_sweeps = kRestitutionSweeps,
-                          std::span<uint32_t> changed_at = {}, std::span<uint8_t> commits = {});
+                          float dt, Vec3 gravity, int max_sweeps = kRestitutionSweeps, ImpactScratch* scratch = nullptr);
 
 }  // namespace impulse::physics

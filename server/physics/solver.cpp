@@ -274,6 +274,7 @@ void tangent_basis(Vec3 n, Vec3& t0, Vec3& t1) {
 void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const SolverBody> bodies,
                        std::span<const Vec3> centers, std::span<const ContactRecord> records,
                        SolverScratch& scratch) {
+  scratch.impact.centers = centers;
   size_t point_total = 0;
   for (const SolverManifold& m : manifolds) point_total += records[m.record].point_count;
   scratch.manifold_points.resize(point_total);  // every field is written below
@@ -334,10 +335,8 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
 
   // Collisions first, before gravity (a resting body must not bounce): the rebound of each
   // impact propagates down chains of touching bodies (restitution.h).
-  scratch.impact_changed.resize(bodies.size());
-  scratch.impact_commits.resize(manifolds.size());
   propagate_restitution(manifolds, bodies, c.restitution_threshold, c.dt, c.gravity, kRestitutionSweeps,
-                        scratch.impact_changed, scratch.impact_commits);
+                        &scratch.impact);
   // The sweeps run colour by colour, kSolverLanes manifolds at a time, then the manifolds the
   // colouring left over one at a time (solver_wide.h).
   const auto immovable = static_cast<uint32_t>(movable);

@@ -23,6 +23,7 @@
 #include <span>
 #include <vector>
 
+#include "server/physics/restitution.h"
 #include "server/physics/solver.h"
 
 namespace impulse::physics {
@@ -77,8 +78,7 @@ struct WideChunk {
 /// Reused memory of the wide sweeps, so a step allocates nothing in steady state.
 struct SolverScratch {
   std::vector<SolverPoint> manifold_points;  // every manifold's points, in manifold order (prepare_manifolds)
-  std::vector<uint32_t> impact_changed;      // per solver body: propagate_restitution's change stamps
-  std::vector<uint8_t> impact_commits;       // per manifold: propagate_restitution's commit counts
+  ImpactScratch impact;                      // propagate_restitution's
   std::vector<WideChunk> chunks;       // colour by colour, contact order within a colour
   std::vector<WidePoint> points;       // each chunk's points, as many as its largest manifold has
   std::vector<uint32_t> overflow;      // manifolds of no colour, contact order (scalar sweeps)

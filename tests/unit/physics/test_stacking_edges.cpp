@@ -135,30 +135,82 @@ TEST(StackingEdges, AnImpactOnFourTouchingBoxesDoesNotPushThemApart) {
   EXPECT_LT(slip, 0.02f);
 }
 
+// The shock sweeps of the impact pass (restitution.h): a 1 m box landing at 6 m/s (e = 0) on a
+// column of 12 settled boxes. In the rigid limit the ground takes the whole impact: after the
+// landing step every box is at rest. Plain Gauss-Seidel hands the impulse down about one box per
+// sweep and left boxes moving at up to 0.72 m/s; the shock sweeps stop the column within the pass.
+TEST(StackingEdges, ALandingOnAColumnIsStoppedByTheGroundWithinTheStep) {
+  WorldSettings settings;
+  settings.allow_sleep = false;
+  World world(settings);
+  add_ground(world);
+  std::vector<ObjectID> column;
+  for (int i = 0; i < 12; ++i) column.push_back(add(world, box_desc({0.0f, 0.5f + static_cast<float>(i), 0.0f})));
+  for (int step = 0; step < 120; ++step) world.step(kDt);  // settle
+  const float top = state(world, column.back()).position.y;
+  BodyDesc falling = box_desc({0.0f, top + 1.05f, 0.0f});
+  falling.velocity = {0.0f, -6.0f, 0.0f};  // closes the 5 cm gap within the step
+  column.push_back(add(world, falling));
+  world.step(kDt);
+  float fastest = 0;
+  for (const ObjectID id : column) fastest = std::max(fastest, length(state(world, id).velocity));
+  std::printf("[ measured ] landing on a column of 12: fastest box after the step %.4f m/s\n", fastest);
+  EXPECT_LT(fastest, 0.05f);
+}
+
+// The shock sweeps' guess is taken back where nothing holds the lower body: a column of three
+// touching boxes in free fall (e = 0; 3, 2 and 1 kg from the bottom), the top one 4 m/s faster.
+// Two full sweeps leave the momentum unevenly shared; a shock sweep then stops each box against
+// the one below as if that one were held, which throws the lower ones down, and the full sweeps
+// share that out again. They leave the step with one common velocity, the closed form of a
+// perfectly inelastic collision, sum(m v) / sum(m), plus the step's gravity.
+TEST(StackingEdges, ThreeBoxesMeetingInFreeFallLeaveWithTheirCommonVelocity) {
+  WorldSettings settings;
+  settings.allow_sleep = false;
+  World world(settings);
+  const float masses[3] = {3.0f, 2.0f, 1.0f};
+  const float speeds[3] = {-1.0f, -1.0f, -5.0f};
+  std::vector<ObjectID> boxes;
+  float momentum = 0, mass = 0;
+  for (int i = 0; i < 3; ++i) {
+    BodyDesc d = box_desc({0.0f, 10.0f + 1.0f * static_cast<float>(i) + (i == 2 ? 0.02f : 0.0f), 0.0f},
+                          {0.5f, 0.5f, 0.5f}, masses[i]);
+    d.velocity = {0.0f, speeds[i], 0.0f};
+    boxes.push_back(add(world, d));
+    momentum += masses[i] * speeds[i];
+    mass += masses[i];
+  }
+  world.step(kDt);
+  const float expected = momentum / mass - 9.81f * kDt;
+  for (int i = 0; i < 3; ++i) {
+    const float v = state(world, boxes[static_cast<size_t>(i)]).velocity.y;
+    std::printf("[ measured ] meeting in free fall: box %d %.4f m/s, closed form %.4f m/s\n", i, v, expected);
+    EXPECT_NEAR(v, expected, 0.01f * std::fabs(expected));
+  }
+}
+
 // (i) Jolt's pyramid, 1240 boxes with Jolt's default friction 0.2. A box's sideways slip is its
 // largest horizontal distance from where it was created, over 10 s (it lands within the first 2 s).
-// Disabled: not met. Measured (this test; sleep on, defaults): 26 boxes over 5 cm, worst 6.7 cm
-// (edge boxes of layers 5-9, per layer from a one-off probe of the same scene).
+// Measured (sleep on, defaults): 0 boxes over 5 cm, worst 1.8 cm. How it got there:
 // - The impact pass (restitution.cpp) accumulates inelastic impulses, so a push against a
 //   transient spin is taken back (before: 102 boxes over 5 cm, worst 0.59 m; after: 46, 0.39 m).
 // - The fixed 2 cm speculative margin was shorter than a landing box's travel per step (10 cm at
 //   6 m/s), so only the supports whose gap happened to be under 2 cm were found in the landing
 //   step; the box pivoted on them and its neighbours' side contacts turned the tilt into a
 //   sideways push of 1.6-2.4 m/s (layer 4: 0.18-0.39 m). The margin now grows per pair by its
-//   approach within the step (World::collide_pair; Firth, "Speculative contacts", 2011).
-//   Note: at the fixed margin the 0.18 m is particular to 2 cm (1.8-2.5 cm: 35-45 boxes, worst
-//   7.7-7.8 cm); the grown margin alone, with the old 8 impact sweeps: 75-87 boxes, worst 9 cm.
-// - What remains is the impact pass stopping before it has converged: a layer landing on a stack
+//   approach within the step (World::collide_pair; Firth, "Speculative contacts", 2011): 26 boxes
+//   over 5 cm, worst 6.7 cm, with the impact pass capped at 16 changes per manifold.
+// - What remained was the impact pass stopping before it had converged: a layer landing on a stack
 //   that has not settled is a chain 15 layers deep, and Gauss-Seidel carries the impulse about one
-//   layer per sweep. Stopped early, it left the boxes under a landed box moving down at
-//   0.2-2.3 m/s, unevenly, so they tilted and each landing spread the layer below 1-2 cm. Run to
-//   convergence (128 sweeps, no per-manifold cap) this test passes: 0 boxes, worst 3.6 cm. But a
-//   converging lattice of 250 bodies (HostileBodies.OneClientsWorstPile...) then keeps the pass
-//   busy for all sweeps: tick p99 25 ms against the 16.6 ms bound. The pass now stops a manifold
-//   after kRestitutionCommits (16) changes (p99 6.5-8 ms); 32 changes: 10 boxes, worst 9.4 cm,
-//   p99 11-16.5 ms. Passing both needs a pass that converges faster (a worklist of the chains
-//   still moving, or solving a landing's chain as one block), not more sweeps.
-TEST(StackingEdges, DISABLED_APyramidsBoxesDoNotSlideSidewaysWhenTheirLayerLands) {
+//   layer per sweep, so it left the boxes under a landed box moving down unevenly (0.2-2.3 m/s);
+//   they tilted and each landing spread the layer below. Run to convergence (up to 128 sweeps of
+//   the whole pile) this test passed, but a converging lattice of 250 bodies
+//   (HostileBodies.OneClientsWorstPile...) then cost a tick p99 of 25 ms against 16.6 ms. The pass
+//   now has shock sweeps (ImpactScratch in restitution.h) that carry a landing down to the ground
+//   in one sweep, and a visit budget per component instead of the per-manifold cap: with the
+//   budget alone, 14 boxes over 5 cm (worst 5.7 cm); with the shock sweeps as well, 0 (1.8 cm),
+//   and the lattice's tick p99 is where it was (6-12 ms before and after, alternating runs).
+TEST(StackingEdges, APyramidsBoxesDoNotSlideSidewaysWhenTheirLayerLands) {
   World world;
   add_ground(world);
   const int height = 15;
