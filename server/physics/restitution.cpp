@@ -46,16 +46,18 @@ void apply_normal_impulse(SolverBody& a, SolverBody& b, const SolverPoint& p, Ve
 // whether any increment was applied: an impulse that grows and shrinks back within the iterations
 // ends where it started but has moved the velocities by rounding, and a sweep counted as "no
 // change" must leave them bit-identical (propagate_restitution's batching invariance).
+// `mass`: each point's update mass [kg] (nullptr: SolverPoint::normal_mass).
 bool solve_block(const SolverManifold& m, SolverBody& a, SolverBody& b, const bool* active, const float* target,
-                 float* lambda) {
+                 float* lambda, const float* mass = nullptr) {
   bool applied = false;
   const int iterations = m.point_count == 1 ? 1 : kRestitutionBlockIterations;
   for (int it = 0; it < iterations; ++it) {
     for (int i = 0; i < m.point_count; ++i) {
       const SolverPoint& p = m.points[i];
-      if (!active[i] || p.normal_mass <= 0) continue;
+      const float point_mass = mass != nullptr ? mass[i] : p.normal_mass;
+      if (!active[i] || point_mass <= 0) continue;
       const float vn = normal_velocity(a, b, p, m.normal);
-      const float total = std::max(lambda[i] + p.normal_mass * (target[i] - vn), 0.0f);
+      const float total = std::max(lambda[i] + point_mass * (target[i] - vn), 0.0f);
       if (total == lambda[i]) continue;
       apply_normal_impulse(a, b, p, m.normal, total - lambda[i]);
       lambda[i] = total;
@@ -98,20 +100,7 @@ bool solve_block_on_support(const SolverManifold& m, SolverBody& a, SolverBody& 
   const Mat3 inv_inertia = lower.inv_inertia;
   lower.inv_mass = 0;
   lower.inv_inertia = Mat3{Vec3{}, Vec3{}, Vec3{}};
-  bool applied = false;
-  const int iterations = m.point_count == 1 ? 1 : kRestitutionBlockIterations;
-  for (int it = 0; it < iterations; ++it) {
-    for (int i = 0; i < m.point_count; ++i) {
-      const SolverPoint& p = m.points[i];
-      if (!active[i] || mass[i] <= 0) continue;
-      const float vn = normal_velocity(a, b, p, m.normal);
-      const float total = std::max(lambda[i] + mass[i] * (target[i] - vn), 0.0f);
-      if (total == lambda[i]) continue;
-      apply_normal_impulse(a, b, p, m.normal, total - lambda[i]);  // moves the upper body only
-      lambda[i] = total;
-      applied = true;
-    }
-  }
+  const bool applied = solve_block(m, a, b, active, target, lambda, mass);  // moves the upper body only
   lower.inv_mass = inv_mass;
   lower.inv_inertia = inv_inertia;
   for (int i = 0; i < m.point_count; ++i) {
