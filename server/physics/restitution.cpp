@@ -103,17 +103,12 @@ bool solve_block_on_support(const SolverManifold& m, SolverBody& a, SolverBody& 
   const bool applied = solve_block(m, a, b, active, target, lambda, mass);  // moves the upper body only
   lower.inv_mass = inv_mass;
   lower.inv_inertia = inv_inertia;
+  SolverBody held;  // stands in for the upper body, which already has its share: zero inverse mass
   for (int i = 0; i < m.point_count; ++i) {
     const float change = lambda[i] - start[i];
     if (change == 0) continue;
-    const Vec3 impulse = m.normal * change;  // +impulse on b, -impulse on a
-    if (support == Support::A) {
-      a.velocity -= impulse * a.inv_mass;
-      a.angular_velocity -= a.inv_inertia * cross(m.points[i].anchor_a, impulse);
-    } else {
-      b.velocity += impulse * b.inv_mass;
-      b.angular_velocity += b.inv_inertia * cross(m.points[i].anchor_b, impulse);
-    }
+    if (support == Support::A) apply_normal_impulse(a, held, m.points[i], m.normal, change);
+    if (support == Support::B) apply_normal_impulse(held, b, m.points[i], m.normal, change);
   }
   return applied;
 }

@@ -64,7 +64,7 @@ struct SupportEntry {
 /// upper body alone, as if the lower body were held still; the lower body then takes the reaction,
 /// and passes it on when its own supports come further down the same sweep. A landing on a settled
 /// stack reaches the ground within one shock sweep (shock propagation: Guendelman, Bridson and
-/// Fedkiw, "Nonconvex Rigid Bodies with Stacking", SIGGRAPH 2003, section 7; here the reaction is
+/// Fedkiw, "Nonconvex Rigid Bodies with Stacking", SIGGRAPH 2003; here the reaction is
 /// kept, so momentum is conserved). Plain Gauss-Seidel hands the impulse down about one layer per
 /// sweep: a 1 m box landing at 6 m/s on a column of 12 leaves the landing step with boxes still
 /// moving at up to 0.72 m/s without the shock sweeps, at most 0.043 m/s with them; on Jolt's
