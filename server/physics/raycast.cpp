@@ -145,42 +145,58 @@ bool raycast_box(const Shape& shape, const Transform& transform, Vec3 origin, Ve
 
 namespace {
 
-// Where a segment starting inside a capsule (local frame: o, d) leaves it. The capsule is convex,
+// Where a line first enters (kExit false, origin outside) or last leaves (kExit true, origin
+// inside) a capsule, in its local frame (o, d); false when it never does. The capsule is convex,
 // so the line's interval inside it is the union of its intervals in the three convex pieces
-// (finite cylinder, two end spheres), and the exit is the latest piece exit. A cylinder exit
-// through a flat end lies inside that end's sphere, whose exit is later, so only side exits count.
-bool capsule_exit(Vec3 o, Vec3 d, float radius, float hh, const Transform& transform, Vec3 origin, Vec3 translation,
-                  float max_fraction, ShapeRayHit& out) {
-  float best = -kInfinity;  // fraction
-  Vec3 best_normal;         // local frame
+// (finite cylinder, two end spheres): the entry is the earliest piece entry and the exit the
+// latest piece exit. The cylinder's flat ends lie inside the spheres, so only its side counts.
+// `normal` is outward, in the local frame.
+template <bool kExit>
+bool capsule_crossing(Vec3 o, Vec3 d, float radius, float hh, float& fraction, Vec3& normal) {
+  const float r_sq = radius * radius;
+  float best = kExit ? -kInfinity : kInfinity;
+  const auto better = [&](float t) { return kExit ? t > best : t < best; };
+  // Distance s along the unit u from m (origin - centre) to the sphere's surface, or false. An
+  // entry needs the origin outside that piece (c > 0).
+  const auto cross_sphere = [&](Vec3 m, Vec3 u, float& s) {
+    if constexpr (kExit) {
+      return exit_sphere(m, u, radius, s);
+    } else {
+      const float c = length_squared(m) - r_sq;
+      return c > 0.0f && enter_sphere(m, u, radius, c, s);
+    }
+  };
+  const auto keep = [&](float t, Vec3 m, Vec3 u, float s) {
+    best = t;
+    normal = normalize_or(m + u * s, kExit ? u : -u);
+  };
+
+  // Side of the infinite cylinder x^2 + z^2 = r^2, kept when the crossing lies within |y| <= hh:
+  // the sphere's robust quadratic in the xz plane, in distances along the projected direction (a
+  // translation parallel to the axis never crosses the side).
   const float a = d.x * d.x + d.z * d.z;
   if (a > 0.0f) {
     const float len_xz = std::sqrt(a);
     const Vec3 m{o.x, 0.0f, o.z};
     const Vec3 u{d.x / len_xz, 0.0f, d.z / len_xz};
     float s;
-    if (exit_sphere(m, u, radius, s)) {
+    if (cross_sphere(m, u, s)) {  // a circle in the plane y = 0
       const float t = s / len_xz;
       const float y = o.y + d.y * t;
-      if (y >= -hh && y <= hh) {
-        best = t;
-        best_normal = normalize_or(m + u * s, u);
-      }
+      if (y >= -hh && y <= hh) keep(t, m, u, s);
     }
   }
+  // End spheres.
   const float len = length(d);
   const Vec3 u = d * (1.0f / len);
   for (const float cap_y : {-hh, hh}) {
     const Vec3 m{o.x, o.y - cap_y, o.z};
     float s;
-    if (exit_sphere(m, u, radius, s) && s / len > best) {
-      best = s / len;
-      best_normal = normalize_or(m + u * s, u);
-    }
+    if (cross_sphere(m, u, s) && better(s / len)) keep(s / len, m, u, s);
   }
-  if (best == -kInfinity) return false;  // unreachable for an origin inside: its own piece contains it
-  return report_hit(origin, translation, std::max(best, 0.0f), max_fraction, rotate(transform.rotation, best_normal),
-                    out);
+  if (best == (kExit ? -kInfinity : kInfinity)) return false;
+  fraction = kExit ? std::max(best, 0.0f) : best;
+  return true;
 }
 
 }  // namespace
@@ -190,58 +206,21 @@ bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin
   if (!is_usable_segment(origin, translation, max_fraction)) return false;
   const float radius = shape.radius;
   const float hh = shape.half_height;
-  const float r_sq = radius * radius;
   const Vec3 o = inverse_rotate(transform.rotation, origin - transform.position);
   const Vec3 d = inverse_rotate(transform.rotation, translation);
   if (!is_finite(o) || !is_finite(d)) return false;
 
   // Inside: the origin is within radius of the core segment (closest point: o.y clamped).
   const Vec3 off_core{o.x, o.y - std::clamp(o.y, -hh, hh), o.z};
-  if (length_squared(off_core) <= r_sq) {
-    if (!back_faces) return report_inside(origin, translation, out);
-    return capsule_exit(o, d, radius, hh, transform, origin, translation, max_fraction, out);
-  }
-
-  // From outside, the first entry into the union of the finite cylinder and the two end spheres
-  // is the earliest entry into one of them; the cylinder's flat ends lie inside the spheres, so
-  // only its side can be entered first.
-  float best = kInfinity;  // fraction
-  Vec3 best_normal;        // local frame
-
-  // Side of the infinite cylinder x^2 + z^2 = r^2, kept when the entry lies within |y| <= hh.
-  // The same robust quadratic as the sphere, in the xz plane (distances along the projected
-  // direction; a translation parallel to the axis never enters through the side).
-  const float a = d.x * d.x + d.z * d.z;
-  if (a > 0.0f) {
-    const float len_xz = std::sqrt(a);
-    const Vec3 m{o.x, 0.0f, o.z};
-    const Vec3 u{d.x / len_xz, 0.0f, d.z / len_xz};
-    const float c = length_squared(m) - r_sq;
-    float s;
-    if (c > 0.0f && enter_sphere(m, u, radius, c, s)) {  // a circle in the plane y = 0
-      const float t = s / len_xz;
-      const float y = o.y + d.y * t;
-      if (y >= -hh && y <= hh) {
-        best = t;
-        best_normal = normalize_or(m + u * s, -u);
-      }
-    }
-  }
-
-  // End spheres. The origin is outside both (it is outside the capsule).
-  const float len = length(d);
-  const Vec3 u = d * (1.0f / len);
-  for (const float cap_y : {-hh, hh}) {
-    const Vec3 m{o.x, o.y - cap_y, o.z};
-    const float c = length_squared(m) - r_sq;
-    float s;
-    if (c > 0.0f && enter_sphere(m, u, radius, c, s) && s / len < best) {
-      best = s / len;
-      best_normal = normalize_or(m + u * s, -u);
-    }
-  }
-  if (best == kInfinity) return false;
-  return report_hit(origin, translation, best, max_fraction, rotate(transform.rotation, best_normal), out);
+  const bool inside = length_squared(off_core) <= radius * radius;
+  if (inside && !back_faces) return report_inside(origin, translation, out);
+  float fraction = 0.0f;
+  Vec3 normal;
+  // An inside origin always leaves through some piece (its own piece contains it).
+  const bool crossed = inside ? capsule_crossing<true>(o, d, radius, hh, fraction, normal)
+                              : capsule_crossing<false>(o, d, radius, hh, fraction, normal);
+  if (!crossed) return false;
+  return report_hit(origin, translation, fraction, max_fraction, rotate(transform.rotation, normal), out);
 }
 
 bool raycast_plane(const Shape&, const Transform& transform, Vec3 origin, Vec3 translation, float max_fraction,
