@@ -139,7 +139,7 @@ void step_and_sample(EngineWorld& world, const RunConfig& config, bool sample_rs
 
 // Impulse StepProfile stages kept per step, in StageMedians order (the step's): broadphase,
 // narrowphase, events, wake, solve, write-back, islands, total.
-constexpr int kStageCount = 8;
+constexpr int kStageCount = 9;
 
 struct RoundSamples {
   std::vector<double> impulse_ms;
@@ -265,8 +265,9 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
           const physics::StepProfile& p = impulse.profile();
           samples.impulse_ms_sum += ms;
           samples.impulse_awake_sum += p.awake_count;  // awake at the step's start
-          const double stage_ms[kStageCount] = {p.broadphase_ms, p.narrowphase_ms, p.events_ms,  p.wake_ms,
-                                                p.solve_ms,      p.writeback_ms,   p.islands_ms, p.total_ms};
+          const double stage_ms[kStageCount] = {p.broadphase_ms, p.narrowphase_ms, p.events_ms,
+                                                p.wake_ms,       p.solve_ms,       p.writeback_ms,
+                                                p.continuous_ms, p.islands_ms,     p.total_ms};
           for (int k = 0; k < kStageCount; ++k) samples.stage[k].push_back(stage_ms[k]);
           if (first_round && !result.impulse.asleep_at_s && config.sleep && impulse.awake_count() == 0) {
             result.impulse.asleep_at_s = static_cast<double>(done + s + 1) * scenes::kSceneDt;
@@ -349,8 +350,9 @@ std::optional<SceneResult> run_paired(const scenes::BenchScene& scene, const Run
   result.bullet.us_per_awake_body_step = median(round_bt_us_awake);
   result.ratio_of_medians = result.bullet.ms_median > 0 ? result.impulse.ms_median / result.bullet.ms_median : 0;
   StageMedians& st = result.impulse_stages;
-  double* stage_out[kStageCount] = {&st.broadphase_ms, &st.narrowphase_ms, &st.events_ms,  &st.wake_ms,
-                                    &st.solve_ms,      &st.writeback_ms,   &st.islands_ms, &st.total_ms};
+  double* stage_out[kStageCount] = {&st.broadphase_ms, &st.narrowphase_ms, &st.events_ms,
+                                    &st.wake_ms,       &st.solve_ms,       &st.writeback_ms,
+                                    &st.continuous_ms, &st.islands_ms,     &st.total_ms};
   for (int k = 0; k < kStageCount; ++k) *stage_out[k] = median(round_stage[k]);
   return result;
 }

@@ -60,6 +60,7 @@ struct StageMedians {
   double wake_ms = 0;
   double solve_ms = 0;
   double writeback_ms = 0;
+  double continuous_ms = 0;
   double islands_ms = 0;
   double total_ms = 0;
 };

@@ -108,9 +108,9 @@ void print_human(std::FILE* out, const SceneResult& r) {
   const StageMedians& s = r.impulse_stages;
   std::fprintf(out,
                "  Impulse stages, median ms/step: broadphase %.3f  narrowphase %.3f  events %.3f  wake %.3f"
-               "  solve %.3f  write-back %.3f  islands %.3f  total %.3f\n",
-               s.broadphase_ms, s.narrowphase_ms, s.events_ms, s.wake_ms, s.solve_ms, s.writeback_ms, s.islands_ms,
-               s.total_ms);
+               "  solve %.3f  write-back %.3f  continuous %.3f  islands %.3f  total %.3f\n",
+               s.broadphase_ms, s.narrowphase_ms, s.events_ms, s.wake_ms, s.solve_ms, s.writeback_ms, s.continuous_ms,
+               s.islands_ms, s.total_ms);
   const physics::StepProfile& p = r.impulse_last_profile;
   std::fprintf(out, "  Impulse last step: %u pairs, %u contacts, %u points, %u awake, %u islands\n", p.pair_count,
                p.contact_count, p.point_count, p.awake_count, p.island_count);
@@ -156,7 +156,8 @@ std::string to_json_line(const SceneResult& r) {
   j["impulse_profile_ms"] = {{"broadphase", round_to(s.broadphase_ms, 4)}, {"narrowphase", round_to(s.narrowphase_ms, 4)},
                              {"events", round_to(s.events_ms, 4)},         {"wake", round_to(s.wake_ms, 4)},
                              {"solve", round_to(s.solve_ms, 4)},           {"writeback", round_to(s.writeback_ms, 4)},
-                             {"islands", round_to(s.islands_ms, 4)},       {"total", round_to(s.total_ms, 4)}};
+                             {"continuous", round_to(s.continuous_ms, 4)}, {"islands", round_to(s.islands_ms, 4)},
+                             {"total", round_to(s.total_ms, 4)}};
   const physics::StepProfile& p = r.impulse_last_profile;
   j["impulse_last_step"] = {{"pairs", p.pair_count},
                             {"contacts", p.contact_count},
@@ -171,14 +172,14 @@ bool write_trace_csv(const std::string& path, const SceneResult& result) {
   if (file == nullptr) return false;
   std::fprintf(file,
                "step,time_s,impulse_ms,bullet_ms,impulse_awake,bullet_awake,broadphase_ms,narrowphase_ms,"
-               "events_ms,wake_ms,solve_ms,writeback_ms,islands_ms,pairs,contacts,points,islands\n");
+               "events_ms,wake_ms,solve_ms,writeback_ms,continuous_ms,islands_ms,pairs,contacts,points,islands\n");
   for (size_t i = 0; i < result.trace.size(); ++i) {
     const TraceRow& row = result.trace[i];
     const physics::StepProfile& p = row.impulse_profile;
-    std::fprintf(file, "%zu,%.4f,%.4f,%.4f,%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%u,%u,%u,%u\n", i + 1,
+    std::fprintf(file, "%zu,%.4f,%.4f,%.4f,%u,%u,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%u,%u,%u,%u\n", i + 1,
                  static_cast<double>(i + 1) * scenes::kSceneDt, row.impulse_ms, row.bullet_ms, row.impulse_awake,
                  row.bullet_awake, p.broadphase_ms, p.narrowphase_ms, p.events_ms, p.wake_ms, p.solve_ms,
-                 p.writeback_ms, p.islands_ms, p.pair_count, p.contact_count, p.point_count, p.island_count);
+                 p.writeback_ms, p.continuous_ms, p.islands_ms, p.pair_count, p.contact_count, p.point_count, p.island_count);
   }
   return std::fclose(file) == 0;
 }

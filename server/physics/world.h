@@ -31,7 +31,8 @@ struct StepProfile {
   double events_ms = 0;       ///< 3: Begin/End merge-diff and warm-start matching
   double wake_ms = 0;         ///< 4: waking the marked islands
   double solve_ms = 0;        ///< 5: contact preparation + substeps (forces, velocities, positions, relax) + restitution
-  double writeback_ms = 0;    ///< 6: poses from the solver's deltas, AABB refresh, and 6b: continuous collision
+  double writeback_ms = 0;    ///< 6: poses from the solver's deltas, AABB refresh, the fast-body list
+  double continuous_ms = 0;   ///< 6b: continuous collision of the fast bodies (0 work when none)
   double islands_ms = 0;      ///< 7: island building, sleep timers, parking + freezing resting contacts
   double total_ms = 0;
   uint32_t pair_count = 0;      ///< broadphase candidate pairs

@@ -1,9 +1,10 @@
-// Helpers shared by the files of World's step (world.cpp, world_solve.cpp, world_islands.cpp,
-// world_hash.cpp): not part of the physics API.
+// Helpers shared by the files of World (world.cpp, world_commands.cpp, world_solve.cpp,
+// world_islands.cpp, world_hash.cpp, ...): not part of the physics API.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <vector>
@@ -47,6 +48,14 @@ inline Aabb fat_aabb(const Shape& shape, const Transform& t, float margin) {
 inline float inner_extent(const Shape& s) {
   if (s.kind == ShapeKind::Box) return std::min(s.half_extents.x, std::min(s.half_extents.y, s.half_extents.z));
   return s.radius;  // sphere, capsule (a plane is never dynamic)
+}
+
+inline bool is_finite_positive(float x) { return std::isfinite(x) && x > 0; }
+inline bool is_finite_non_negative(float x) { return std::isfinite(x) && x >= 0; }
+
+/// Every component finite and within [-bound, bound].
+inline bool within(Vec3 v, float bound) {
+  return is_finite(v) && std::fabs(v.x) <= bound && std::fabs(v.y) <= bound && std::fabs(v.z) <= bound;
 }
 
 /// Component-wise 1 / v, with 0 for a component that is not positive (an axis the body cannot

@@ -56,8 +56,9 @@ void World::solve(float dt) {
   run_solver_batches(dt, batch_count);
   profile_.solve_ms = timer.lap();
   write_back_poses(movable);
-  sweep_fast_bodies();  // 6b: continuous collision, only when a body moved fast
   profile_.writeback_ms = timer.lap();
+  sweep_fast_bodies();  // 6b: continuous collision, only when a body moved fast
+  profile_.continuous_ms = timer.lap();
 }
 
 uint32_t World::prepare_solver_bodies() {
