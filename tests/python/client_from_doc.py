@@ -291,6 +291,33 @@ def live(exe, tmp):
            "client id %d, %d Hz ticks, %d Hz snapshots, token_bound=%s, quantisation Fp=%d N=%d"
            % (hs["connect_bytes"], hs["challenge_bytes"], hs["accepted_bytes"], ca.ClientId(), c.tick_hz,
               c.snapshot_hz, c.token_bound, Q.fp, Q.n))
+        # a resent Connect before anything else gets the same ConnectAccepted again (plaintext)
+        c.send_raw(c.last_connect)
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline and not c.dropped.get("duplicate ConnectAccepted"):
+            c.pump(0.01, send=False)
+        check(c.dropped.get("duplicate ConnectAccepted") == 1, "a resent Connect got no second ConnectAccepted")
+        # edge cases on other sockets: an unpadded Connect is dropped; protocol 4 is VersionMismatch
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.bind(("127.0.0.1", 0))
+        pk, _ = ic.nb.crypto_kx_keypair()
+        small = ic.build_envelope(ic.msg_connect(pk))
+        probe.sendto(small, c.addr)
+        old = ic.build_envelope(ic.msg_connect(pk, padding=200, version=4), version=4)
+        import select
+        check(not select.select([probe], [], [], 0.3)[0], "an unpadded %d-byte Connect was answered" % len(small))
+        probe.sendto(old, c.addr)
+        check(select.select([probe], [], [], 1.0)[0], "no answer to a protocol-4 Connect")
+        data = probe.recv(2048)
+        e = ic.W.Envelope.Envelope.GetRootAs(data, 0)
+        check(e.MessageType() == ic.W.Message.Message.ConnectRejected, "protocol-4 Connect: type %d" % e.MessageType())
+        rj = ic.union_as(e, ic.W.ConnectRejected, "ConnectRejected")
+        check(rj.Reason() == ic.W.ResultCode.ResultCode.VersionMismatch and len(data) <= len(old),
+              "protocol-4 Connect: %s, %d bytes" % (ic.result_name(rj.Reason()), len(data)))
+        probe.close()
+        ok("handshake edges: a resent Connect gets ConnectAccepted again; an unpadded %d-byte Connect gets "
+           "nothing; a protocol-4 Connect gets ConnectRejected{VersionMismatch} (%d B, envelope version %d)"
+           % (len(small), len(data), e.ProtocolVersion()))
         # the whole demo scene arrives (71 bodies, README) within a few snapshots
         c.wait_for(lambda: len(c.snap.objects) >= 71, 3.0, "the demo scene's 71 bodies in snapshots")
         scene = c.objects()
@@ -475,6 +502,15 @@ def live(exe, tmp):
            "the stacked pair P %#x on Q %#x arrives as a=%#x, b=%#x, normal %s (from a towards b)"
            % (c.event_copies, len(seqs), seqs[-1], p_box, q_box, e["a"], e["b"],
               tuple(round(n, 3) for n in e["normal"])))
+        # a replayed sealed datagram (the same bytes twice) is answered once
+        n2 = c.ping_nonce = c.ping_nonce + 1
+        d = c.sealed_bytes(ic.msg_ping(n2))
+        c.send_raw(d)
+        c.send_raw(d)
+        c.wait_for(lambda: c.pongs.get(n2), 1.0, "the Pong of the replayed Ping")
+        c.pump(0.3)
+        check(c.pong_counts.get(n2) == 1, "a replayed sealed Ping was answered %d times" % c.pong_counts.get(n2, 0))
+        ok("a sealed Ping sent twice (a replay) is answered once")
         # Ping/Pong: answered at once; server_time_us is the simulation clock near tick * 1e6 / tick_hz
         n1 = c.ping()
         t0 = time.monotonic()

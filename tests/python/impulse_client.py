@@ -1053,6 +1053,7 @@ class Client:
         self.results = {}               # request_id -> result dict
         self.answer_counts = {}         # request_id -> answers received
         self.pongs = {}
+        self.pong_counts = {}
         self.snap = None
         self.snap_history = []          # [(tick, {id: view})] of applied snapshots
         self.snapshot_errors = {}
@@ -1080,7 +1081,8 @@ class Client:
         while time.monotonic() < deadline:
             now = time.monotonic()
             if now - last >= 0.1:
-                self.sock.sendto(build_connect(self.kx_pk, cookie, self.token, self.name), self.addr)
+                self.last_connect = build_connect(self.kx_pk, cookie, self.token, self.name)
+                self.sock.sendto(self.last_connect, self.addr)
                 last = now
             r, _, _ = select.select([self.sock], [], [], 0.02)
             if not r:
@@ -1278,6 +1280,7 @@ class Client:
         elif name == "Pong":
             pg = union_as(env, W.Pong, "Pong")
             self.pongs[pg.Nonce()] = (pg.Tick(), pg.ServerTimeUs(), time.monotonic())
+            self._count(self.pong_counts, pg.Nonce())
         elif name == "Disconnect":
             d = union_as(env, W.Disconnect, "Disconnect")
             self.closed_reason = (d.Reason() or b"").decode("utf-8", "replace")
@@ -1286,7 +1289,7 @@ class Client:
             self._count(self.dropped, "unexpected " + name)
         return True
 
-    def pump(self, duration=0.0):
+    def pump(self, duration=0.0, send=True):
         """Receive for `duration` seconds (at least one poll), resending requests and acking."""
         end = time.monotonic() + duration
         while True:
@@ -1299,7 +1302,7 @@ class Client:
                     self._receive(data)
                 r, _, _ = select.select([self.sock], [], [], 0)
             now = time.monotonic()
-            if self.connected:
+            if self.connected and send:
                 for rid, ent in list(self.pending.items()):
                     if now - ent[1] >= 0.1:
                         ent[1] = now
