@@ -314,7 +314,20 @@ def live(exe, tmp):
         rj = ic.union_as(e, ic.W.ConnectRejected, "ConnectRejected")
         check(rj.Reason() == ic.W.ResultCode.ResultCode.VersionMismatch and len(data) <= len(old),
               "protocol-4 Connect: %s, %d bytes" % (ic.result_name(rj.Reason()), len(data)))
+        answers = []
+        for what, dgram in (("no kx_public", ic.build_envelope(ic.msg_connect(None, padding=220))),
+                            ("Connect.protocol_version absent", ic.build_envelope(ic.msg_connect(pk, padding=200,
+                                                                                                 version=0)))):
+            probe.sendto(dgram, c.addr)
+            check(select.select([probe], [], [], 1.0)[0], "no answer to a Connect with %s" % what)
+            data2 = probe.recv(2048)
+            e2 = ic.W.Envelope.Envelope.GetRootAs(data2, 0)
+            check(e2.MessageType() == ic.W.Message.Message.ConnectRejected, "%s: type %d" % (what, e2.MessageType()))
+            answers.append("%s -> %s" % (what, ic.result_name(ic.union_as(e2, ic.W.ConnectRejected,
+                                                                           "ConnectRejected").Reason())))
+        check(answers[0].endswith("InvalidArgument") and answers[1].endswith("VersionMismatch"), repr(answers))
         probe.close()
+        ok("handshake edges: " + "; ".join(answers))
         ok("handshake edges: a resent Connect gets ConnectAccepted again; an unpadded %d-byte Connect gets "
            "nothing; a protocol-4 Connect gets ConnectRejected{VersionMismatch} (%d B, envelope version %d)"
            % (len(small), len(data), e.ProtocolVersion()))
@@ -403,6 +416,19 @@ def live(exe, tmp):
         ok("ApplyImpulse %.1f N*s on %.1f kg: v.x = %.5f m/s (expected %.3f +- %.4f); v.y = %.4f (falling)"
            % (J, mass, v1["velocity"][0], J / mass, vq, v1["velocity"][1]))
 
+        # a fire-and-forget push (request_id 0) is applied and never answered; request_id 0 on a
+        # CreateObject is InvalidArgument
+        vz0 = c.objects()[box2]["velocity"][2]
+        c.send(ic.msg_impulse(0, box2, (0, 0, 2.0 * mass)))
+        c.wait_for(lambda: abs(c.objects()[box2]["velocity"][2] - vz0 - 2.0) <= vq, 1.0, "the unsequenced push")
+        c.pump(0.1)
+        check(0 not in c.answer_counts, "a request_id 0 push was answered")
+        c.send(ic.msg_create(0, 1, (half, half, half), (x2, ground + 6, z2)))
+        r0 = c.wait_for(lambda: c.results.get(0), 1.0, "the answer to CreateObject with request_id 0")
+        check(r0["code"] == ic.W.ResultCode.ResultCode.InvalidArgument, "CreateObject id 0: %r" % r0)
+        ok("ApplyImpulse with request_id 0 (fire and forget): applied (v.z %+.3f m/s), never answered; "
+           "CreateObject with request_id 0 -> InvalidArgument (%r)" % (c.objects()[box2]["velocity"][2], r0["message"]))
+
         # raycast down onto the resting box
         bx, by, bz = c.objects()[box]["position"]
         rid = c.request(ic.msg_raycast, (bx, ground + 5.0, bz), (0, -10.0, 0))
@@ -441,7 +467,6 @@ def live(exe, tmp):
         check(c.answer_counts[rid_b] == 1, "doubled request answered %d times" % c.answer_counts[rid_b])
         new = set(c.objects()) - before
         check(new == {c.results[rid_b]["id"]}, "doubled request made objects %r" % new)
-        sphere2 = c.results[rid_b]["id"]
         ok("exactly once: a reused answered id gets the stored answer (Ok, %#x) and is not applied; "
            "a doubled request is answered once and creates one object" % sphere)
 
@@ -467,7 +492,6 @@ def live(exe, tmp):
               == {res["id"]}, "genuine request after tampered one")
         c.pump(0.2)
         check(set(c.objects()) - before == {res["id"]}, "more than one object from the tampered+genuine request")
-        crate = res["id"]
         ok("a sealed Ping and a sealed CreateObject with one flipped bit: no reply, no effect; the genuine "
            "CreateObject with the same request id then applies once")
 
@@ -530,6 +554,7 @@ def live(exe, tmp):
               "client-side rejections: snapshots %r, events %r, unauthenticated %d"
               % (c.snapshot_errors, c.event_errors, c.unauthenticated))
         nsnap = len(c.snap_history)
+        check(0 not in c.pong_counts, "an ack-only Ping{nonce: 0} was answered")
         check(c.bad_acks == 0, "%d server headers with impossible ack fields" % c.bad_acks)
         check(c.send_seq - c.peer_ack <= 8 and len([s for s in range(1, c.send_seq + 1) if s in c.peer_acked])
               >= 0.9 * c.send_seq - 10, "the server acked %d of our %d datagrams (newest ack %d)"
@@ -580,6 +605,23 @@ def token_mode(exe, tmp):
         except ic.ImpulseError as e:
             check("TokenRequired" in str(e), "anonymous connect: %s" % e)
         n.close()
+        key2 = os.path.join(tmp, "other.key")
+        subprocess.run([exe, "keygen", "--out", key2], capture_output=True, timeout=10, check=True)
+        other = subprocess.run([exe, "token", "--key", key2, "--client-id", "5", "--ttl", "60"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        old = subprocess.run([exe, "token", "--key", key, "--client-id", "6", "--ttl", "60", "--now",
+                              str(int(time.time()) - 3600)], capture_output=True, text=True, timeout=10).stdout.strip()
+        refusals = []
+        for what, t in (("another key's token", other), ("an expired token", old)):
+            n = ic.Client("127.0.0.1", srv.port, client_token_hex=t)
+            try:
+                n.connect(2.0)
+                check(False, "%s was accepted" % what)
+            except ic.ImpulseError as e:
+                refusals.append("%s -> %s" % (what, str(e).split(":")[0].replace("ConnectRejected ", "")))
+            n.close()
+        check(refusals[0].endswith("TokenInvalid") and refusals[1].endswith("TokenExpired"), repr(refusals))
+        ok("token server refuses: no token -> TokenRequired; " + "; ".join(refusals))
         a = ic.Client("127.0.0.1", srv.port, client_token_hex=ta, name="tokenA")
         ca = a.connect(3.0)
         check(ca.TokenBound() and ca.ClientId() != 0, "token session: token_bound %s" % ca.TokenBound())
@@ -595,7 +637,8 @@ def token_mode(exe, tmp):
         # an observer with its own token
         obs = ic.Client("127.0.0.1", srv.port, client_token_hex=tc, name="observer")
         obs.connect(3.0)
-        obs.wait_for(lambda: abox in obs.objects(), 3.0, "the observer to see the box")
+        obs.wait_for(lambda: abox in obs.objects() and len(obs.snap.objects) >= 72, 3.0,
+                     "the observer to see the scene and the box")
         # the bare 69-byte token of A (as seen on the wire), without the secret
         bare = ic.Client("127.0.0.1", srv.port, bare_token_hex=ta[:138], name="thief")
         cb = bare.connect(3.0)
@@ -610,7 +653,9 @@ def token_mode(exe, tmp):
             obs.pump(0.05)
         check(rid not in bare.answer_counts and bare.pongs.get(nonce) is None, "the bare-token client got an answer")
         check(bare.unauthenticated > 0, "the bare-token client opened the server's datagrams")
-        check(set(obs.objects()) == before and abox in before, "the bare-token client changed the world")
+        after = set(obs.objects())
+        check(after == before and abox in before, "the bare-token client changed the world: +%r -%r (A box %#x)"
+              % ([hex(i) for i in after - before], [hex(i) for i in before - after], abox))
         ok("bare token (no secret): the session is accepted but the client can neither act (no answer, no "
            "object) nor read (%d server datagrams failed to open); A got Disconnect %r"
            % (bare.unauthenticated, a.closed_reason))
@@ -644,18 +689,15 @@ def main():
         live(args.server, tmp)
         print("token mode", flush=True)
         token_mode(args.server, tmp)
-    except (Fail, ic.ImpulseError, ic.CodecError) as e:
-        print("FAIL: %s" % e, flush=True)
-        print("(logs in %s)" % tmp)
+    except (Fail, ic.ImpulseError, ic.CodecError, OSError, subprocess.SubprocessError) as e:
+        print("FAIL: %s: %s" % (type(e).__name__, e), flush=True)
+        print("(logs kept in %s)" % tmp)
         return 1
-    finally:
-        if not args.keep and "FAIL" not in "":
-            pass
     print("PASS: %d checks in %.1f s" % (len(PASSED), time.monotonic() - t_start))
-    if not args.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
+    if args.keep:
         print("(logs in %s)" % tmp)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

@@ -8,7 +8,6 @@ Sections referred to below are those of docs/PROTOCOL.md.
 
 import hashlib
 import math
-import os
 import select
 import socket
 import struct
