@@ -611,8 +611,10 @@ def token_mode(exe, tmp):
                                capture_output=True, text=True, timeout=10).stdout.strip()
         old = subprocess.run([exe, "token", "--key", key, "--client-id", "6", "--ttl", "60", "--now",
                               str(int(time.time()) - 3600)], capture_output=True, text=True, timeout=10).stdout.strip()
+        big = subprocess.run([exe, "token", "--key", key, "--client-id", str(1 << 40), "--ttl", "60"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
         refusals = []
-        for what, t in (("another key's token", other), ("an expired token", old)):
+        for what, t in (("another key's token", other), ("an expired token", old), ("client id 2^40", big)):
             n = ic.Client("127.0.0.1", srv.port, client_token_hex=t)
             try:
                 n.connect(2.0)
@@ -620,7 +622,8 @@ def token_mode(exe, tmp):
             except ic.ImpulseError as e:
                 refusals.append("%s -> %s" % (what, str(e).split(":")[0].replace("ConnectRejected ", "")))
             n.close()
-        check(refusals[0].endswith("TokenInvalid") and refusals[1].endswith("TokenExpired"), repr(refusals))
+        check(refusals[0].endswith("TokenInvalid") and refusals[1].endswith("TokenExpired") and
+              refusals[2].endswith("TokenInvalid"), repr(refusals))
         ok("token server refuses: no token -> TokenRequired; " + "; ".join(refusals))
         a = ic.Client("127.0.0.1", srv.port, client_token_hex=ta, name="tokenA")
         ca = a.connect(3.0)
