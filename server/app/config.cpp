@@ -256,9 +256,9 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
       "(0 = no limit)");
   add("--max-client-extent", config.max_client_extent,
       "Largest radius, half extent or capsule half height + radius [m] of a client's body, [0, 1000] "
-      "(0 = the world's 1000 m); clients may not create planes");
+      "(0 = the world's 1000 m, and clients may create static planes); else clients may not create planes");
   add("--max-spawn-overlaps", config.max_spawn_overlaps,
-      "Bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)");
+      "Dynamic and kinematic bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)");
   add("--max-objects-per-address", config.max_objects_per_address,
       "Anonymous mode: live objects all sessions from one IP address may own together, kept objects "
       "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)");

@@ -94,8 +94,12 @@ int run_token(const TokenFlags& f, std::ostream& out, std::ostream& err) {
   uint64_t max_objects = 0;
   uint64_t now = 0;
   std::string error;
+  // The token's field is 64 bits, but ConnectAccepted.client_id is 32: a server refuses any id
+  // above 2^32 - 1 (TokenInvalid), so the tool refuses to issue one.
+  const uint64_t u32_max = std::numeric_limits<uint32_t>::max();
   const uint64_t u64_max = std::numeric_limits<uint64_t>::max();
-  if (!parse_whole("--client-id", f.client_id, 1, u64_max, " (0 is reserved for anonymous clients)", &client_id,
+  if (!parse_whole("--client-id", f.client_id, 1, u32_max,
+                   " (0 is reserved for anonymous clients; ConnectAccepted.client_id is 32 bits)", &client_id,
                    &error) ||
       !parse_whole("--ttl", f.ttl_s, 1, kMaxTtlS, " seconds", &ttl_s, &error) ||
       !parse_whole("--max-objects", f.max_objects, 0, std::numeric_limits<uint32_t>::max(),
@@ -159,7 +163,7 @@ int run_token_tool(int argc, const char* const* argv, std::ostream& out, std::os
   CLI::App* token = app.add_subcommand("token", "Print one hex client token (connect token and session secret) on stdout (summary on stderr)");
   token->add_option("--key", f.key_path, "Token key file (from impulse-server keygen; the server's --token-key)")
       ->required();
-  token->add_option("--client-id", f.client_id, "Client id sealed in the token, 1..2^64-1")->required();
+  token->add_option("--client-id", f.client_id, "Client id sealed in the token, 1..4294967295 (2^32-1)")->required();
   token->add_option("--ttl", f.ttl_s, fmt::format("Lifetime [s], 1..{}", kMaxTtlS))->required();
   token->add_option("--max-objects", f.max_objects, "Live-object quota, 0..2^32-1; 0 = the server's default")
       ->capture_default_str();

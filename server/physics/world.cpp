@@ -39,9 +39,10 @@
 //  5. solve        One SolverManifold per non-sensor contact with a movable body: anchors, masses,
 //                  mixed friction and restitution (material-pair table, else the mixing rules).
 //                  Then the soft step (solver.h): substeps x (integrate velocities with gravity,
-//                  forces and torques, the gyroscopic torque -w x (I w) applied implicitly in the
-//                  body frame (one Newton step, Catto, "Numerical Methods", GDC 2015, so a free
-//                  spinning body keeps its angular momentum), warm start, solve with soft bias,
+//                  forces and torques, the gyroscopic torque -w x (I w) in the body frame by the
+//                  implicit midpoint rule (3 Newton iterations; Catto, "Numerical Methods", GDC
+//                  2015), so a free spinning body keeps its energy and |L|), warm start, solve
+//                  with soft bias,
 //                  integrate positions, relax), then
 //                  restitution; impulses stored back. With a worker pool, the contact-connected
 //                  groups of movable bodies are solved in batches on its threads, bit-identical to

@@ -16,6 +16,7 @@ import time
 
 import flatbuffers
 import nacl.bindings as nb
+import xxhash
 
 PROTOCOL_VERSION = 5
 MAX_DATAGRAM = 1200
@@ -47,48 +48,12 @@ def load_bindings(gen_dir):
 
 
 # ----------------------------------------------------------------------------- XXH32
-# Python's standard library has no XXH32 and the `xxhash` package is not always installed, so
-# this is the reference algorithm (xxHash spec, seed 0 by default).
-_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+# XXH32 from the `xxhash` package (Debian: python3-xxhash).
 _M32 = 0xFFFFFFFF
 
 
-def _rotl(x, r):
-    return ((x << r) | (x >> (32 - r))) & _M32
-
-
 def xxh32(data, seed=0):
-    n = len(data)
-    i = 0
-    if n >= 16:
-        v1 = (seed + _P1 + _P2) & _M32
-        v2 = (seed + _P2) & _M32
-        v3 = seed & _M32
-        v4 = (seed - _P1) & _M32
-        while i + 16 <= n:
-            a, b, c, d = struct.unpack_from("<4I", data, i)
-            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
-            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
-            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
-            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
-            i += 16
-        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
-    else:
-        h = (seed + _P5) & _M32
-    h = (h + n) & _M32
-    while i + 4 <= n:
-        (k,) = struct.unpack_from("<I", data, i)
-        h = (_rotl((h + k * _P3) & _M32, 17) * _P4) & _M32
-        i += 4
-    while i < n:
-        h = (_rotl((h + data[i] * _P5) & _M32, 11) * _P1) & _M32
-        i += 1
-    h ^= h >> 15
-    h = (h * _P2) & _M32
-    h ^= h >> 13
-    h = (h * _P3) & _M32
-    h ^= h >> 16
-    return h
+    return xxhash.xxh32_intdigest(bytes(data), seed)
 
 
 # ----------------------------------------------------------------------------- crypto

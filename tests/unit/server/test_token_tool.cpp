@@ -189,6 +189,7 @@ TEST_F(TokenToolTest, BadFlagsExitWithCode2AndNameTheFlag) {
   const std::string& k = key_path_;
   const Case cases[] = {
       {{"token", "--key", k, "--client-id", "0", "--ttl", "60"}, "--client-id must be a whole number in 1.."},
+      {{"token", "--key", k, "--client-id", "4294967296", "--ttl", "60"}, "--client-id must be a whole number in 1..4294967295"},
       {{"token", "--key", k, "--client-id", "abc", "--ttl", "60"}, "--client-id"},
       {{"token", "--key", k, "--client-id", "-5", "--ttl", "60"}, "--client-id"},
       {{"token", "--key", k, "--client-id", "1", "--ttl", "0"}, "--ttl must be a whole number in 1..31536000"},
