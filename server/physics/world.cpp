@@ -42,9 +42,8 @@
 //                  forces and torques, the gyroscopic torque -w x (I w) in the body frame by the
 //                  implicit midpoint rule (3 Newton iterations; Catto, "Numerical Methods", GDC
 //                  2015), so a free spinning body keeps its energy and |L|), warm start, solve
-//                  with soft bias,
-//                  integrate positions, relax), then
-//                  restitution; impulses stored back. With a worker pool, the contact-connected
+//                  with soft bias, integrate positions, relax), then restitution; impulses
+//                  stored back. With a worker pool, the contact-connected
 //                  groups of movable bodies are solved in batches on its threads, bit-identical to
 //                  one thread (see World::solve). Force and torque accumulators cleared.
 //                                                    reads: contacts_, material, pose, motion
@@ -192,7 +191,6 @@ float shape_extent(const Shape& shape) {
     default: return 0.0f;
   }
 }
-
 
 }  // namespace
 
