@@ -81,6 +81,9 @@ struct ImpactScratch {
   std::vector<uint32_t> component;      ///< per body: its component's root (from sweep kRestitutionBudgetFrom)
   std::vector<uint32_t> budget;         ///< per root: visits its component has left
   std::vector<SupportEntry> supports;   ///< the shock sweep's order
+  /// Per solver body: the acceleration the soft step integrates after the pass [m/s^2] (gravity
+  /// plus force / mass for a dynamic body; zero otherwise). Filled by solve_soft_step.
+  std::vector<Vec3> acceleration;
 };
 
 /// Resolves the collisions of this step before the soft solve, in place on `bodies`' velocities.
@@ -105,7 +108,8 @@ struct ImpactScratch {
 /// push would add energy along a chain). Linear part only; the small rotation lag of an
 /// off-centre hit is not corrected.
 ///
-/// Energy: for each block the kinetic energy change sum(lambda_i (vn_i + vn_i') / 2) is checked;
+/// Energy: for each block the kinetic energy change at the impact, sum(lambda_i (u_i + u_i') / 2)
+/// with u = vn + a t_i the normal velocity at the point's time of impact, is checked;
 /// if a multi-point block would create energy (Newton's law per point can, for some geometries),
 /// its impulses are undone and it is resolved inelastically (targets 0) instead.
 ///
@@ -125,9 +129,13 @@ struct ImpactScratch {
 /// @param bodies the solver bodies; velocity, angular_velocity and delta_position are updated.
 /// @param threshold restitution velocity threshold [m/s] (WorldSettings::restitution_threshold).
 /// @param dt step [s].
-/// @param gravity world gravity [m/s^2], integrated by the soft step after this pass: a bounce at
-///        time of impact t gets the approach speed gravity gave it by t (and the pass leaves the
-///        velocity that, after the step's gravity, is the rebound at t plus gravity over dt - t).
+/// @param acceleration per body of `bodies`, the constant acceleration [m/s^2] the soft step
+///        integrates after this pass: world gravity plus applied force / mass for a dynamic body,
+///        zero for kinematic and immovable bodies. A bounce at time of impact t gets the approach
+///        speed this acceleration gave it by t (and the pass leaves the velocity that, after the
+///        step's integration, is the rebound at t plus the acceleration over dt - t). Gravity
+///        applied as a force (apply_force) bounces exactly as world gravity does.
+/// @param gravity world gravity [m/s^2]: only its direction (up, for the shock sweeps) is used.
 /// @param max_sweeps sweep cap (>= 0).
 /// @param scratch optional (nullptr: every manifold is visited every sweep, up to max_sweeps, and
 ///        there is no shock sweep). With it:
@@ -138,7 +146,8 @@ struct ImpactScratch {
 ///          (ImpactScratch);
 ///        - from sweep kRestitutionBudgetFrom on, each component has its visit budget.
 /// @return the number of manifold blocks resolved (0 when nothing bounced).
-int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies, float threshold,
-                          float dt, Vec3 gravity, int max_sweeps = kRestitutionSweeps, ImpactScratch* scratch = nullptr);
+int propagate_restitution(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
+                          std::span<const Vec3> acceleration, float threshold, float dt, Vec3 gravity,
+                          int max_sweeps = kRestitutionSweeps, ImpactScratch* scratch = nullptr);
 
 }  // namespace impulse::physics

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +32,16 @@ constexpr bool kSanitized = false;
 #else
 constexpr bool kSanitized = false;
 #endif
+
+// Wall-clock thresholds (tick p99, snapshot rate under attack) hold only on a quiet machine, not
+// beside another test under `ctest -j2` on two cores. `make test` asserts the mechanisms (caps,
+// refusals, nothing lost) and prints the figures; .ci/run's timing stage sets
+// IMPULSE_TIMING_CHECKS=1 and runs these tests alone, where the thresholds are asserted too
+// (docs/BENCHMARKS.md, "Timing checks").
+bool timing_checks() {
+  const char* v = std::getenv("IMPULSE_TIMING_CHECKS");
+  return !kSanitized && v != nullptr && std::string_view(v) == "1";
+}
 
 bool finite_state(const physics::BodyState& b) {
   return is_finite(b.position) && is_finite(b.orientation) && is_finite(b.velocity) && is_finite(b.angular_velocity);
@@ -162,7 +174,7 @@ double snapshot_rate(ClientDriver& driver, milliseconds window, const std::funct
 // rest of its quota in a lattice that does not overlap, every box sent at the lattice's centre
 // fast enough to arrive within one step (so they tunnel into one pile rather than collide on the
 // way), spinning at the angular speed limit, and stopped about one tick later.
-// Timing is meaningless under ASan: there the test checks the refusals only.
+// The tick p99 and the victim's snapshot rate are asserted in the timing stage only (timing_checks).
 TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
   ServerOptions options;
   options.snapshot_hz = 30;
@@ -257,7 +269,7 @@ TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
   EXPECT_EQ(huge_refused, 100u);
   EXPECT_EQ(stage, 3) << "the attack did not run to its end";
   EXPECT_GT(sent_velocities, 200u);
-  if (kSanitized) GTEST_SKIP() << "timing under a sanitizer is meaningless; refusals checked";
+  if (!timing_checks()) GTEST_SKIP() << "refusals checked; the timing thresholds run alone (IMPULSE_TIMING_CHECKS=1)";
   ASSERT_TRUE(p99.has_value());
   EXPECT_LE(*p99, 16.6);
   EXPECT_GE(during, 0.95 * baseline);
@@ -330,7 +342,7 @@ TEST(HostileBodies, TheDefaultCapsOfSpinningSpheresStayWithinTheTick) {
               "max %.2f ms, %llu steps dropped over 3 s\n",
               clients, ok, capped, server::tick_time_quantile(ticks, 0.5).value_or(-1.0), p99.value_or(-1.0),
               server::tick_time_quantile(ticks, 1.0).value_or(-1.0), static_cast<unsigned long long>(dropped));
-  if (kSanitized) GTEST_SKIP() << "timing under a sanitizer is meaningless; the cap was checked";
+  if (!timing_checks()) GTEST_SKIP() << "the cap was checked; the timing thresholds run alone (IMPULSE_TIMING_CHECKS=1)";
   ASSERT_TRUE(p99.has_value());
   EXPECT_LE(*p99, 16.6);
   EXPECT_EQ(dropped, 0u);
