@@ -276,6 +276,9 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
   w.gauge("impulse_awake_bodies", "Awake (simulated) bodies.", s.awake);
   w.counter("impulse_bodies_removed_non_finite_total", "Bodies the step's guard removed because their state was not finite.",
             s.bodies_removed_non_finite);
+  w.counter("impulse_bodies_restored_non_finite_total",
+            "Bodies the step put back where it found them (with their contact group) because their solve was not finite.",
+            s.bodies_restored_non_finite);
 
   w.counter("impulse_datagrams_received_total", "UDP datagrams received.", s.datagrams_in);
   w.counter("impulse_received_bytes_total", "UDP payload bytes received.", s.bytes_in);

@@ -243,6 +243,7 @@ struct Server::Impl {
     m.event_bytes = load(stats.event_bytes);
     m.events_queued = load(stats.events_queued);
     m.bodies_removed_non_finite = load(stats.bodies_removed_non_finite);
+    m.bodies_restored_non_finite = load(stats.bodies_restored_non_finite);
     m.step_ns = load(stats.step_ns);
     m.record_ns = load(stats.record_ns);
     m.events_ns = load(stats.events_ns);

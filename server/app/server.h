@@ -160,6 +160,8 @@ struct ServerStats {
   std::atomic<uint64_t> steps_dropped{0};      ///< steps discarded by the max_steps_per_frame cap
   /// Bodies the World's step guard removed because their state was not finite (World::removed_non_finite).
   std::atomic<uint64_t> bodies_removed_non_finite{0};
+  /// Bodies whose contact group the World put back because its solve was not finite (World::restored_non_finite).
+  std::atomic<uint64_t> bodies_restored_non_finite{0};
   std::atomic<uint64_t> tick_ns_p50{0};        ///< median tick time [ns] over the last stats interval
   std::atomic<uint64_t> tick_ns_p99{0};        ///< 99th percentile tick time [ns] over the last stats interval
   /// Every wake-up that ran steps since start, by its tick time: bin i counts times in

@@ -41,16 +41,19 @@ physics::WorldSettings make_settings(Vec3 gravity) {
 std::string_view invalid_argument_message(Message type) {
   switch (type) {
     case Message::ApplyImpulse:
-      return "impulse: the resulting velocity would exceed 1e4 m/s or 100 rad/s, or the point is too far";
+      return "impulse: the resulting velocity would exceed 500 m/s or 47.1 rad/s, or the point is too far";
     case Message::CreateObject:
-      return "mass: too small for the shape (the inverse mass or inertia would not be finite), or a value beyond "
-             "the world's limit";
+      return "mass: the density must be in [1e-3, 1e5] kg/m^3 and the inverse mass and inertia finite, or a value "
+             "beyond the world's limit";
     case Message::ApplyForce:
-      return "force: the torque about the centre of mass from this point is beyond the world's limit";
-    case Message::ApplyTorque: return "torque: beyond the world's limit";
+      return "force: with this step's other forces it would change this body's velocity faster than 500 m/s or "
+             "47.1 rad/s per 1/60 s (force / mass, or the torque from this point through the inertia)";
+    case Message::ApplyTorque:
+      return "torque: with this step's other torques it would change this body's angular velocity faster than "
+             "47.1 rad/s per 1/60 s (inverse inertia times torque)";
     case Message::SetAngularVelocity: return "angular_velocity: beyond the world's limit";
     case Message::MoveKinematic:
-      return "position, orientation: reaching the target in one step needs more than 1e4 m/s or 100 rad/s";
+      return "position, orientation: reaching the target in one step needs more than 500 m/s or 47.1 rad/s";
     default: return "a value is out of the world's accepted range";
   }
 }
@@ -928,6 +931,21 @@ void ServerCore::note_removed_bodies(TimePoint now) {
   }
 }
 
+void ServerCore::note_restored_bodies(TimePoint now) {
+  for (const ObjectID id : world_.restored_non_finite()) {
+    stats_.bodies_restored_non_finite.fetch_add(1, std::memory_order_relaxed);
+    const uint32_t owner = id.index < owners_.size() && owners_[id.index].generation == id.generation
+                               ? owners_[id.index].client_id
+                               : 0;
+    rejects_.note(RejectReason::RestoredNonFinite,
+                  spdlog::should_log(spdlog::level::debug)
+                      ? fmt::format("object {}.{} of client {} stopped; its contact group kept its step-start state",
+                                    id.index, id.generation, owner)
+                      : std::string{},
+                  now);
+  }
+}
+
 void ServerCore::note_departed(const Session& s) {
   if (destroy_on_disconnect_ && !playback_ && live_objects_of(s.client_id) > 0) departed_.push_back(s.client_id);
 }
@@ -969,6 +987,10 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
     code = outcome.code;
     id = applied.id;
     message = outcome.message;
+    if (code == ResultCode::InvalidArgument && r.type == Message::CreateObject) {
+      // The World's own reason names the field and its rule (the density range, for one).
+      if (const char* why = physics::check_body_desc(r.desc, world_.settings())) message = why;
+    }
     if (code == ResultCode::StaleId && r.id.index < owners_.size() && owners_[r.id.index].removed_non_finite &&
         owners_[r.id.index].generation == r.id.generation) {
       // How its owner learns why its object left the snapshots (docs/PROTOCOL.md).
@@ -1103,6 +1125,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     for (int i = 0; i < steps; ++i) {
       world_.step(dt_);
       if (!world_.removed_non_finite().empty()) note_removed_bodies(now);
+      if (!world_.restored_non_finite().empty()) note_restored_bodies(now);
       record_ns += journal_.stepped(world_);
       events_dropped += collect_step_events();
       for (int p = 0; p < phases; ++p) {

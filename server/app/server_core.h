@@ -177,6 +177,7 @@ class ServerCore {
   /// After a step: the bodies the World's guard removed (non-finite state) leave their owner's
   /// count, are counted and logged, and keep a mark so a later request on them says why.
   void note_removed_bodies(TimePoint now);
+  void note_restored_bodies(TimePoint now);
   /// A session ended (Disconnect, timeout): with --on-disconnect destroy its objects go at the
   /// next tick boundary (destroy_departed).
   void note_departed(const Session& s);

@@ -46,9 +46,10 @@ enum class RejectReason : uint8_t {
   Unauthenticated,  ///< at a session's address: a seal that does not verify, or plaintext other than Connect.
                     ///< Dropped unanswered
   Replayed,         ///< a sealed datagram whose sequence the replay window already accepted (or too old)
-  NonFiniteBody,
+  NonFiniteBody,    ///< the step's guard removed a body whose state was not finite
   SealedWithoutSession,  ///< a sealed datagram from an address without a session: usually one that just
-                         ///< ended (the extra copies of a Disconnect, a timeout). Dropped unanswered    ///< the step's guard removed a body whose state was not finite
+                         ///< ended (the extra copies of a Disconnect, a timeout). Dropped unanswered
+  RestoredNonFinite,  ///< a contact group whose solve was not finite was put back as it was (World::restored_non_finite)
   Count,
 };
 const char* to_string(RejectReason reason);

@@ -25,6 +25,25 @@ enum class MixRule : uint8_t {
 /// velocity from its first step). Inverse mass and inertia are checked finite as well.
 inline constexpr float kMinExtent = 1.0e-3f;
 
+/// Density range [kg/m^3] of a dynamic body (mass over the solid shape's volume). Not a setting:
+/// the same rule holds at every entry point (create_object, restore_state, scene files, the wire),
+/// so a saved world or recording means the same everywhere.
+/// - The floor, 1e-3 kg/m^3, is a thousandth of air's density: no real solid, but games give
+///   props nominal masses (1 kg for a 10 m crate is 1e-3 kg/m^3), so the floor sits there. What
+///   it buys is a bound on the largest inverse mass and inverse inertia the solver meets: with
+///   kMinExtent the lightest accepted sphere weighs 4.2e-12 kg (inverse inertia 6e17). Before it,
+///   a hostile client's 1e-25 kg capsule (1 mm radius), spun by the largest torque the wire
+///   allowed, went non-finite in its first step and took its neighbours with it.
+/// - The ceiling, 1e5 kg/m^3, is four times osmium (22,590 kg/m^3, the densest element).
+inline constexpr float kMinDensity = 1.0e-3f;
+inline constexpr float kMaxDensity = 1.0e5f;
+
+/// A push (force, torque) may change its body's velocity at most this many times the speed caps
+/// per second: from rest to WorldSettings::max_speed (or max_angular_speed) within one 60 Hz tick,
+/// no faster. So a push is bounded by what it does to this body, not by a constant: 1e9 N·m is
+/// nothing to a 1e6 kg box and everything to a 1 mm capsule. Not a setting (as kMinDensity).
+inline constexpr float kMaxPushRate = 60.0f;  // [1/s]
+
 struct WorldSettings {
   /// Gravity acceleration, world frame [m/s^2].
   Vec3 gravity{0.0f, -9.81f, 0.0f};
@@ -86,11 +105,16 @@ struct WorldSettings {
 
   /// Largest accepted |position component| [m]; larger values are rejected as InvalidArgument.
   float max_coordinate = 100000.0f;
-  /// Largest accepted |velocity component| [m/s]; each component is also clamped to it in the step.
-  float max_speed = 10000.0f;
-  /// Largest angular speed [rad/s] a body keeps (clamped in the step; commands beyond it are
-  /// rejected). 100 rad/s is about 16 turns per second, far above any believable tumble.
-  float max_angular_speed = 100.0f;
+  /// Largest speed |v| [m/s] a body keeps: commands and bodies beyond it are refused, and the
+  /// step clamps every body's velocity to it. 500 m/s is Jolt's default (PhysicsSettings'
+  /// mMaxLinearVelocity): faster than any thrown, driven or flown game object (a shot that fast
+  /// is a raycast), and it bounds how far anything moves in a step (8.3 m at 60 Hz), so a client
+  /// cannot fling a body through half the world in one tick.
+  float max_speed = 500.0f;
+  /// Largest angular speed |w| [rad/s] a body keeps (clamped in the step; commands beyond it are
+  /// refused). 0.25 pi x 60 = 47.1 rad/s, Jolt's default (mMaxAngularVelocity): a quarter turn per
+  /// 60 Hz tick, beyond which a body's rotation within one step outruns its contact prediction.
+  float max_angular_speed = 47.12389f;
   /// Largest accepted sphere radius, box half extent or capsule half height [m] (the smallest
   /// radius and half extent is kMinExtent).
   float max_extent = 1000.0f;

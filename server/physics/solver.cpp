@@ -87,9 +87,7 @@ namespace {
 
 void integrate_velocities(std::span<SolverBody> bodies, std::span<const BodyForces> forces, float h,
                           const SolverConfig& c) {
-  const float vmax = c.max_speed;
-  const Vec3 lo{-vmax, -vmax, -vmax};
-  const Vec3 hi{vmax, vmax, vmax};
+  const float vmax_sq = c.max_speed * c.max_speed;
   const float wmax_sq = c.max_angular_speed * c.max_angular_speed;
   for (size_t i = 0; i < forces.size(); ++i) {
     const BodyForces& f = forces[i];
@@ -105,9 +103,11 @@ void integrate_velocities(std::span<SolverBody> bodies, std::span<const BodyForc
     }
     v *= 1.0f / (1.0f + h * f.linear_damping);
     w *= 1.0f / (1.0f + h * f.angular_damping);
-    // Safety nets, inactive in any sane scene: a huge force on a tiny body must not drive the
-    // state to infinity (and NaN) on a server fed by clients.
-    b.velocity = min(max(v, lo), hi);
+    // The speed caps (WorldSettings::max_speed, max_angular_speed; Jolt clamps the same way), also
+    // the safety net of a server fed by clients: no push drives the state towards infinity.
+    const float v_sq = length_squared(v);
+    if (v_sq > vmax_sq) v *= c.max_speed / std::sqrt(v_sq);
+    b.velocity = v;
     const float w_sq = length_squared(w);
     if (w_sq > wmax_sq) w *= c.max_angular_speed / std::sqrt(w_sq);
     b.angular_velocity = w;

@@ -122,8 +122,8 @@ struct SolverConfig {
   float contact_damping_ratio = 5;
   float contact_push_max_speed = 3;  ///< [m/s]
   float restitution_threshold = 1;   ///< [m/s]
-  float max_speed = 1e4f;            ///< per component [m/s]
-  float max_angular_speed = 100;     ///< magnitude [rad/s]
+  float max_speed = 500;             ///< |v| cap [m/s] (WorldSettings::max_speed)
+  float max_angular_speed = 47.12389f;  ///< |w| cap [rad/s]
   /// false: the same sweeps in the same (colour) order, one manifold at a time in scalar code;
   /// the reference the wide sweeps are tested against. Bit-identical results either way.
   bool wide = true;

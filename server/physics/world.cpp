@@ -92,6 +92,7 @@ using detail::is_finite_non_negative;
 using detail::is_finite_positive;
 using detail::safe_inverse;
 using detail::StageTimer;
+using detail::length_within;
 using detail::within;
 
 const char* to_string(Error e) {
@@ -105,7 +106,7 @@ const char* to_string(Error e) {
   return "unknown error";
 }
 
-float max_force(const WorldSettings& s) { return s.max_mass * s.max_speed; }
+float max_force(const WorldSettings& s) { return s.max_mass * s.max_speed * kMaxPushRate; }
 float max_impulse(const WorldSettings& s) { return s.max_mass * s.max_speed; }
 float max_torque(const WorldSettings& s) { return max_force(s) * s.max_extent; }
 float max_angular_impulse(const WorldSettings& s) { return max_impulse(s) * s.max_extent; }
@@ -202,15 +203,18 @@ const char* check_body_desc(const BodyDesc& d, const WorldSettings& s) {
     return "orientation: must be a finite unit quaternion";
   }
   if (!within(d.position, s.max_coordinate)) return "position: each component must be finite and within max_coordinate";
-  if (!within(d.velocity, s.max_speed)) return "velocity: each component must be finite and within max_speed";
-  if (!within(d.angular_velocity, s.max_angular_speed)) {
-    return "angular_velocity: each component must be finite and within max_angular_speed";
+  if (!length_within(d.velocity, s.max_speed)) return "velocity: must be finite with |v| <= max_speed (500 m/s)";
+  if (!length_within(d.angular_velocity, s.max_angular_speed)) {
+    return "angular_velocity: must be finite with |w| <= max_angular_speed (47.1 rad/s)";
   }
   if (!std::isfinite(d.mass)) return "mass: must be finite";
   if (d.kind == BodyKind::Dynamic) {
     if (!(d.mass > 0 && d.mass <= s.max_mass)) return "mass: must be in (0, max_mass] for a dynamic body";
     // A subnormal mass would make 1 / mass infinite, and a light, small body's inertia can
     // underflow likewise (safe_inverse maps only moments that are not positive to 0).
+    if (!detail::density_within(normalize_shape(d.shape), d.mass)) {
+      return "mass: the density (mass / the shape's volume) must be in [1e-3, 1e5] kg/m^3";
+    }
     if (!std::isfinite(1.0f / d.mass) ||
         !is_finite(detail::safe_inverse(shape_inertia(normalize_shape(d.shape), d.mass)))) {
       return "mass: too small for the shape: the inverse mass or inertia would not be finite";

@@ -47,15 +47,19 @@ struct StepProfile {
 };
 
 /// Bounds of the commands, derived from the settings so that anything a valid body can do is
-/// accepted and anything absurd is rejected:
+/// accepted and anything absurd is rejected. Constant outer bounds:
 ///  - |impulse component| <= max_mass * max_speed [N·s]: enough to take the heaviest body from
 ///    rest to max_speed at once;
-///  - |force component| <= max_mass * max_speed * 1/s [N]: the same velocity change over 1 s;
+///  - |force component| <= max_mass * max_speed * kMaxPushRate [N]: the same within one 60 Hz tick;
 ///  - |torque component| <= max_torque() [N·m] and |angular impulse component| <=
-///    max_angular_impulse() [N·m·s]: max_force() and max_impulse() times max_extent;
-///  - after an impulse, |velocity component| must stay <= max_speed (and |angular velocity
-///    component| <= max_angular_speed), else InvalidArgument.
-/// (The wire limits kMaxForce, kMaxImpulse in shared/wire/codec.h lie inside these bounds.)
+///    max_angular_impulse() [N·m·s]: max_force() and max_impulse() times max_extent.
+/// And bounds by what the push does to this body (the push rule, settings.h):
+///  - the step's accumulated force / mass <= kMaxPushRate * max_speed [m/s^2], and its
+///    accumulated torque through the world inverse inertia <= kMaxPushRate * max_angular_speed
+///    [rad/s^2] (a force at a point counts its torque);
+///  - after an impulse, |velocity| must stay <= max_speed and |angular velocity| <=
+///    max_angular_speed (lengths), else InvalidArgument.
+/// (The wire limits kMaxForce, kMaxImpulse in shared/wire/codec.h lie inside the outer bounds.)
 float max_force(const WorldSettings& settings);
 float max_impulse(const WorldSettings& settings);
 float max_torque(const WorldSettings& settings);
@@ -105,11 +109,11 @@ class World {
   /// Creates an object. Validation (check_body_desc): a known kind and shape kind; a plane only as
   /// a static body; every float finite; kMinExtent (1 mm) <= radius (sphere, capsule), half
   /// extents (box) <= max_extent, 0 <= half_height (capsule) <= max_extent; an orientation with
-  /// | |q| - 1 | <= 1e-3 (normalised on creation); 0 < mass <= max_mass with a finite 1 / mass
+  /// | |q| - 1 | <= 1e-3 (normalised on creation); 0 < mass <= max_mass, a density (mass over the
+  /// shape's volume) in [kMinDensity, kMaxDensity] = [1e-3, 1e5] kg/m^3, a finite 1 / mass
   /// and finite inverse principal moments of inertia for dynamic bodies (ignored
   /// otherwise); restitution in [0, 1]; friction >= 0; damping >= 0; |position component| <=
-  /// max_coordinate; |velocity component| <= max_speed; |angular velocity component| <=
-  /// max_angular_speed. Inertia is the solid shape's of uniform density (sphere 2/5 m r^2, box
+  /// max_coordinate; |velocity| <= max_speed; |angular velocity| <= max_angular_speed (lengths). Inertia is the solid shape's of uniform density (sphere 2/5 m r^2, box
   /// m (b^2 + c^2) / 3 per axis for half extents, capsule cylinder plus two hemispheres).
   /// Dynamic and kinematic bodies start awake; a static body wakes the sleeping bodies its AABB
   /// overlaps. O(1) amortised, plus one broadphase query for a static body.
@@ -145,11 +149,12 @@ class World {
   /// Adds a force [N, world frame] for the next step only (forces accumulate until then). With
   /// `point` (world frame [m]) it also adds the torque (point - centre) x force.
   /// @return StaleId, NotDynamic, InvalidArgument (non-finite, |component| > max_force(), a point
-  ///         that is non-finite or beyond max_coordinate, or a torque beyond max_torque()) or Ok.
-  ///         On error nothing changes.
+  ///         that is non-finite or beyond max_coordinate, a torque beyond max_torque(), or a step
+  ///         total beyond the push rule above) or Ok. On error nothing changes.
   Error apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point = std::nullopt);
   /// Adds a torque [N·m, world frame] for the next step only.
-  /// @return StaleId, NotDynamic, InvalidArgument (non-finite or |component| > max_torque()) or Ok.
+  /// @return StaleId, NotDynamic, InvalidArgument (non-finite, |component| > max_torque(), or a
+  ///         step total beyond the push rule above) or Ok.
   Error apply_torque(ObjectID id, Vec3 torque);
   /// Changes velocity by impulse / mass [N·s, world frame] immediately; with `point` (world [m])
   /// also the angular velocity by I^-1 ((point - centre) x impulse).
@@ -157,12 +162,12 @@ class World {
   ///         resulting speed beyond max_speed or max_angular_speed, or a bad point) or Ok.
   Error apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point = std::nullopt);
   /// Sets the velocity [m/s, world frame] of a dynamic or kinematic body.
-  /// @return StaleId, NotDynamic (static body), InvalidArgument (non-finite or |component| >
+  /// @return StaleId, NotDynamic (static body), InvalidArgument (non-finite or |velocity| >
   ///         max_speed) or Ok.
   Error set_velocity(ObjectID id, Vec3 velocity);
   /// Sets the angular velocity [rad/s, world frame] of a dynamic or kinematic body.
-  /// @return StaleId, NotDynamic (static body), InvalidArgument (non-finite or |component| >
-  ///         max_angular_speed) or Ok.
+  /// @return StaleId, NotDynamic (static body), InvalidArgument (non-finite or |angular velocity|
+  ///         > max_angular_speed) or Ok.
   Error set_angular_velocity(ObjectID id, Vec3 angular_velocity);
   /// Sets the coefficients used for every contact between material ids a and b (either order),
   /// instead of the mixing rules. Takes effect at the next step. O(log pairs).
@@ -205,10 +210,25 @@ class World {
   std::span<const ObjectID> removed_non_finite() const { return removed_non_finite_; }
   /// Bodies the guard has removed since this World was constructed (not saved by save_state).
   uint64_t removed_non_finite_total() const { return removed_non_finite_total_; }
+  /// Bodies the last step put back where it found them, because their contact group's solve gave
+  /// a state that was not finite (validation, the density range, the push rule and the speed caps
+  /// should make that impossible; this is the net behind them). Every body of such a group (the
+  /// connected component of its solved contacts) keeps its step-start pose and velocity; the
+  /// bodies whose own result was not finite (listed here, in awake order) are also stopped, and
+  /// the group's contacts forget their impulses. Nothing is removed and nothing is moved: one
+  /// client's body cannot cost another client theirs. Cleared by every step.
+  std::span<const ObjectID> restored_non_finite() const { return restored_non_finite_; }
+  /// Bodies restored so since this World was constructed (not saved by save_state).
+  uint64_t restored_non_finite_total() const { return restored_non_finite_total_; }
   /// Tests of the guard only: sets a body's linear velocity with no check at all (NaN included),
   /// since every validated path refuses the states the guard exists for. Returns false for a
   /// stale id. Never call it outside tests.
   bool set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity);
+  /// Tests of the restore path only (restored_non_finite), which no validated input reaches (a
+  /// finite 3e38 m/s velocity or inverse inertia set through the hooks is clamped or absorbed):
+  /// the next step's solve of this awake body ends as NaN, as a solver fault would. Returns
+  /// false for a stale or parked id. Never call it outside tests.
+  bool inject_non_finite_solve_for_test(ObjectID id);
   const StepProfile& profile() const { return profile_; }
   const WorldSettings& settings() const { return settings_; }
 
@@ -336,6 +356,7 @@ class World {
   void gather_solver_edges(uint32_t movable);
   size_t batch_solver_edges(uint32_t movable);
   void run_solver_batches(float dt, size_t batch_count);
+  void restore_non_finite_groups(uint32_t movable);
   void write_back_poses(uint32_t movable);
   void sweep_fast_bodies();  // continuous collision, world_continuous.cpp
   void update_islands(float dt);
@@ -371,6 +392,9 @@ class World {
 
   std::vector<ObjectID> removed_non_finite_;  // by the last step's guard
   uint64_t removed_non_finite_total_ = 0;
+  std::vector<ObjectID> restored_non_finite_;  // by the last step's write-back (restore_non_finite_groups)
+  ObjectID inject_non_finite_;                  // inject_non_finite_solve_for_test (null: none)
+  uint64_t restored_non_finite_total_ = 0;
 
   // One batch of the solve: whole contact-connected groups of movable bodies, solved on their own
   // (World::solve). Local copies so that batches on different threads share no memory.

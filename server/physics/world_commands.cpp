@@ -10,6 +10,7 @@
 namespace impulse::physics {
 
 using detail::is_finite_non_negative;
+using detail::length_within;
 using detail::within;
 
 namespace {
@@ -29,6 +30,18 @@ float mix(MixRule rule, float a, float b) {
 
 
 
+namespace {
+
+// The push rule (settings.h, kMaxPushRate): the step's accumulated force and torque may change the
+// body's velocity by at most the speed caps per 1 / kMaxPushRate seconds.
+bool push_within(const Motion& m, const Pose& p, Vec3 force, Vec3 torque, const WorldSettings& s) {
+  const Mat3 inv_inertia = rotate_diagonal(to_mat3(p.orientation), m.inv_inertia);
+  return length_within(force * m.inv_mass, kMaxPushRate * s.max_speed) &&
+         length_within(inv_inertia * torque, kMaxPushRate * s.max_angular_speed);
+}
+
+}  // namespace
+
 Error World::check_command_target(ObjectID id, uint32_t& dense) const {
   dense = slots_.find(id);
   if (dense == SlotMap::kNone) return Error::StaleId;
@@ -47,6 +60,9 @@ Error World::apply_force(ObjectID id, Vec3 force, std::optional<Vec3> point) {
     if (!within(torque, max_torque(settings_))) return Error::InvalidArgument;
   }
   Motion& m = bodies_.motion[dense];
+  if (!push_within(m, bodies_.pose[dense], m.force + force, m.torque + torque, settings_)) {
+    return Error::InvalidArgument;
+  }
   m.force += force;
   m.torque += torque;
   wake_body(dense);
@@ -57,7 +73,9 @@ Error World::apply_torque(ObjectID id, Vec3 torque) {
   uint32_t dense = 0;
   if (const Error e = check_command_target(id, dense); e != Error::Ok) return e;
   if (!within(torque, max_torque(settings_))) return Error::InvalidArgument;
-  bodies_.motion[dense].torque += torque;
+  Motion& m = bodies_.motion[dense];
+  if (!push_within(m, bodies_.pose[dense], m.force, m.torque + torque, settings_)) return Error::InvalidArgument;
+  m.torque += torque;
   wake_body(dense);
   return Error::Ok;
 }
@@ -68,7 +86,7 @@ Error World::apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point)
   if (!within(impulse, max_impulse(settings_))) return Error::InvalidArgument;
   Motion& m = bodies_.motion[dense];
   const Vec3 velocity = m.velocity + impulse * m.inv_mass;
-  if (!within(velocity, settings_.max_speed)) return Error::InvalidArgument;
+  if (!length_within(velocity, settings_.max_speed)) return Error::InvalidArgument;
   Vec3 angular_velocity = m.angular_velocity;
   if (point) {
     if (!within(*point, settings_.max_coordinate)) return Error::InvalidArgument;
@@ -76,7 +94,7 @@ Error World::apply_impulse(ObjectID id, Vec3 impulse, std::optional<Vec3> point)
     const Vec3 angular_impulse = cross(*point - p.position, impulse);
     const Mat3 inv_inertia = rotate_diagonal(to_mat3(p.orientation), m.inv_inertia);
     angular_velocity += inv_inertia * angular_impulse;
-    if (!within(angular_velocity, settings_.max_angular_speed)) return Error::InvalidArgument;
+    if (!length_within(angular_velocity, settings_.max_angular_speed)) return Error::InvalidArgument;
   }
   m.velocity = velocity;
   m.angular_velocity = angular_velocity;
@@ -88,7 +106,7 @@ Error World::set_velocity(ObjectID id, Vec3 velocity) {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return Error::StaleId;
   if (bodies_.info[dense].kind == BodyKind::Static) return Error::NotDynamic;
-  if (!within(velocity, settings_.max_speed)) return Error::InvalidArgument;
+  if (!length_within(velocity, settings_.max_speed)) return Error::InvalidArgument;
   bodies_.motion[dense].velocity = velocity;
   wake_body(dense);
   return Error::Ok;
@@ -98,7 +116,7 @@ Error World::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return Error::StaleId;
   if (bodies_.info[dense].kind == BodyKind::Static) return Error::NotDynamic;
-  if (!within(angular_velocity, settings_.max_angular_speed)) return Error::InvalidArgument;
+  if (!length_within(angular_velocity, settings_.max_angular_speed)) return Error::InvalidArgument;
   bodies_.motion[dense].angular_velocity = angular_velocity;
   wake_body(dense);
   return Error::Ok;
@@ -133,7 +151,7 @@ Error World::move_kinematic(ObjectID id, Vec3 target_position, Quat target_orien
     const double speed = (2.0 / h) * std::tan(half_angle / n);
     angular_velocity = axis_sin * static_cast<float>(speed / static_cast<double>(sin_half));
   }
-  if (!within(velocity, settings_.max_speed) || !within(angular_velocity, settings_.max_angular_speed)) {
+  if (!length_within(velocity, settings_.max_speed) || !length_within(angular_velocity, settings_.max_angular_speed)) {
     return Error::InvalidArgument;
   }
   Motion& m = bodies_.motion[dense];
@@ -148,6 +166,13 @@ bool World::set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity) {
   if (dense == SlotMap::kNone) return false;
   bodies_.motion[dense].velocity = velocity;
   wake_body(dense);
+  return true;
+}
+
+bool World::inject_non_finite_solve_for_test(ObjectID id) {
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone || is_parked(dense)) return false;
+  inject_non_finite_ = id;
   return true;
 }
 

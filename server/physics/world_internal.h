@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/physics/narrowphase.h"
+#include "server/physics/settings.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
 
@@ -57,6 +58,29 @@ inline bool is_finite_non_negative(float x) { return std::isfinite(x) && x >= 0;
 inline bool within(Vec3 v, float bound) {
   return is_finite(v) && std::fabs(v.x) <= bound && std::fabs(v.y) <= bound && std::fabs(v.z) <= bound;
 }
+
+/// Volume [m^3] of a solid sphere, box or capsule (0 for a plane).
+inline float shape_volume(const Shape& s) {
+  constexpr float kPi = 3.14159265f;
+  switch (s.kind) {
+    case ShapeKind::Sphere: return (4.0f / 3.0f) * kPi * s.radius * s.radius * s.radius;
+    case ShapeKind::Box: return 8.0f * s.half_extents.x * s.half_extents.y * s.half_extents.z;
+    case ShapeKind::Capsule:
+      return kPi * s.radius * s.radius * (2.0f * s.half_height + (4.0f / 3.0f) * s.radius);
+    default: return 0.0f;
+  }
+}
+
+/// The density rule of a dynamic body (settings.h, kMinDensity / kMaxDensity), as a mass range:
+/// mass / volume in [kMinDensity, kMaxDensity]. NaN fails.
+inline bool density_within(const Shape& s, float mass) {
+  const double volume = static_cast<double>(shape_volume(s));
+  const double m = static_cast<double>(mass);
+  return m >= kMinDensity * volume && m <= kMaxDensity * volume;
+}
+
+/// Finite, with length |v| <= bound (a huge finite v squares to infinity and fails).
+inline bool length_within(Vec3 v, float bound) { return is_finite(v) && length_squared(v) <= bound * bound; }
 
 /// Component-wise 1 / v, with 0 for a component that is not positive (an axis the body cannot
 /// turn about).

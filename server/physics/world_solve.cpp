@@ -3,6 +3,8 @@
 // threads when there is one, bit-identical to one thread), each batch runs the soft step
 // (solver.h), and the poses are written back.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -17,6 +19,7 @@ using detail::safe_inverse;
 using detail::StageTimer;
 using detail::union_find_join;
 using detail::union_find_reset;
+using detail::union_find_root;
 
 namespace {
 
@@ -44,6 +47,12 @@ void for_each_body(const WorkerPool* pool, uint32_t n, const F& body) {
     const uint32_t end = std::min(n, begin + kBodyRun);
     for (uint32_t i = begin; i < end; ++i) body(i);
   });
+}
+
+// v scaled down to length `bound` when longer (the speed caps).
+Vec3 clamp_length(Vec3 v, float bound) {
+  const float sq = length_squared(v);
+  return sq > bound * bound ? v * (bound / std::sqrt(sq)) : v;
 }
 
 }  // namespace
@@ -258,8 +267,61 @@ void World::run_solver_batches(float dt, size_t batch_count) {
   }
 }
 
+void World::restore_non_finite_groups(uint32_t movable) {
+  restored_non_finite_.clear();
+  std::vector<SolverBody>& sb = scratch_.solver_bodies;
+  if (!inject_non_finite_.is_null()) {  // inject_non_finite_solve_for_test
+    const uint32_t d = slots_.find(inject_non_finite_);
+    if (d != SlotMap::kNone && !is_parked(d)) sb[scratch_.solver_index[d]].velocity.x = std::numeric_limits<float>::quiet_NaN();
+    inject_non_finite_ = ObjectID{};
+  }
+  auto finite = [](const SolverBody& b) {
+    return is_finite(b.velocity) && is_finite(b.angular_velocity) && is_finite(b.delta_position) &&
+           is_finite(b.delta_rotation);
+  };
+  uint32_t first_bad = movable;
+  for (uint32_t i = 0; i < movable && first_bad == movable; ++i) {
+    if (!finite(sb[i])) first_bad = i;
+  }
+  if (first_bad == movable) return;
+  // Rare path (allocation allowed): the contact groups of the solve, as batch_solver_edges forms them.
+  std::vector<uint32_t>& parent = scratch_.solver_parent;
+  union_find_reset(parent, movable);
+  for (const SolverEdge& e : scratch_.solver_edges) {
+    if (e.a < movable && e.b < movable) union_find_join(parent, e.a, e.b);
+  }
+  std::vector<uint8_t> bad_group(movable, 0);
+  for (uint32_t i = first_bad; i < movable; ++i) {
+    if (!finite(sb[i])) bad_group[union_find_root(parent, i)] = 1;
+  }
+  for (uint32_t i = 0; i < movable; ++i) {
+    if (bad_group[union_find_root(parent, i)] == 0) continue;
+    const uint32_t d = slots_.dense_of_slot(awake_[i]);
+    const Motion& m = bodies_.motion[d];
+    SolverBody& b = sb[i];
+    const bool own = !finite(b);
+    b.velocity = own ? Vec3{} : m.velocity;  // Motion still holds the step-start velocities
+    b.angular_velocity = own ? Vec3{} : m.angular_velocity;
+    b.delta_position = Vec3{};
+    b.delta_angle = Vec3{};
+    b.delta_rotation = Quat{};
+    if (own) restored_non_finite_.push_back(slots_.id_at(d));
+  }
+  for (const SolverEdge& e : scratch_.solver_edges) {
+    const uint32_t body = e.a < movable ? e.a : e.b;
+    if (bad_group[union_find_root(parent, body)] == 0) continue;
+    ContactRecord& rec = contacts_[e.record];
+    for (int k = 0; k < rec.point_count; ++k) {
+      rec.points[k].normal_impulse = 0;
+      rec.points[k].friction_impulse = Vec3{};
+    }
+  }
+  restored_non_finite_total_ += restored_non_finite_.size();
+}
+
 void World::write_back_poses(uint32_t movable) {
   // 6. Write the poses back and refresh the AABBs of everything that moved (each i its own body).
+  restore_non_finite_groups(movable);
   const std::vector<SolverBody>& sb = scratch_.solver_bodies;
   const std::vector<Vec3>& start = scratch_.solver_centers;  // centres at step start; the solve reads them only
   const float margin = settings_.speculative_margin;
@@ -268,8 +330,9 @@ void World::write_back_poses(uint32_t movable) {
     Motion& m = bodies_.motion[d];
     Pose& p = bodies_.pose[d];
     const SolverBody& b = sb[i];
-    m.velocity = b.velocity;
-    m.angular_velocity = b.angular_velocity;
+    // The speed caps hold after the contacts too (integrate_velocities caps what forces add).
+    m.velocity = clamp_length(b.velocity, settings_.max_speed);
+    m.angular_velocity = clamp_length(b.angular_velocity, settings_.max_angular_speed);
     p.position += b.delta_position;
     p.orientation = normalize(b.delta_rotation * p.orientation);
     p.aabb = fat_aabb(bodies_.shape[d], Transform{p.position, p.orientation}, margin);

@@ -22,11 +22,13 @@ static_assert(wire::kMaxCoordinate == kWorldDefaults.max_coordinate);
 static_assert(wire::kMaxSpeed == kWorldDefaults.max_speed);
 static_assert(wire::kMaxMass == kWorldDefaults.max_mass);
 static_assert(wire::kMaxAngularSpeed == kWorldDefaults.max_angular_speed);
-// World::apply_force and apply_impulse accept up to max_mass * max_speed, torques that times
-// max_extent (server/physics/world.cpp); the wire is no looser.
-static_assert(wire::kMaxForce <= kWorldDefaults.max_mass * kWorldDefaults.max_speed);
+// World::apply_force accepts up to max_force() = max_mass * max_speed * kMaxPushRate, torques that
+// times max_extent, impulses up to max_mass * max_speed (server/physics/world.cpp); the wire is no
+// looser. (The World also bounds each push by what it does to its body: settings.h.)
+static_assert(wire::kMaxForce <= kWorldDefaults.max_mass * kWorldDefaults.max_speed * physics::kMaxPushRate);
 static_assert(wire::kMaxImpulse <= kWorldDefaults.max_mass * kWorldDefaults.max_speed);
-static_assert(wire::kMaxTorque <= kWorldDefaults.max_mass * kWorldDefaults.max_speed * kWorldDefaults.max_extent);
+static_assert(wire::kMaxTorque <=
+              kWorldDefaults.max_mass * kWorldDefaults.max_speed * physics::kMaxPushRate * kWorldDefaults.max_extent);
 
 physics::Shape to_shape(wire::ShapeKind kind, const wire::Vec3* wire_dims) {
   const Vec3 dims = wire_dims ? wire::to_vec3(*wire_dims) : Vec3{};  // only a plane may lack dims

@@ -33,6 +33,13 @@ bool within(const wire::Vec3& v, float limit) {
   return std::fabs(v.x()) <= limit && std::fabs(v.y()) <= limit && std::fabs(v.z()) <= limit;
 }
 
+// True when finite with length |v| <= limit, in double (a finite float vector cannot overflow there).
+bool length_within(const wire::Vec3& v, float limit) {
+  const double x = v.x(), y = v.y(), z = v.z();
+  const double l = limit;
+  return is_finite(v) && x * x + y * y + z * z <= l * l;
+}
+
 bool in_open_closed(float x, float hi) { return x > 0.0f && x <= hi; }
 bool in_closed(float x, float lo, float hi) { return x >= lo && x <= hi; }  // NaN fails
 
@@ -177,12 +184,12 @@ const RangeMessages& range_messages() {
     r.capsule_radius = "dims.x (capsule radius): must be in [" + least + ", " + extent + "] m";
     r.capsule_half_height = "dims.y (capsule half_height): must be in [0, " + extent + "] m";
     r.position = "position: each component must be finite and |x| <= " + coordinate + " m";
-    r.velocity = "velocity: each component must be finite and |v| <= " + bound(kMaxSpeed) + " m/s";
+    r.velocity = "velocity: must be finite with |v| <= " + bound(kMaxSpeed) + " m/s (its length)";
     r.mass = "mass: must be in (0, " + bound(kMaxMass) + "] kg for a dynamic body";
     r.friction = "friction: must be finite and in [0, " + bound(kMaxFriction) + "]";
     r.orientation = "orientation: must be a finite unit quaternion (| |q| - 1 | <= " + bound(kQuatNormTolerance) + ")";
     r.angular_velocity =
-        "angular_velocity: each component must be finite and |w| <= " + bound(kMaxAngularSpeed) + " rad/s";
+        "angular_velocity: must be finite with |w| <= " + bound(kMaxAngularSpeed) + " rad/s (its length)";
     r.angular_damping = "angular_damping: must be finite and in [0, " + bound(kMaxAngularDamping) + "] 1/s";
     r.force = "force: each component must be finite and |F| <= " + bound(kMaxForce) + " N";
     r.impulse = "impulse: each component must be finite and |J| <= " + bound(kMaxImpulse) + " N*s";
@@ -241,7 +248,7 @@ Check check_request(const CreateObject& m) {
   if (m.position() != nullptr && !within(*m.position(), kMaxCoordinate)) {
     return {kInvalid, range_messages().position};
   }
-  if (m.velocity() != nullptr && !within(*m.velocity(), kMaxSpeed)) {
+  if (m.velocity() != nullptr && !length_within(*m.velocity(), kMaxSpeed)) {
     return {kInvalid, range_messages().velocity};
   }
   if (!std::isfinite(m.mass())) return {kInvalid, "mass: must be finite"};
@@ -257,7 +264,7 @@ Check check_request(const CreateObject& m) {
   if (const wire::Quat* q = m.orientation(); q != nullptr && !(is_finite(*q) && is_near_unit(*q))) {
     return {kInvalid, range_messages().orientation};
   }
-  if (m.angular_velocity() != nullptr && !within(*m.angular_velocity(), kMaxAngularSpeed)) {
+  if (m.angular_velocity() != nullptr && !length_within(*m.angular_velocity(), kMaxAngularSpeed)) {
     return {kInvalid, range_messages().angular_velocity};
   }
   if (!in_closed(m.angular_damping(), 0.0f, kMaxAngularDamping)) {
@@ -294,7 +301,7 @@ Check check_request(const ApplyTorque& m) {
 
 Check check_request(const SetAngularVelocity& m) {
   if (m.angular_velocity() == nullptr) return {ResultCode::InvalidArgument, "angular_velocity: required"};
-  if (!within(*m.angular_velocity(), kMaxAngularSpeed)) {
+  if (!length_within(*m.angular_velocity(), kMaxAngularSpeed)) {
     return {ResultCode::InvalidArgument, range_messages().angular_velocity};
   }
   return {};
@@ -329,7 +336,7 @@ Check check_request(const MoveKinematic& m) {
 
 Check check_request(const SetVelocity& m) {
   if (m.velocity() == nullptr) return {ResultCode::InvalidArgument, "velocity: required"};
-  if (!within(*m.velocity(), kMaxSpeed)) {
+  if (!length_within(*m.velocity(), kMaxSpeed)) {
     return {ResultCode::InvalidArgument, range_messages().velocity};
   }
   return {};

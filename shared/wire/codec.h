@@ -55,13 +55,13 @@ inline constexpr float kMaxExtent = 1000.0f;      ///< radius, half extent or ca
 /// of the contact slop; a smaller, light body's inertia underflows and its inverse is infinite).
 inline constexpr float kMinExtent = 1.0e-3f;
 inline constexpr float kMaxCoordinate = 1.0e5f;   ///< |position component| [m]
-inline constexpr float kMaxSpeed = 1.0e4f;        ///< |velocity component| [m/s]
+inline constexpr float kMaxSpeed = 500.0f;        ///< |velocity| (length) [m/s]
 inline constexpr float kMaxMass = 1.0e6f;         ///< dynamic body mass [kg]
 inline constexpr float kMaxFriction = 10.0f;      ///< Coulomb friction coefficient (dimensionless)
-inline constexpr float kMaxForce = 1.0e9f;        ///< |force component| [N]
+inline constexpr float kMaxForce = 1.0e9f;        ///< |force component| [N] (the World also bounds force / mass)
 inline constexpr float kMaxImpulse = 1.0e7f;      ///< |impulse component| [N·s]
-inline constexpr float kMaxAngularSpeed = 100.0f; ///< |angular velocity component| [rad/s]
-inline constexpr float kMaxTorque = 1.0e9f;       ///< |torque component| [N·m]
+inline constexpr float kMaxAngularSpeed = 47.12389f; ///< |angular velocity| (length) [rad/s]: 0.25 pi x 60
+inline constexpr float kMaxTorque = 1.0e9f;       ///< |torque component| [N·m] (the World also bounds I^-1 torque)
 inline constexpr float kMaxAngularDamping = 100.0f;  ///< angular damping [1/s]
 /// Largest accepted | |q| - 1 | of an orientation; the server normalises what it accepts.
 inline constexpr float kQuatNormTolerance = 1.0e-3f;
@@ -121,17 +121,17 @@ struct Check {
 ///    range: sphere dims.x (radius) in [kMinExtent, kMaxExtent]; box all three in [kMinExtent,
 ///    kMaxExtent]; capsule dims.x (radius) in [kMinExtent, kMaxExtent] and dims.y (half height)
 ///    in [0, kMaxExtent];
-///    |position| <= kMaxCoordinate; |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass]
+///    |position component| <= kMaxCoordinate; |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass]
 ///    for a dynamic body; restitution in [0, 1]; friction finite and in [0, kMaxFriction];
-///    orientation finite with | |q| - 1 | <= kQuatNormTolerance; |angular_velocity component|
+///    orientation finite with | |q| - 1 | <= kQuatNormTolerance; |angular_velocity|
 ///    <= kMaxAngularSpeed; angular_damping in [0, kMaxAngularDamping]. Absent position,
 ///    velocity and angular_velocity mean zero, an absent orientation the identity. Sensor and
 ///    material take any value, for any kind.
 ///  - ApplyForce: force present, |component| <= kMaxForce; point (optional) finite.
 ///  - ApplyImpulse: impulse present, |component| <= kMaxImpulse; point (optional) finite.
 ///  - ApplyTorque: torque present, |component| <= kMaxTorque.
-///  - SetVelocity: velocity present, |component| <= kMaxSpeed.
-///  - SetAngularVelocity: angular_velocity present, |component| <= kMaxAngularSpeed.
+///  - SetVelocity: velocity present, finite, |velocity| <= kMaxSpeed (its length).
+///  - SetAngularVelocity: angular_velocity present, finite, |angular_velocity| <= kMaxAngularSpeed.
 ///  - Raycast: origin present, |component| <= kMaxCoordinate; translation present, finite, with
 ///    0 < |translation| <= kMaxRayLength (a zero-length ray has no direction).
 ///  - Connect: protocol_version == kProtocolVersion; client_name <= kMaxClientNameBytes.

@@ -115,10 +115,16 @@ TEST(HostileBodies, TinyCapsuleThroughAnotherClientsBoxesLeavesThemFiniteAndUnmo
     EXPECT_EQ(r->code, ResultCode::InvalidArgument) << static_cast<int>(d.shape);
     EXPECT_NE(r->message.find("1e-3"), std::string::npos) << r->message;
   }
-  // The smallest capsule the rules accept, as light as they allow (1 mm, 1e-30 kg: its inverse
-  // inertia is finite but about 1e36), through the same five boxes: accepted, and harmless.
+  // The smallest capsule the rules accept: 1e-30 kg (an inverse inertia about 1e36) is refused by
+  // the density range, with the rule in the message; as light as the range allows (1 mm, 3 m
+  // half height: 1e-3 kg/m^3 x 1.9e-5 m^3), through the same five boxes: accepted, and harmless.
   capsule.dims = {1.0e-3f, 3.0f, 0.0f};
   capsule.mass = 1.0e-30f;
+  const auto too_light = attacker.wait_result(attacker.client.create_object(capsule));
+  ASSERT_TRUE(too_light.has_value());
+  EXPECT_EQ(too_light->code, ResultCode::InvalidArgument);
+  EXPECT_NE(too_light->message.find("density"), std::string::npos) << too_light->message;
+  capsule.mass = 1.0e-3f * 3.14159265f * 1.0e-6f * (6.0f + 4.0e-3f / 3.0f) * 1.01f;
   const auto smallest = attacker.wait_result(attacker.client.create_object(capsule));
   ASSERT_TRUE(smallest.has_value());
   EXPECT_EQ(smallest->code, ResultCode::Ok) << smallest->message;
@@ -144,7 +150,7 @@ TEST(HostileBodies, TinyCapsuleThroughAnotherClientsBoxesLeavesThemFiniteAndUnmo
     EXPECT_EQ(watch.non_finite_seen, 0u) << "over " << watch.observations << " snapshots";
   }
   EXPECT_EQ(server.stats().bodies_removed_non_finite.load(), 0u);
-  std::printf("[ figures  ] A2: 3 tiny shapes refused, 1 mm / 1e-30 kg capsule accepted; 5 of 5 boxes finite, "
+  std::printf("[ figures  ] A2: 3 tiny shapes and a 1e-30 kg capsule refused, the lightest 1 mm capsule accepted; 5 of 5 boxes finite, "
               "max displacement within 1 cm\n");
 }
 
@@ -173,7 +179,9 @@ double snapshot_rate(ClientDriver& driver, milliseconds window, const std::funct
 // 60), then its quota of the largest boxes it may create (4 m), all aimed at one spot, then the
 // rest of its quota in a lattice that does not overlap, every box sent at the lattice's centre
 // fast enough to arrive within one step (so they tunnel into one pile rather than collide on the
-// way), spinning at the angular speed limit, and stopped about one tick later.
+// way), spinning at the angular speed limit, and stopped about one tick later. (Since the speed cap
+// of 500 m/s the world refuses the velocities of the boxes further than 8.3 m from the centre, so
+// the pile is smaller than it was; the sends are still counted.)
 // The tick p99 and the victim's snapshot rate are asserted in the timing stage only (timing_checks).
 TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
   ServerOptions options;
@@ -239,7 +247,7 @@ TEST(HostileBodies, OneClientsWorstPileKeepsOthersSnapshotRateAndTheTickP99) {
     } else if (stage == 1 && in_lattice.size() + lattice_refused == lattice.size()) {
       for (const auto& [id, position] : in_lattice) {
         hostile.client.set_velocity(id, (centre - position) * 60.0f);
-        hostile.client.set_angular_velocity(id, {0, 100, 0});
+        hostile.client.set_angular_velocity(id, {0, wire::kMaxAngularSpeed, 0});
         ++sent_velocities;
       }
       stage = 2;
@@ -300,7 +308,7 @@ TEST(HostileBodies, TheDefaultCapsOfSpinningSpheresStayWithinTheTick) {
       // Columns of spheres 1 m apart (no spawn overlaps), each spinning at the angular speed limit.
       ObjectDesc s = make_sphere(0.4f, {static_cast<float>(c - clients / 2) * 3.0f + static_cast<float>(i % 3),
                                         0.5f + static_cast<float>(i / 21), static_cast<float>((i / 3) % 7) - 3.0f});
-      s.angular_velocity = {0, 100, 0};
+      s.angular_velocity = {0, wire::kMaxAngularSpeed, 0};
       drivers[static_cast<size_t>(c)]->client.create_object(s);
       ++sent;
     }

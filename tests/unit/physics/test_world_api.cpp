@@ -129,9 +129,20 @@ TEST(WorldApi, InvalidDescriptionsAreRejected) {
   BodyDesc kin = box_desc({20.0f, 1.0f, 0.0f}, {1, 1, 1}, -5.0f, BodyKind::Kinematic);
   EXPECT_EQ(w.create_object(kin).error, Error::Ok);
   // Boundary values are accepted.
-  BodyDesc edge = sphere_desc({s.max_coordinate, 0.0f, -s.max_coordinate}, s.max_extent, s.max_mass, 1.0f);
+  BodyDesc edge = sphere_desc({s.max_coordinate, 0.0f, -s.max_coordinate}, 10.0f, s.max_mass, 1.0f);
   edge.velocity = {s.max_speed, 0.0f, 0.0f};
+  edge.angular_velocity = {0.0f, 0.0f, -s.max_angular_speed};
   EXPECT_EQ(w.create_object(edge).error, Error::Ok);
+  BodyDesc widest = sphere_desc({0.0f, 0.0f, 5000.0f}, s.max_extent, 0.0f);
+  widest.kind = BodyKind::Static;
+  EXPECT_EQ(w.create_object(widest).error, Error::Ok);
+  // Speeds are bounded by their length: each component within the cap, the length beyond it.
+  BodyDesc diagonal = sphere_desc({0.0f, 0.0f, 7000.0f});
+  diagonal.velocity = Vec3{1.0f, 1.0f, 0.0f} * (0.8f * s.max_speed);
+  EXPECT_EQ(w.create_object(diagonal).error, Error::InvalidArgument);
+  diagonal.velocity = Vec3{};
+  diagonal.angular_velocity = Vec3{1.0f, 1.0f, 1.0f} * (0.6f * s.max_angular_speed);
+  EXPECT_EQ(w.create_object(diagonal).error, Error::InvalidArgument);
 }
 
 TEST(WorldApi, WorldFullLeavesWorldUnchanged) {
@@ -176,20 +187,42 @@ TEST(WorldApi, CommandValidation) {
   EXPECT_NE(w.world_hash(), hash);
 }
 
-// The largest accepted force on the lightest sensible body cannot push the state past
-// max_speed: velocities are clamped after force integration, so everything stays finite.
-TEST(WorldApi, HugeForcesCannotBreakTheState) {
+// A push is bounded by what it does to its body (settings.h, kMaxPushRate): the step's forces may
+// change the velocity by at most max_speed per 1/60 s, the torques the angular velocity by at most
+// max_angular_speed per 1/60 s. On the lightest body the density rule allows (a 0.1 m sphere at
+// 1e-3 kg/m^3), the largest accepted force and torque, every step, leave the state finite and at
+// the caps; anything more is refused, whatever the wire allowed.
+TEST(WorldApi, PushesAreBoundedByWhatTheyDoToTheBody) {
   WorldSettings s;
   s.gravity = {0, 0, 0};
   World w(s);
-  const ObjectID feather = add(w, sphere_desc({0, 0, 0}, 0.1f, 1.0e-6f));
+  const float radius = 0.1f;
+  const float mass = kMinDensity * (4.0f / 3.0f) * 3.14159265f * radius * radius * radius * 1.001f;
+  const ObjectID feather = add(w, sphere_desc({0, 0, 0}, radius, mass));
+  const float inertia = 0.4f * mass * radius * radius;
+  const float force = 0.999f * kMaxPushRate * s.max_speed * mass;           // along one axis
+  const float torque = 0.999f * kMaxPushRate * s.max_angular_speed * inertia;
   for (int i = 0; i < 10; ++i) {
-    ASSERT_EQ(w.apply_force(feather, {max_force(s), -max_force(s), 0}), Error::Ok);
+    ASSERT_EQ(w.apply_force(feather, {force, 0, 0}), Error::Ok);
+    ASSERT_EQ(w.apply_torque(feather, {0, 0, torque}), Error::Ok);
+    // The accumulators count: a second push that takes the sum over the bound is refused.
+    EXPECT_EQ(w.apply_force(feather, {0.01f * force, 0, 0}), Error::InvalidArgument);
+    EXPECT_EQ(w.apply_torque(feather, {0, 0, 0.01f * torque}), Error::InvalidArgument);
     w.step(1.0f / 60.0f);
   }
   const BodyState b = state(w, feather);
-  EXPECT_TRUE(is_finite(b.position));
-  EXPECT_EQ(b.velocity, (Vec3{s.max_speed, -s.max_speed, 0}));
+  EXPECT_TRUE(is_finite(b.position) && is_finite(b.orientation));
+  EXPECT_NEAR(length(b.velocity), s.max_speed, 1e-3f * s.max_speed);
+  EXPECT_LE(length(b.velocity), s.max_speed * (1.0f + 1e-6f));
+  EXPECT_NEAR(length(b.angular_velocity), s.max_angular_speed, 1e-3f * s.max_angular_speed);
+  EXPECT_LE(length(b.angular_velocity), s.max_angular_speed * (1.0f + 1e-6f));
+  // The wire's largest values, and a force at a point whose torque breaks the rule.
+  EXPECT_EQ(w.apply_force(feather, {1.0e9f, 0, 0}), Error::InvalidArgument);
+  EXPECT_EQ(w.apply_torque(feather, {1.0e9f, 0, 0}), Error::InvalidArgument);
+  EXPECT_EQ(w.apply_force(feather, {0, 0.5f * force, 0}, b.position + Vec3{radius, 0, 0}), Error::InvalidArgument);
+  // The same force on a body 1e4 times heavier is nothing.
+  const ObjectID heavy = add(w, sphere_desc({5, 0, 0}, radius, mass * 1.0e4f));
+  EXPECT_EQ(w.apply_force(heavy, {100.0f * force, 0, 0}), Error::Ok);
 }
 
 TEST(WorldApi, BadDtIsANoOp) {

@@ -359,7 +359,7 @@ TEST(CheckCreateObject, AcceptsValidValuesAndInclusiveBounds) {
   CreateObjectArgs a = box_args();
   a.dims = {kMaxExtent, kMaxExtent, kMaxExtent};
   a.position = {kMaxCoordinate, -kMaxCoordinate, 0};
-  a.velocity = {kMaxSpeed, -kMaxSpeed, 0};
+  a.velocity = {0.6f * kMaxSpeed, -0.8f * kMaxSpeed, 0};  // |v| = kMaxSpeed: the bound is the length
   a.mass = kMaxMass;
   a.restitution = 1.0f;
   EXPECT_TRUE(check_create(a).ok()) << check_create(a).message;
@@ -499,8 +499,11 @@ TEST(CheckCreateObject, OrientationAngularVelocityAndDampingBoundsAreInclusive) 
     a.orientation = q;
     EXPECT_TRUE(check_create(a).ok()) << q.x << " " << q.y << " " << q.z << " " << q.w << ": " << check_create(a).message;
   }
-  a.angular_velocity = {kMaxAngularSpeed, -kMaxAngularSpeed, 0};
+  a.angular_velocity = {kMaxAngularSpeed, 0, 0};
   EXPECT_TRUE(check_create(a).ok());
+  a.angular_velocity = {0.8f * kMaxAngularSpeed, -0.8f * kMaxAngularSpeed, 0};  // each within, the length not
+  EXPECT_FALSE(check_create(a).ok());
+  a.angular_velocity = {};
   a.angular_damping = 0.0f;
   EXPECT_TRUE(check_create(a).ok());
   a.angular_damping = kMaxAngularDamping;
@@ -632,8 +635,9 @@ TEST(CheckSetVelocity, BoundsAndFiniteness) {
     const auto d = decode<SetVelocity>(build_set_velocity(fbb, 1, ObjectID{1, 1}, v), Direction::ClientToServer);
     return check_request(*d.message);
   };
-  EXPECT_TRUE(check({kMaxSpeed, -kMaxSpeed, 0}).ok());
-  for (float bad : {10001.0f, -10001.0f, kNaN, kInf}) {
+  EXPECT_TRUE(check({0.6f * kMaxSpeed, -0.8f * kMaxSpeed, 0}).ok());
+  EXPECT_FALSE(check({0.8f * kMaxSpeed, -0.8f * kMaxSpeed, 0}).ok());  // the bound is the length
+  for (float bad : {501.0f, -501.0f, kNaN, kInf}) {
     const Check c = check({0, 0, bad});
     EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
     EXPECT_NE(c.message.find("velocity"), std::string_view::npos);
@@ -667,8 +671,9 @@ TEST(CheckSetAngularVelocity, BoundsAndFiniteness) {
                                               Direction::ClientToServer);
     return check_request(*d.message);
   };
-  EXPECT_TRUE(check({kMaxAngularSpeed, 0, -kMaxAngularSpeed}).ok());
-  for (float bad : {100.01f, -101.0f, kNaN, -kInf}) {
+  EXPECT_TRUE(check({0.7f * kMaxAngularSpeed, 0, -0.7f * kMaxAngularSpeed}).ok());
+  EXPECT_FALSE(check({0.8f * kMaxAngularSpeed, 0, -0.8f * kMaxAngularSpeed}).ok());  // the length counts
+  for (float bad : {47.2f, -48.0f, kNaN, -kInf}) {
     const Check c = check({bad, 0, 0});
     EXPECT_EQ(c.code, ResultCode::InvalidArgument) << bad;
     EXPECT_NE(c.message.find("angular_velocity"), std::string_view::npos);
