@@ -260,7 +260,7 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
   add("--max-spawn-overlaps", config.max_spawn_overlaps,
       "Dynamic and kinematic bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)");
   add("--max-objects-per-address", config.max_objects_per_address,
-      "Anonymous mode: live objects all sessions from one IP address may own together, kept objects "
+      "Anonymous mode: live objects all sessions from one address (IPv4, or an IPv6 /64) may own together, kept objects "
       "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)");
   add("--on-disconnect", config.on_disconnect,
       "destroy: a client's objects are destroyed when its session ends; keep: they stay");

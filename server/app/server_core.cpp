@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/app/log_format.h"
+#include "server/net/address_prefix.h"
 #include "server/net/snapshot_writer.h"
 #include "server/physics/narrowphase.h"
 #include "server/record/playback.h"
@@ -245,7 +246,7 @@ uint32_t ServerCore::live_objects_of(uint32_t client_id) const {
 }
 
 uint32_t ServerCore::live_objects_of_address(const asio::ip::address& address) const {
-  const auto it = live_by_address_.find(address);
+  const auto it = live_by_address_.find(address_prefix(address));
   return it == live_by_address_.end() ? 0 : it->second;
 }
 
@@ -310,6 +311,13 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
   stats_.datagrams_in.fetch_add(1, std::memory_order_relaxed);
   stats_.bytes_in.fetch_add(bytes.size(), std::memory_order_relaxed);
 
+  // The size limit holds for every datagram, sealed or not: a sealed one of 1201 bytes was opened
+  // (its plaintext fits; the datagram does not). Checked before any work on it.
+  if (bytes.size() > wire::kMaxDatagramBytes) {
+    stats_.datagrams_dropped.fetch_add(1, std::memory_order_relaxed);
+    rejects_.note(to_reject_reason(wire::DropReason::Oversized), from, {}, now);
+    return;
+  }
   // A sealed datagram is authenticated before anything else is read: the replay window first,
   // then the tag. Nothing that fails either is answered or has any effect.
   std::span<const uint8_t> plain = bytes;
@@ -881,10 +889,11 @@ void ServerCore::note_applied(const PendingRequest& r, ObjectID id) {
   if (r.type == Message::CreateObject) {
     if (owners_.size() <= id.index) owners_.resize(id.index + 1);
     const bool anonymous = !token_key_;
-    owners_[id.index] = Ownership{id.generation, r.client_id, r.shared, anonymous, r.from.address()};
+    const asio::ip::address prefix = address_prefix(r.from.address());
+    owners_[id.index] = Ownership{id.generation, r.client_id, r.shared, anonymous, prefix};
     ++live_objects_[r.client_id];
     if (r.client_id != 0) ++client_objects_;
-    if (anonymous) ++live_by_address_[r.from.address()];
+    if (anonymous) ++live_by_address_[prefix];
   } else if (r.type == Message::DestroyObject && id.index < owners_.size()) {
     Ownership& o = owners_[id.index];
     if (o.generation == id.generation && o.client_id != 0) {

@@ -245,6 +245,7 @@ class ServerCore {
     uint32_t client_id = 0;  ///< 0 = the scene (everyone's)
     bool shared = true;
     bool charged_to_address = false;  ///< anonymous mode: counted in live_by_address_[address]
+                                      ///< (address: the creator's address_prefix, server/net/address_prefix.h)
     asio::ip::address address;        ///< the creator's IP address
     bool removed_non_finite = false;  ///< the step's guard removed it (its state was not finite)
   };

@@ -353,7 +353,7 @@ Check check_request(const Connect& m) {
     return {ResultCode::InvalidArgument, range_messages().cookie};
   }
   if (m.token() != nullptr && m.token()->size() > kMaxTokenBytes) {
-    return {ResultCode::InvalidArgument, range_messages().token};
+    return {ResultCode::TokenInvalid, range_messages().token};  // as PROTOCOL.md says: no valid token is longer
   }
   if (m.kx_public() == nullptr || m.kx_public()->size() != kKxPublicBytes) {
     return {ResultCode::InvalidArgument, "kx_public: the client's X25519 public key, exactly 32 bytes, is required"};

@@ -186,6 +186,27 @@ TEST_F(CoreTest, MalformedDatagramsAreCountedAndDropped) {
   EXPECT_EQ(core_.sessions().size(), 1u);  // the session is unaffected
 }
 
+// The 1200-byte limit holds for sealed datagrams too: one of 1201 bytes (an authentic seal over a
+// padded Ping) was opened and answered; it is dropped as Oversized, unopened. 1200 is answered.
+TEST_F(CoreTest, ASealedDatagramOverTheSizeLimitIsDroppedUnopened) {
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  for (const size_t total : {wire::kMaxDatagramBytes, wire::kMaxDatagramBytes + 1}) {
+    Bytes ping = copy(wire::build_ping(fbb_, 7));
+    ping.resize(total - net::kSealOverheadBytes, 0);  // the fixture seals it: total bytes on the wire
+    const size_t oversized = core_.rejects().count(RejectReason::Oversized);
+    const auto sent = receive(a, ping);
+    if (total <= wire::kMaxDatagramBytes) {
+      EXPECT_EQ(sent.size(), 1u) << total;
+      EXPECT_EQ(core_.rejects().count(RejectReason::Oversized), oversized);
+    } else {
+      EXPECT_TRUE(sent.empty()) << total;
+      EXPECT_EQ(core_.rejects().count(RejectReason::Oversized), oversized + 1);
+    }
+  }
+  EXPECT_EQ(core_.sessions().size(), 1u);
+}
+
 TEST_F(CoreTest, SnapshotsAtTheirOwnRateWithEveryObject) {
   const Endpoint a = endpoint(5000);
   ASSERT_NE(connect(a), 0u);

@@ -767,7 +767,7 @@ TEST(CheckConnect, CookieAndTokenLengthBounds) {
   EXPECT_EQ(long_cookie.code, ResultCode::InvalidArgument);
   EXPECT_NE(long_cookie.message.find("cookie"), std::string_view::npos) << long_cookie.message;
   const Check long_token = check(0, kMaxTokenBytes + 1);
-  EXPECT_EQ(long_token.code, ResultCode::InvalidArgument);
+  EXPECT_EQ(long_token.code, ResultCode::TokenInvalid);  // PROTOCOL.md: no valid token is longer
   EXPECT_NE(long_token.message.find("token"), std::string_view::npos) << long_token.message;
 }
 
