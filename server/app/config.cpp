@@ -111,6 +111,10 @@ std::string validate_config(const ServerConfig& c) {
                        "limit; got {})",
                        c.max_objects_per_address);
   }
+  if (c.max_sessions_per_address < 0 || c.max_sessions_per_address > 100000) {
+    return fmt::format("--max-sessions-per-address must be in 0..100000 (0 = no limit; got {})",
+                       c.max_sessions_per_address);
+  }
   if (c.on_disconnect != "destroy" && c.on_disconnect != "keep") {
     return fmt::format("--on-disconnect must be \"destroy\" or \"keep\" (got \"{}\")", c.on_disconnect);
   }
@@ -262,6 +266,9 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
   add("--max-objects-per-address", config.max_objects_per_address,
       "Anonymous mode: live objects all sessions from one address (IPv4, or an IPv6 /64) may own together, kept objects "
       "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)");
+  add("--max-sessions-per-address", config.max_sessions_per_address,
+      "Anonymous mode: sessions one address (IPv4, or an IPv6 /64) may hold at once, 0..100000 (0 = no limit; "
+      "loopback addresses are exempt)");
   add("--on-disconnect", config.on_disconnect,
       "destroy: a client's objects are destroyed when its session ends; keep: they stay");
   add("--max-requests-per-second", config.max_requests_per_second,
@@ -609,14 +616,14 @@ std::string describe_config(const ServerConfig& c) {
       "max_steps_per_frame={} threads={} stats_interval={}s log_level={} log_format={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
-      "max_objects_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
+      "max_objects_per_address={} max_sessions_per_address={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={} agones={} admin={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.log_format, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
       c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,
       c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps,
-      c.max_objects_per_address, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
+      c.max_objects_per_address, c.max_sessions_per_address, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
       c.position_fraction_bits,
       agones_enabled(c) ? fmt::format("localhost:{} health_interval={}s shutdown_when_empty={}", c.agones_port != 0 ? c.agones_port : kAgonesDefaultHttpPort,
                                       c.agones_health_interval_s,

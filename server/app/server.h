@@ -81,6 +81,10 @@ struct ServerConfig {
   /// reconnecting (a new port, a new session) does not reset the quota. -1 = the same as
   /// max_objects_per_client; 0 = no limit.
   int max_objects_per_address = -1;
+  /// --max-sessions-per-address: anonymous mode: sessions one address (IPv4, or an IPv6 /64:
+  /// server/net/address_prefix.h) may hold at once; 0 = no limit. One address took all 64 default
+  /// slots in 0.1 s. Loopback addresses are exempt: bots, load generators and tests on this machine.
+  int max_sessions_per_address = 4;
   /// --on-disconnect: what happens to a client's objects when its session ends (Disconnect or
   /// timeout; not when a token's client id replaces its own session): "destroy" (default: a
   /// departed player's things leave with it, and nothing accumulates) or "keep".

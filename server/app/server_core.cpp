@@ -366,7 +366,14 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
       return;
     }
     session->last_heard = now;
-    session->confirmed = true;
+    if (!session->confirmed) {
+      // The client holds its keys: from now on it gets snapshots (no baselines were kept before),
+      // and in token mode it replaces any other session of its client id.
+      session->confirmed = true;
+      session->snapshots = std::make_unique<SnapshotSender>(sender_config_);
+      session->snapshots->set_interest(to_interest_area(session->interest));
+      if (token_key_ && replace_sessions_of(*session, now, out)) session = sessions_.find(from);  // moved
+    }
     process_header(*session, envelope, now);
   }
   switch (envelope.message_type()) {
@@ -516,17 +523,22 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
     client_id = static_cast<uint32_t>(claims.client_id);
     if (claims.max_objects != 0) max_objects = claims.max_objects;
     binding = security::token_session_secret(*token_key_, std::span<const uint8_t>(m.token()->data(), m.token()->size()));
-    if (Session* old = sessions_.find_client(client_id)) {
-      // The same player connected again (new address or restarted game): the new session wins.
-      const Endpoint old_endpoint = old->endpoint;
-      send(*old, wire::build_disconnect(fbb_, "replaced by a new session of the same client id"), now, out);
-      spdlog::info("client {} reconnected from {}: its session at {} is replaced", client_id, to_string(from),
-                   to_string(old_endpoint));
-      journal_.session(record::ClientEventType::Disconnect, client_id, world_.tick(), to_string(old_endpoint), {});
-      remove_session(old_endpoint);
-    }
+    // A session of the same client id stays until this one authenticates a sealed datagram
+    // (replace_sessions_of): a Connect replayed with a token seen on the wire, whose secret the
+    // sender lacks, never gets that far, so it cannot knock the player out.
   }
   if (sessions_.full()) return reject(ResultCode::ServerFull, "server is full", RejectReason::ServerFull);
+  if (!token_key_ && config_.max_sessions_per_address > 0 && !from.address().is_loopback()) {
+    const asio::ip::address prefix = address_prefix(from.address());
+    int held = 0;
+    for (const Session& s : sessions_.sessions()) held += address_prefix(s.endpoint.address()) == prefix ? 1 : 0;
+    if (held >= config_.max_sessions_per_address) {
+      return reject(ResultCode::ServerFull,
+                    "too many sessions from this address (--max-sessions-per-address " +
+                        std::to_string(config_.max_sessions_per_address) + ")",
+                    RejectReason::ServerFull);
+    }
+  }
 
   // The packet keys: a fresh X25519 share per session, mixed with the token's secret.
   SessionKeying keying;
@@ -554,7 +566,6 @@ void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, ui
   s->client_kx_public = keying.client_public;
   s->token_bound = keying.token_bound;
   s->max_objects = max_objects;
-  s->snapshots = std::make_unique<SnapshotSender>(sender_config_);
   if (!playback_) {  // spectators see the recording's snapshot ticks (playback writes them all at once)
     s->snapshot_phase = static_cast<uint16_t>(next_snapshot_phase_);
     next_snapshot_phase_ = (next_snapshot_phase_ + 1) % snapshot_phases();
@@ -955,7 +966,32 @@ void ServerCore::note_restored_bodies(TimePoint now) {
   }
 }
 
+bool ServerCore::replace_sessions_of(const Session& confirmed, TimePoint now, Outbox& out) {
+  const uint32_t client_id = confirmed.client_id;
+  const Endpoint endpoint = confirmed.endpoint;
+  bool replaced = false;
+  for (Session* old = nullptr;;) {
+    old = nullptr;
+    for (Session& s : sessions_.sessions()) {
+      if (s.client_id == client_id && s.endpoint != endpoint) old = &s;
+    }
+    if (old == nullptr) break;
+    // The same player connected again (new address or restarted game) and proved it holds the
+    // token's secret: the new session wins. Its objects stay (this is not a departure).
+    const Endpoint old_endpoint = old->endpoint;
+    send(*old, wire::build_disconnect(fbb_, "replaced by a new session of the same client id"), now, out);
+    spdlog::info("client {} reconnected from {}: its session at {} is replaced", client_id, to_string(endpoint),
+                 to_string(old_endpoint));
+    journal_.session(record::ClientEventType::Disconnect, client_id, world_.tick(), to_string(old_endpoint), {});
+    remove_session(old_endpoint);
+    replaced = true;
+  }
+  return replaced;
+}
+
 void ServerCore::note_departed(const Session& s) {
+  // An unconfirmed session never acted; in token mode its client id may hold a live session.
+  if (!s.confirmed) return;
   if (destroy_on_disconnect_ && !playback_ && live_objects_of(s.client_id) > 0) departed_.push_back(s.client_id);
 }
 
@@ -1170,14 +1206,21 @@ int ServerCore::update(TimePoint now, Outbox& out) {
 
 void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
   expired_.clear();
-  sessions_.take_expired(now - client_timeout_, &expired_);
+  sessions_.take_expired(now - client_timeout_, now - kUnconfirmedSessionLifetime, &expired_);
   if (expired_.empty()) return;
   for (Session& s : expired_) {
     note_departed(s);
-    send(s, wire::build_disconnect(fbb_, "timed out: no datagram within the client timeout"), now, out);
-    spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
-                 to_string(s.endpoint), s.name, s.client_id,
-                 std::chrono::duration<double>(now - s.last_heard).count());
+    send(s,
+         wire::build_disconnect(fbb_, s.confirmed ? "timed out: no datagram within the client timeout"
+                                                  : "timed out: no sealed datagram within 2 s of ConnectAccepted"),
+         now, out);
+    if (s.confirmed) {
+      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
+                   to_string(s.endpoint), s.name, s.client_id,
+                   std::chrono::duration<double>(now - s.last_heard).count());
+    } else {
+      rejects_.note(RejectReason::Unconfirmed, s.endpoint, {}, now);  // rate-limited: a flood is many
+    }
     journal_.session(record::ClientEventType::Timeout, s.client_id, world_.tick(), to_string(s.endpoint), {});
   }
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);

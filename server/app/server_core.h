@@ -41,6 +41,11 @@ namespace impulse::server {
 inline constexpr size_t kMaxQueuedRequests = 4096;
 /// Collision events sent at most per update(); more are dropped and counted (EventsDropped).
 inline constexpr size_t kMaxEventsPerUpdate = 8192;
+/// How long a session may stay unconfirmed (no sealed datagram from its client yet) after it was
+/// created: a real client sends one at once (its clock-sync Ping); the resend of a lost
+/// ConnectAccepted fits several times in 2 s. A resent Connect does not extend it. Half-open
+/// sessions thus hold a slot for at most 2 s, and get no snapshots meanwhile.
+inline constexpr std::chrono::seconds kUnconfirmedSessionLifetime{2};
 
 class ServerCore {
  public:
@@ -178,6 +183,10 @@ class ServerCore {
   /// count, are counted and logged, and keep a mark so a later request on them says why.
   void note_removed_bodies(TimePoint now);
   void note_restored_bodies(TimePoint now);
+  /// Token mode: removes every other session of `confirmed`'s client id (Disconnect "replaced by a
+  /// new session of the same client id"; their objects stay). True if any was removed, which
+  /// moves sessions in the table: look `confirmed` up again.
+  bool replace_sessions_of(const Session& confirmed, TimePoint now, Outbox& out);
   /// A session ended (Disconnect, timeout): with --on-disconnect destroy its objects go at the
   /// next tick boundary (destroy_departed).
   void note_departed(const Session& s);

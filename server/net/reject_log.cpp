@@ -63,6 +63,8 @@ const char* to_string(RejectReason reason) {
     case RejectReason::NonFiniteBody: return "body removed by the step's guard: its state was not finite";
     case RejectReason::SealedWithoutSession:
       return "sealed datagram from an address without a session (one that ended; dropped)";
+    case RejectReason::Unconfirmed:
+      return "session ended unconfirmed: no sealed datagram within 2 s of its ConnectAccepted (half-open)";
     case RejectReason::RestoredNonFinite:
       return "body put back where the step found it, with its contact group: their solve was not finite";
     case RejectReason::Count: break;
@@ -104,6 +106,7 @@ const char* name_of(RejectReason reason) {
     case RejectReason::Replayed: return "Replayed";
     case RejectReason::NonFiniteBody: return "NonFiniteBody";
     case RejectReason::SealedWithoutSession: return "SealedWithoutSession";
+    case RejectReason::Unconfirmed: return "Unconfirmed";
     case RejectReason::RestoredNonFinite: return "RestoredNonFinite";
     case RejectReason::Count: break;
   }

@@ -29,7 +29,7 @@ Session* SessionTable::add(const Endpoint& endpoint, std::string name, TimePoint
 
 Session* SessionTable::find_client(uint32_t client_id) {
   for (Session& s : sessions_) {
-    if (s.client_id == client_id) return &s;
+    if (s.client_id == client_id && s.confirmed) return &s;
   }
   return nullptr;
 }
@@ -51,10 +51,11 @@ bool SessionTable::remove(const Endpoint& endpoint) {
   return true;
 }
 
-void SessionTable::take_expired(TimePoint deadline, std::vector<Session>* expired) {
+void SessionTable::take_expired(TimePoint deadline, TimePoint unconfirmed_deadline, std::vector<Session>* expired) {
   // Walk backwards so swap-removal never skips an unvisited session.
   for (auto i = static_cast<uint32_t>(sessions_.size()); i-- > 0;) {
-    if (sessions_[i].last_heard < deadline) {
+    const Session& s = sessions_[i];
+    if (s.last_heard < deadline || (!s.confirmed && s.connected_at < unconfirmed_deadline)) {
       expired->push_back(std::move(sessions_[i]));
       remove_at(i);
     }

@@ -80,8 +80,11 @@ struct Session {
   TokenBucket bytes_in;      ///< received bytes per second
   TokenBucket bytes_out;     ///< the bandwidth budget (--max-kbps-per-client), bytes
   uint64_t bytes_sent = 0;   ///< every datagram sent to this session [bytes]
-  /// A datagram other than Connect arrived from the endpoint: the client has its ConnectAccepted,
-  /// so a later Connect from this address is a stale duplicate or forged and gets no answer.
+  /// A sealed datagram from the client was authenticated: the client has its ConnectAccepted and
+  /// its keys, so a later Connect from this address is a stale duplicate or forged and gets no
+  /// answer. Until then the session gets no snapshots, has no SnapshotSender (a half-open session
+  /// costs sizeof(Session) and its replay window, no baselines), and lives at most
+  /// kUnconfirmedSessionLifetime (server_core.h).
   bool confirmed = false;
   /// Live servers send this session's snapshots at the ticks t where is_snapshot_tick(t + phase):
   /// sessions are spread over the tick_hz / snapshot_hz ticks between snapshots, so each tick
@@ -101,12 +104,15 @@ class SessionTable {
   /// Adds a session with `client_id` (0: the table's next id), or returns nullptr when full or
   /// already present. The caller fills in the rest of the session.
   Session* add(const Endpoint& endpoint, std::string name, TimePoint now, uint32_t client_id = 0);
-  /// The session of `client_id`, or nullptr. Valid until the next add/remove.
+  /// The confirmed session of `client_id` (token mode may briefly hold an unconfirmed second one
+  /// of the same id), or nullptr. Valid until the next add/remove.
   Session* find_client(uint32_t client_id);
   /// Removes the session of `endpoint`; false when there is none.
   bool remove(const Endpoint& endpoint);
-  /// Moves every session whose last_heard is before `deadline` into *expired (appended).
-  void take_expired(TimePoint deadline, std::vector<Session>* expired);
+  /// Moves into *expired (appended) every session whose last_heard is before `deadline`, and
+  /// every unconfirmed one (no sealed datagram from the client yet) that was created before
+  /// `unconfirmed_deadline`: a resent Connect refreshes last_heard but not that.
+  void take_expired(TimePoint deadline, TimePoint unconfirmed_deadline, std::vector<Session>* expired);
   /// Moves every session into *all (appended), leaving the table empty.
   void take_all(std::vector<Session>* all);
 

@@ -193,7 +193,7 @@ class CoreTest : public ::testing::Test {
 
   /// Connects `from` and returns its client id (0 on failure). Keeps a snapshot receiver with
   /// the announced quantisation for snapshot_row().
-  uint32_t connect(const Endpoint& from, std::string_view name = "tester") {
+  uint32_t connect(const Endpoint& from, std::string_view name = "tester", bool confirm = true) {
     const auto sent = handshake(from, name);
     if (sent.size() != 1 || sent[0].type() != Message::ConnectAccepted) return 0;
     const auto* accepted = sent[0].envelope()->message_as_ConnectAccepted();
@@ -207,7 +207,11 @@ class CoreTest : public ::testing::Test {
     config.max_angular_speed = q->max_angular_speed();
     config.angular_velocity_fraction_bits = q->angular_velocity_fraction_bits();
     receivers_.insert_or_assign(from.port(), wire::SnapshotReceiver(config));
-    return accepted->client_id();
+    const uint32_t id = accepted->client_id();
+    // As a client does at once (docs/PROTOCOL.md): a sealed datagram confirms the session, which
+    // gets no snapshots until then. An ack-only Ping (nonce 0) is answered by nothing.
+    if (confirm) receive(from, wire::build_ping(fbb_, 0));
+    return id;
   }
 
   static std::vector<const wire::RequestResult*> results(const std::vector<Sent>& sent) {

@@ -115,7 +115,7 @@ TEST_F(CoreTest, SceneBodiesCannotBeDestroyedByClientsUnderOwnerAuthority) {
 
 TEST_F(CoreTest, AConnectAtALiveSessionIsAnsweredOnlyWithItsCookieAndNeverOnceConfirmed) {
   const Endpoint a = endpoint(7000);
-  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(a, "tester", /*confirm=*/false), 0u);
   // Forged (no cookie, or another address's cookie): nothing goes back.
   const Bytes forged = copy(build_connect("forged"));
   EXPECT_TRUE(receive(a, forged).empty());
@@ -153,7 +153,7 @@ TEST_F(BudgetTest, AConnectFloodAtALiveSessionDrawsNothingAndLeavesItsSnapshots)
 
 TEST_F(BudgetTest, AConnectBeforeConfirmationPaysTheSessionsReceiveBudget) {
   const Endpoint a = endpoint(1);
-  ASSERT_NE(connect(a), 0u);
+  ASSERT_NE(connect(a, "tester", /*confirm=*/false), 0u);
   const double full = core_.sessions().sessions()[0].bytes_in.tokens;
   const Bytes forged = copy(build_connect("forged"));
   EXPECT_TRUE(receive(a, forged).empty());
@@ -192,6 +192,101 @@ TEST_F(BudgetTest, TheSendBudgetsDebtIsBoundedByItsBurst) {
   const auto refill = std::chrono::duration<double>(2.0 * out.burst / out.rate);
   advance(std::chrono::duration_cast<std::chrono::nanoseconds>(refill));
   EXPECT_GT(core_.sessions().sessions()[0].bytes_out.tokens, 0.0);
+}
+
+}  // namespace
+}  // namespace impulse::server
+
+namespace impulse::server {
+namespace {
+
+// Session slots (attack C: one address took all 64 default slots in 0.1 s, and silent sessions
+// received full-rate snapshots). Sans-IO on the fixture's virtual clock.
+class SessionSlotTest : public CoreTest {
+ protected:
+  static ServerConfig slot_config() {
+    ServerConfig c = test_config();
+    c.max_clients = 64;
+    c.client_timeout_s = 10.0;
+    return c;  // max_sessions_per_address: the default, 4
+  }
+  SessionSlotTest() : CoreTest(slot_config()) {}
+  static Endpoint at(const char* address, uint16_t port) { return Endpoint(asio::ip::make_address(address), port); }
+  // The Connect's answer after the cookie round trip: ConnectAccepted, or ConnectRejected's text.
+  std::string try_connect(const Endpoint& from) {
+    const auto sent = handshake(from, "flood");
+    if (sent.size() != 1) return "no answer";
+    if (sent[0].type() == Message::ConnectAccepted) return "accepted";
+    const auto* r = sent[0].envelope()->message_as_ConnectRejected();
+    return r != nullptr && r->message() != nullptr ? r->message()->str() : "rejected";
+  }
+};
+
+TEST_F(SessionSlotTest, OneAddressOrOneIpv6Slash64HoldsAtMostFourSessionsAndOthersStillGetIn) {
+  ASSERT_EQ(ServerConfig{}.max_sessions_per_address, 4);
+  int accepted = 0;
+  for (uint16_t port = 100; port < 140; ++port) {  // one IPv4 address floods
+    const std::string answer = try_connect(at("203.0.113.5", port));
+    if (answer == "accepted") {
+      ++accepted;
+    } else {
+      EXPECT_NE(answer.find("--max-sessions-per-address 4"), std::string::npos) << answer;
+    }
+  }
+  EXPECT_EQ(accepted, 4);
+  accepted = 0;
+  for (uint16_t port = 200; port < 240; ++port) {  // one /64, a new address every time
+    const std::string address = "2001:db8:7:8::" + std::to_string(port);
+    if (try_connect(at(address.c_str(), port)) == "accepted") ++accepted;
+  }
+  EXPECT_EQ(accepted, 4);
+  // A real player from elsewhere gets in at once (no time passed), and so does the next /64.
+  EXPECT_EQ(try_connect(at("198.51.100.7", 300)), "accepted");
+  EXPECT_EQ(try_connect(at("2001:db8:7:9::1", 301)), "accepted");
+  // Loopback is exempt (bots, load generators and tests on the server's machine).
+  for (uint16_t port = 400; port < 406; ++port) EXPECT_EQ(try_connect(endpoint(port)), "accepted") << port;
+  EXPECT_EQ(core_.sessions().size(), 16u);
+}
+
+TEST_F(SessionSlotTest, AHalfOpenSessionGetsNoSnapshotsAndEndsTwoSecondsAfterItsConnect) {
+  const Endpoint silent = at("203.0.113.9", 500);
+  const Endpoint player = at("198.51.100.7", 501);
+  ASSERT_NE(connect(silent, "silent", /*confirm=*/false), 0u);
+  ASSERT_NE(connect(player), 0u);
+  size_t to_silent = 0, to_player = 0;
+  auto run = [&](std::chrono::milliseconds span, bool player_acks) {
+    for (auto t = std::chrono::milliseconds{0}; t < span; t += std::chrono::milliseconds{1000 / kTickHz}) {
+      for (const Sent& s : advance(kStep)) {
+        if (s.type() != Message::Snapshot) continue;
+        (s.to == silent ? to_silent : to_player) += 1;
+      }
+      if (player_acks) receive(player, wire::build_ping(fbb_, 0));
+    }
+  };
+  run(std::chrono::milliseconds{1500}, true);
+  EXPECT_EQ(to_silent, 0u) << "an unconfirmed session gets no snapshots";
+  EXPECT_GE(to_player, 40u);
+  // Its resent Connect is answered (its ConnectAccepted may have been lost) but does not extend it.
+  const auto resent = receive(silent, build_connect("silent", cookies_[silent]));
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].type(), Message::ConnectAccepted);
+  run(std::chrono::milliseconds{600}, true);
+  EXPECT_EQ(core_.sessions().size(), 1u) << "gone 2 s after it was created";
+  EXPECT_EQ(core_.rejects().count(RejectReason::Unconfirmed), 1u);
+  EXPECT_EQ(to_silent, 0u);
+  // A session that confirms late (within the 2 s) is an ordinary one from then on.
+  const Endpoint late = at("198.51.100.8", 502);
+  ASSERT_NE(connect(late, "late", /*confirm=*/false), 0u);
+  run(std::chrono::milliseconds{1000}, true);
+  receive(late, wire::build_ping(fbb_, 0));
+  size_t to_late = 0;
+  for (int i = 0; i < kTickHz * 3; ++i) {
+    for (const Sent& s : advance(kStep)) to_late += s.type() == Message::Snapshot && s.to == late ? 1 : 0;
+    receive(late, wire::build_ping(fbb_, 0));
+    receive(player, wire::build_ping(fbb_, 0));
+  }
+  EXPECT_GE(to_late, 80u);
+  EXPECT_EQ(core_.sessions().size(), 2u);
 }
 
 }  // namespace

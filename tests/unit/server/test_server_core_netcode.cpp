@@ -125,17 +125,37 @@ TEST_F(TokenTest, MissingExpiredForgedAndWrongKeyTokensAreRefused) {
   EXPECT_EQ(sent[0].envelope()->message_as_ConnectAccepted()->max_objects(), 7u);
 }
 
-TEST_F(TokenTest, TheSameClientIdConnectingAgainReplacesItsSession) {
+// The same client id connecting again replaces its session, but only once the new session has
+// authenticated a sealed datagram (so holds the token's secret, not just a token seen on the
+// wire): until then both live, and a new session that never confirms ends after 2 s and replaces
+// nothing (attack D: one replayed Connect replaced the player's live session).
+TEST_F(TokenTest, TheSameClientIdConnectingAgainReplacesItsSessionOnceItAuthenticates) {
   const security::TokenClaims claims{42, 1'800'000'100, 0};
   ASSERT_EQ(connect_with(endpoint(1), security::seal_token(key_, claims)).at(0).type(), Message::ConnectAccepted);
-  const auto sent = connect_with(endpoint(2), security::seal_token(key_, claims));
-  bool old_told = false, new_accepted = false;
-  for (const Sent& s : sent) {
-    old_told |= s.to == endpoint(1) && s.type() == Message::Disconnect;
-    new_accepted |= s.to == endpoint(2) && s.type() == Message::ConnectAccepted;
+  receive(endpoint(1), wire::build_ping(fbb_, 0));  // confirmed
+  auto told_old = [&](const std::vector<Sent>& sent) {
+    return std::any_of(sent.begin(), sent.end(),
+                       [&](const Sent& s) { return s.to == endpoint(1) && s.type() == Message::Disconnect; });
+  };
+  // A Connect with the token that never authenticates anything: the player stays.
+  const auto replayed = connect_with(endpoint(3), security::seal_token(key_, claims));
+  EXPECT_FALSE(told_old(replayed));
+  EXPECT_EQ(core_.sessions().size(), 2u);
+  std::vector<Sent> later;
+  for (int i = 0; i < kTickHz * 2 + 2; ++i) {
+    for (Sent& s : advance(kStep)) later.push_back(std::move(s));
+    receive(endpoint(1), wire::build_ping(fbb_, 0));
   }
-  EXPECT_TRUE(old_told);
-  EXPECT_TRUE(new_accepted);
+  EXPECT_FALSE(told_old(later));
+  ASSERT_EQ(core_.sessions().size(), 1u);
+  EXPECT_EQ(core_.sessions().sessions()[0].endpoint, endpoint(1));
+  // The real player reconnecting from elsewhere: accepted, and it replaces the old session when its
+  // first sealed datagram arrives.
+  const auto sent = connect_with(endpoint(2), security::seal_token(key_, claims));
+  EXPECT_FALSE(told_old(sent));
+  EXPECT_TRUE(std::any_of(sent.begin(), sent.end(),
+                          [&](const Sent& s) { return s.to == endpoint(2) && s.type() == Message::ConnectAccepted; }));
+  EXPECT_TRUE(told_old(receive(endpoint(2), wire::build_ping(fbb_, 0))));
   ASSERT_EQ(core_.sessions().size(), 1u);
   EXPECT_EQ(core_.sessions().sessions()[0].endpoint, endpoint(2));
 }
