@@ -48,8 +48,11 @@
 //                  one thread (see World::solve). Force and torque accumulators cleared.
 //                                                    reads: contacts_, material, pose, motion
 //                                                    writes: motion, contacts_ impulses
-//  6. write-back   Poses written from the solver's position and rotation deltas (quaternion
-//                  renormalised), AABBs refreshed. A dynamic body that moved more than half its
+//  6. write-back   First the net: a contact group whose solve ended non-finite is put back as the
+//                  step found it (World::restored_non_finite; nothing removed). Then poses written
+//                  from the solver's position and rotation deltas (quaternion renormalised),
+//                  velocities capped at max_speed and max_angular_speed, AABBs refreshed. A
+//                  dynamic body that moved more than half its
 //                  inner extent is listed as fast (with a pool, the poses per body on its
 //                  threads, the fast list after, in awake order).
 //                                                    reads: solver bodies   writes: pose, motion
