@@ -652,22 +652,25 @@ def token_mode(exe, tmp):
         bare = ic.Client("127.0.0.1", srv.port, bare_token_hex=ta[:138], name="thief")
         cb = bare.connect(3.0)
         check(cb.TokenBound(), "bare-token session not token_bound")
-        a.wait_for(lambda: a.closed_reason is not None, 1.5, "A to be told it was replaced")
         before = set(obs.objects())
         rid = bare.request(ic.msg_create, 1, (0.25, 0.25, 0.25), (45.0, ground + 0.25, 45.0), mass=1.0)
         nonce = bare.ping()
-        deadline = time.monotonic() + 1.0
+        # "Session lifecycle": its session is never confirmed, so it replaces nothing and ends 2 s
+        # after it was created, with a (sealed) Disconnect the thief cannot open.
+        deadline = time.monotonic() + 2.5
         while time.monotonic() < deadline:
             bare.pump(0.05)
             obs.pump(0.05)
+            a.pump(0.05)
+        check(a.closed_reason is None, "A was replaced by a session that never authenticated: %r" % a.closed_reason)
         check(rid not in bare.answer_counts and bare.pongs.get(nonce) is None, "the bare-token client got an answer")
         check(bare.unauthenticated > 0, "the bare-token client opened the server's datagrams")
         after = set(obs.objects())
         check(after == before and abox in before, "the bare-token client changed the world: +%r -%r (A box %#x)"
               % ([hex(i) for i in after - before], [hex(i) for i in before - after], abox))
-        ok("bare token (no secret): the session is accepted but the client can neither act (no answer, no "
-           "object) nor read (%d server datagrams failed to open); A got Disconnect %r"
-           % (bare.unauthenticated, a.closed_reason))
+        ok("bare token (no secret): the session is accepted but never confirmed: the client can neither act "
+           "(no answer, no object) nor read (%d server datagrams failed to open), and A keeps its session"
+           % bare.unauthenticated)
         obs.disconnect()
         bare.disconnect()
         for x in (a, obs, bare, ):
