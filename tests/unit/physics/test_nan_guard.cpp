@@ -108,17 +108,25 @@ TEST(NanGuard, SmallestAcceptedCapsuleInsideFiveBoxesLeavesThemFinite) {
   EXPECT_EQ(world.removed_non_finite_total(), 0u);
 }
 
+// The ground, a row of five resting boxes and a sixth resting on the middle one, settled 0.5 s.
+struct RowWithTop {
+  std::vector<ObjectID> row;
+  ObjectID top;
+};
+RowWithTop add_row_with_a_box_on_top(World& world) {
+  RowWithTop scene;
+  add_ground(world);
+  for (int i = 0; i < 5; ++i) scene.row.push_back(add(world, box_desc({static_cast<float>(i) * 1.01f, 0.5f, 0.0f})));
+  scene.top = add(world, box_desc({2.02f, 1.5f, 0.0f}));
+  for (int step = 0; step < 30; ++step) world.step(1.0f / 60.0f);
+  return scene;
+}
+
 // The guard itself: a body whose velocity is NaN (only reachable through the test hook) is
 // removed at the start of the next step, before contacts, and its partners stay finite.
 TEST(NanGuard, StepRemovesANonFiniteBodyBeforeItTouchesAnything) {
   World world;
-  add_ground(world);
-  std::vector<ObjectID> boxes;
-  for (int i = 0; i < 5; ++i) {
-    boxes.push_back(world.create_object(box_desc({static_cast<float>(i) * 1.01f, 0.5f, 0.0f})).id);
-  }
-  const ObjectID bad = world.create_object(box_desc({2.02f, 1.5f, 0.0f})).id;  // resting on the middle box
-  for (int step = 0; step < 30; ++step) world.step(1.0f / 60.0f);
+  const auto [boxes, bad] = add_row_with_a_box_on_top(world);
   ASSERT_TRUE(world.is_colliding(bad));
   std::vector<BodyState> before;
   for (const ObjectID id : boxes) before.push_back(*world.get_object(id));
@@ -239,14 +247,9 @@ TEST(NanGuard, TheLightestBodyPushedAtEveryBoundLeavesItsNeighboursUnmoved) {
 // into the next step by warm starting. Bodies of another group step on.
 TEST(NanGuard, AGroupWhoseSolveIsNotFiniteIsPutBackAndNothingIsRemoved) {
   World world;
-  add_ground(world);
-  std::vector<ObjectID> boxes;
-  for (int i = 0; i < 5; ++i) {
-    boxes.push_back(world.create_object(box_desc({static_cast<float>(i) * 1.01f, 0.5f, 0.0f})).id);
-  }
-  const ObjectID bad = world.create_object(box_desc({2.02f, 1.5f, 0.0f})).id;  // resting on the middle box
+  const auto [boxes, bad] = add_row_with_a_box_on_top(world);
   const ObjectID faller = world.create_object(sphere_desc({20.0f, 5.0f, 0.0f})).id;  // another group
-  for (int step = 0; step < 30; ++step) world.step(1.0f / 60.0f);
+  world.step(1.0f / 60.0f);
   ASSERT_TRUE(world.is_colliding(bad));
   ASSERT_TRUE(world.set_velocity_unchecked_for_test(bad, {0.5f, 0.0f, 0.0f}));  // so its group is awake
   std::vector<BodyState> before;
