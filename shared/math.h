@@ -43,6 +43,11 @@ inline Vec3 normalize_or(Vec3 a, Vec3 fallback) {
   const float len_sq = length_squared(a);
   return len_sq > 1.0e-24f ? a * (1.0f / std::sqrt(len_sq)) : fallback;
 }
+/// a scaled down to length `max_length` when it is longer (a speed cap); else a unchanged.
+inline Vec3 clamp_length(Vec3 a, float max_length) {
+  const float len_sq = length_squared(a);
+  return len_sq > max_length * max_length ? a * (max_length / std::sqrt(len_sq)) : a;
+}
 /// Component i (0 = x, 1 = y, 2 = z).
 constexpr float component(Vec3 a, int i) { return i == 0 ? a.x : (i == 1 ? a.y : a.z); }
 

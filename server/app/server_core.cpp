@@ -967,26 +967,21 @@ void ServerCore::note_restored_bodies(TimePoint now) {
 }
 
 bool ServerCore::replace_sessions_of(const Session& confirmed, TimePoint now, Outbox& out) {
+  // The same player connected again (new address or restarted game) and proved it holds the
+  // token's secret: the new session wins. The old ones' objects stay (this is not a departure).
   const uint32_t client_id = confirmed.client_id;
   const Endpoint endpoint = confirmed.endpoint;
-  bool replaced = false;
-  for (Session* old = nullptr;;) {
-    old = nullptr;
-    for (Session& s : sessions_.sessions()) {
-      if (s.client_id == client_id && s.endpoint != endpoint) old = &s;
-    }
-    if (old == nullptr) break;
-    // The same player connected again (new address or restarted game) and proved it holds the
-    // token's secret: the new session wins. Its objects stay (this is not a departure).
-    const Endpoint old_endpoint = old->endpoint;
-    send(*old, wire::build_disconnect(fbb_, "replaced by a new session of the same client id"), now, out);
+  std::vector<Endpoint> old;
+  for (Session& s : sessions_.sessions()) {
+    if (s.client_id != client_id || s.endpoint == endpoint) continue;
+    send(s, wire::build_disconnect(fbb_, "replaced by a new session of the same client id"), now, out);
     spdlog::info("client {} reconnected from {}: its session at {} is replaced", client_id, to_string(endpoint),
-                 to_string(old_endpoint));
-    journal_.session(record::ClientEventType::Disconnect, client_id, world_.tick(), to_string(old_endpoint), {});
-    remove_session(old_endpoint);
-    replaced = true;
+                 to_string(s.endpoint));
+    journal_.session(record::ClientEventType::Disconnect, client_id, world_.tick(), to_string(s.endpoint), {});
+    old.push_back(s.endpoint);
   }
-  return replaced;
+  for (const Endpoint& e : old) remove_session(e);
+  return !old.empty();
 }
 
 void ServerCore::note_departed(const Session& s) {

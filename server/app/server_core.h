@@ -182,6 +182,7 @@ class ServerCore {
   /// After a step: the bodies the World's guard removed (non-finite state) leave their owner's
   /// count, are counted and logged, and keep a mark so a later request on them says why.
   void note_removed_bodies(TimePoint now);
+  /// After a step: the bodies whose contact group the World put back are counted and logged.
   void note_restored_bodies(TimePoint now);
   /// Token mode: removes every other session of `confirmed`'s client id (Disconnect "replaced by a
   /// new session of the same client id"; their objects stay). True if any was removed, which
@@ -254,8 +255,7 @@ class ServerCore {
     uint32_t client_id = 0;  ///< 0 = the scene (everyone's)
     bool shared = true;
     bool charged_to_address = false;  ///< anonymous mode: counted in live_by_address_[address]
-                                      ///< (address: the creator's address_prefix, server/net/address_prefix.h)
-    asio::ip::address address;        ///< the creator's IP address
+    asio::ip::address address;        ///< the creator's address_prefix (server/net/address_prefix.h)
     bool removed_non_finite = false;  ///< the step's guard removed it (its state was not finite)
   };
   std::vector<Ownership> owners_;

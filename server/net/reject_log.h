@@ -49,8 +49,9 @@ enum class RejectReason : uint8_t {
   NonFiniteBody,    ///< the step's guard removed a body whose state was not finite
   SealedWithoutSession,  ///< a sealed datagram from an address without a session: usually one that just
                          ///< ended (the extra copies of a Disconnect, a timeout). Dropped unanswered
-  Unconfirmed,      ///< a session that sent no sealed datagram within kUnconfirmedSessionLifetime of its ConnectAccepted (ended)
-  RestoredNonFinite,  ///< a contact group whose solve was not finite was put back as it was (World::restored_non_finite)
+  Unconfirmed,      ///< a session ended unconfirmed: no sealed datagram within kUnconfirmedSessionLifetime
+  RestoredNonFinite,  ///< a body whose solve was not finite; its contact group was put back
+                      ///< (World::restored_non_finite)
   Count,
 };
 const char* to_string(RejectReason reason);

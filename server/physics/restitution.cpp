@@ -243,8 +243,8 @@ bool resolve_manifold(SolverManifold& m, SolverBody& a, SolverBody& b, Vec3 acce
 // kImpactTolerance: Gauss-Seidel on a pile that keeps colliding creeps towards its answer for ever,
 // and without the cut-off every such step would run all the sweeps. A discarded visit leaves
 // everything as it was, so the skip in propagate_restitution stays exact.
-bool visit(SolverManifold& m, std::span<SolverBody> bodies, std::span<const Vec3> acceleration, float threshold, float dt,
-           Support support, int sweep, ImpactScratch* scratch) {
+bool visit(SolverManifold& m, std::span<SolverBody> bodies, std::span<const Vec3> acceleration, float threshold,
+           float dt, Support support, int sweep, ImpactScratch* scratch) {
   SolverBody a = bodies[m.body_a];
   SolverBody b = bodies[m.body_b];
   float saved_relative[kMaxManifoldPoints];

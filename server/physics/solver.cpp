@@ -87,8 +87,6 @@ namespace {
 
 void integrate_velocities(std::span<SolverBody> bodies, std::span<const BodyForces> forces, float h,
                           const SolverConfig& c) {
-  const float vmax_sq = c.max_speed * c.max_speed;
-  const float wmax_sq = c.max_angular_speed * c.max_angular_speed;
   for (size_t i = 0; i < forces.size(); ++i) {
     const BodyForces& f = forces[i];
     if (!f.dynamic) continue;
@@ -105,31 +103,19 @@ void integrate_velocities(std::span<SolverBody> bodies, std::span<const BodyForc
     w *= 1.0f / (1.0f + h * f.angular_damping);
     // The speed caps (WorldSettings::max_speed, max_angular_speed; Jolt clamps the same way), also
     // the safety net of a server fed by clients: no push drives the state towards infinity.
-    const float v_sq = length_squared(v);
-    if (v_sq > vmax_sq) v *= c.max_speed / std::sqrt(v_sq);
-    b.velocity = v;
-    const float w_sq = length_squared(w);
-    if (w_sq > wmax_sq) w *= c.max_angular_speed / std::sqrt(w_sq);
-    b.angular_velocity = w;
+    b.velocity = clamp_length(v, c.max_speed);
+    b.angular_velocity = clamp_length(w, c.max_angular_speed);
   }
 }
 
-// Moves each body by its velocity over the substep (semi-implicit Euler, which the contact rows'
-// velocity targets assume), and with split impulses by its pseudo velocity as well, which is then
-// dropped. A body with no contact this step is in free flight: its velocity changed only by the
-// constant acceleration a (gravity and applied force), and it moves by the trapezoid rule, (v0 +
-// v1) / 2 h = (v1 - a h / 2) h, which is exact for constant a. Semi-implicit Euler loses g h^2 / 2
-// of the height-plus-kinetic energy y + v^2 / (2 g) per substep, 1.3 cm in a 0.64 s fall at 240 Hz
-// substeps: a ball with e = 0.5 bounced 3.3% below its e^4 h second apex from that alone.
-// With damping (v1 = (v0 + a h) / (1 + c h)) the rule is off by O(c h^2) and stays second order.
 // A point may act this step unless its gap stays open for the whole step: s + min(vn, 0) dt +
 // a dt^2 / 2 > 0, with s the separation after the impact pass's shifts, vn the normal velocity
 // after it and a = -(|a_A . n| + |a_B . n|) the worst relative normal acceleration of the two
 // bodies' own accelerations (a lower bound on the gap over [0, dt] for a point moving with its
-// body's centre, so the test errs towards "may act"). A warm-started
-// or recovering contact always may act. What the linear prediction misses of a rotating point's arc
-// (or of a partner struck mid-step) costs a body marked in free flight that still gets a contact
-// impulse a h^2 / 2 of position per substep, no more than the semi-implicit rule loses in free flight.
+// body's centre, so the test errs towards "may act"). A warm-started or recovering contact always
+// may act. What the linear prediction misses of a rotating point's arc (or of a partner struck
+// mid-step) costs a body marked in free flight that still gets a contact impulse a h^2 / 2 of
+// position per substep, no more than the semi-implicit rule loses in free flight.
 bool may_act(const SolverManifold& m, const SolverBody& a, const SolverBody& b, Vec3 accel_a, Vec3 accel_b,
              float dt) {
   if (m.recovering) return true;
@@ -167,6 +153,14 @@ void mark_in_contact(std::span<const SolverManifold> manifolds, std::span<const 
   }
 }
 
+// Moves each body by its velocity over the substep (semi-implicit Euler, which the contact rows'
+// velocity targets assume), and with split impulses by its pseudo velocity as well, which is then
+// dropped. A body with no contact this step is in free flight: its velocity changed only by the
+// constant acceleration a (gravity and applied force), and it moves by the trapezoid rule, (v0 +
+// v1) / 2 h = (v1 - a h / 2) h, which is exact for constant a. Semi-implicit Euler loses g h^2 / 2
+// of the height-plus-kinetic energy y + v^2 / (2 g) per substep, 1.3 cm in a 0.64 s fall at 240 Hz
+// substeps: a ball with e = 0.5 bounced 3.3% below its e^4 h second apex from that alone.
+// With damping (v1 = (v0 + a h) / (1 + c h)) the rule is off by O(c h^2) and stays second order.
 template <bool kSplit>
 void integrate_positions(std::span<SolverBody> bodies, std::span<const BodyForces> forces,
                          std::span<const uint8_t> in_contact, Vec3 gravity, float h) {

@@ -83,7 +83,8 @@ struct SolverScratch {
   std::vector<WidePoint> points;       // each chunk's points, as many as its largest manifold has
   std::vector<uint32_t> overflow;      // manifolds of no colour, contact order (scalar sweeps)
   std::vector<uint32_t> body_colors;   // per movable body: 1 + the colour of its last manifold (0: none)
-  std::vector<uint8_t> in_contact;     // per movable body: 1 if some manifold may act this step (else free flight; solver.cpp)
+  std::vector<uint8_t> in_contact;     // per movable body: 1 if some manifold may act this step
+                                       // (else free flight; mark_in_contact, solver.cpp)
   std::vector<uint8_t> color_of;       // per manifold; kSolverColors = none
   std::vector<uint32_t> color_begin;   // [kSolverColors + 2]: counting sort by colour
   std::vector<uint32_t> order;         // manifolds sorted by colour

@@ -52,9 +52,9 @@
 //                  step found it (World::restored_non_finite; nothing removed). Then poses written
 //                  from the solver's position and rotation deltas (quaternion renormalised),
 //                  velocities capped at max_speed and max_angular_speed, AABBs refreshed. A
-//                  dynamic body that moved more than half its
-//                  inner extent is listed as fast (with a pool, the poses per body on its
-//                  threads, the fast list after, in awake order).
+//                  dynamic body that moved more than half its inner extent is listed as fast
+//                  (with a pool, the poses per body on its threads, the fast list after, in awake
+//                  order).
 //                                                    reads: solver bodies   writes: pose, motion
 //  6b. continuous  Only if a body is fast (world_continuous.cpp): swept from its start to its end
 //                  position against static bodies (a bullet also against non-bullet dynamic and
@@ -213,11 +213,12 @@ const char* check_body_desc(const BodyDesc& d, const WorldSettings& s) {
   if (!std::isfinite(d.mass)) return "mass: must be finite";
   if (d.kind == BodyKind::Dynamic) {
     if (!(d.mass > 0 && d.mass <= s.max_mass)) return "mass: must be in (0, max_mass] for a dynamic body";
-    // A subnormal mass would make 1 / mass infinite, and a light, small body's inertia can
-    // underflow likewise (safe_inverse maps only moments that are not positive to 0).
     if (!detail::density_within(normalize_shape(d.shape), d.mass)) {
       return "mass: the density (mass / the shape's volume) must be in [1e-3, 1e5] kg/m^3";
     }
+    // A subnormal mass would make 1 / mass infinite, and a light, small body's inertia can
+    // underflow likewise (safe_inverse maps only moments that are not positive to 0). The density
+    // floor keeps both finite; this check stays as the direct statement of what the solver needs.
     if (!std::isfinite(1.0f / d.mass) ||
         !is_finite(detail::safe_inverse(shape_inertia(normalize_shape(d.shape), d.mass)))) {
       return "mass: too small for the shape: the inverse mass or inertia would not be finite";

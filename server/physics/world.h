@@ -113,8 +113,9 @@ class World {
   /// shape's volume) in [kMinDensity, kMaxDensity] = [1e-3, 1e5] kg/m^3, a finite 1 / mass
   /// and finite inverse principal moments of inertia for dynamic bodies (ignored
   /// otherwise); restitution in [0, 1]; friction >= 0; damping >= 0; |position component| <=
-  /// max_coordinate; |velocity| <= max_speed; |angular velocity| <= max_angular_speed (lengths). Inertia is the solid shape's of uniform density (sphere 2/5 m r^2, box
-  /// m (b^2 + c^2) / 3 per axis for half extents, capsule cylinder plus two hemispheres).
+  /// max_coordinate; |velocity| <= max_speed; |angular velocity| <= max_angular_speed (lengths).
+  /// Inertia is the solid shape's of uniform density (sphere 2/5 m r^2, box m (b^2 + c^2) / 3 per
+  /// axis for half extents, capsule cylinder plus two hemispheres).
   /// Dynamic and kinematic bodies start awake; a static body wakes the sleeping bodies its AABB
   /// overlaps. O(1) amortised, plus one broadphase query for a static body.
   /// @return InvalidArgument or WorldFull (max_objects, or slot indices exhausted) with a null id
@@ -218,7 +219,7 @@ class World {
   /// the group's contacts forget their impulses. Nothing is removed and nothing is moved: one
   /// client's body cannot cost another client theirs. Cleared by every step.
   std::span<const ObjectID> restored_non_finite() const { return restored_non_finite_; }
-  /// Bodies restored so since this World was constructed (not saved by save_state).
+  /// Bodies restored since this World was constructed (not saved by save_state).
   uint64_t restored_non_finite_total() const { return restored_non_finite_total_; }
   /// Tests of the guard only: sets a body's linear velocity with no check at all (NaN included),
   /// since every validated path refuses the states the guard exists for. Returns false for a

@@ -26,12 +26,6 @@ float mix(MixRule rule, float a, float b) {
   return std::sqrt(a * b);
 }
 
-}  // namespace
-
-
-
-namespace {
-
 // The push rule (settings.h, kMaxPushRate): the step's accumulated force and torque may change the
 // body's velocity by at most the speed caps per 1 / kMaxPushRate seconds.
 bool push_within(const Motion& m, const Pose& p, Vec3 force, Vec3 torque, const WorldSettings& s) {

@@ -3,7 +3,6 @@
 // threads when there is one, bit-identical to one thread), each batch runs the soft step
 // (solver.h), and the poses are written back.
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -47,12 +46,6 @@ void for_each_body(const WorkerPool* pool, uint32_t n, const F& body) {
     const uint32_t end = std::min(n, begin + kBodyRun);
     for (uint32_t i = begin; i < end; ++i) body(i);
   });
-}
-
-// v scaled down to length `bound` when longer (the speed caps).
-Vec3 clamp_length(Vec3 v, float bound) {
-  const float sq = length_squared(v);
-  return sq > bound * bound ? v * (bound / std::sqrt(sq)) : v;
 }
 
 }  // namespace
@@ -272,7 +265,9 @@ void World::restore_non_finite_groups(uint32_t movable) {
   std::vector<SolverBody>& sb = scratch_.solver_bodies;
   if (!inject_non_finite_.is_null()) {  // inject_non_finite_solve_for_test
     const uint32_t d = slots_.find(inject_non_finite_);
-    if (d != SlotMap::kNone && !is_parked(d)) sb[scratch_.solver_index[d]].velocity.x = std::numeric_limits<float>::quiet_NaN();
+    if (d != SlotMap::kNone && !is_parked(d)) {
+      sb[scratch_.solver_index[d]].velocity.x = std::numeric_limits<float>::quiet_NaN();
+    }
     inject_non_finite_ = ObjectID{};
   }
   auto finite = [](const SolverBody& b) {

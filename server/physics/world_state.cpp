@@ -404,7 +404,8 @@ const char* check_body(const Image& im, uint32_t d) {
   if (!shape_ok) return "shape dimensions out of range (or a plane that is not static)";
   // The density rule and the speed caps of create_object and the step (settings.h).
   if (dynamic && !detail::density_within(s, info.mass)) return "mass outside the density range [1e-3, 1e5] kg/m^3";
-  if (!detail::length_within(m.velocity, ws.max_speed) || !detail::length_within(m.angular_velocity, ws.max_angular_speed)) {
+  if (!detail::length_within(m.velocity, ws.max_speed) ||
+      !detail::length_within(m.angular_velocity, ws.max_angular_speed)) {
     return "velocity beyond max_speed or angular velocity beyond max_angular_speed";
   }
   if (!(mat.restitution >= 0 && mat.restitution <= 1) || !finite_non_negative(mat.friction)) {

@@ -194,12 +194,6 @@ TEST_F(BudgetTest, TheSendBudgetsDebtIsBoundedByItsBurst) {
   EXPECT_GT(core_.sessions().sessions()[0].bytes_out.tokens, 0.0);
 }
 
-}  // namespace
-}  // namespace impulse::server
-
-namespace impulse::server {
-namespace {
-
 // Session slots (attack C: one address took all 64 default slots in 0.1 s, and silent sessions
 // received full-rate snapshots). Sans-IO on the fixture's virtual clock.
 class SessionSlotTest : public CoreTest {
