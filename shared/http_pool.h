@@ -17,8 +17,8 @@ namespace impulse {
 /// max_queued. enqueue() is called by the server's accept thread and waits while the queue is
 /// full, so no more connections are accepted until a worker is free and the kernel's backlog
 /// holds the rest (nothing accepted is dropped without being closed). shutdown() runs what is
-/// queued (each job closes its socket), then joins the workers. Used by the server's admin
-/// endpoint (server/app/admin.cpp) and impulse-viewer's page server (tools/viewer/http.cpp).
+/// queued (each job closes its socket), then joins the workers. Used by impulse-viewer's page
+/// server (tools/viewer/http.cpp).
 class BoundedPool final : public httplib::TaskQueue {
  public:
   BoundedPool(size_t workers, size_t max_queued) : max_queued_(max_queued) {

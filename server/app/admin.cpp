@@ -1,15 +1,12 @@
 // The admin endpoint: the metrics text from a published snapshot, health from atomics, and the
-// cpp-httplib server that serves them with bounded threads, timeouts and request sizes.
+// routes that the HTTP front (admin_http.h) serves them on.
 #include "server/app/admin.h"
 
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -18,28 +15,23 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <httplib.h>
+#include <asio/post.hpp>
+#include <asio/thread_pool.hpp>
 #include <spdlog/spdlog.h>
 
 #include "server/app/log_format.h"
-#include "shared/http_pool.h"
 #include "shared/wire/codec.h"
 
 namespace impulse::server {
 namespace {
 
-// What one hostile or broken scraper may cost: two workers, a short queue (the accept thread
-// waits while it is full, so the kernel's backlog takes the rest), and every read or write
-// bounded in time. No body is ever read (other methods are refused by the pre-routing handler,
-// which runs before a body is read); the URI and each header line are bounded to 8 KiB by
-// cpp-httplib itself.
-constexpr size_t kWorkers = 2;
-constexpr size_t kMaxQueuedConnections = 8;
-constexpr time_t kReadTimeoutS = 2;
-constexpr time_t kWriteTimeoutS = 2;
-constexpr time_t kKeepAliveTimeoutS = 2;
-constexpr size_t kKeepAliveMaxRequests = 8;
-constexpr size_t kMaxBodyBytes = 0;
+// What one hostile or broken scraper may cost (server/app/admin_http.h): 64 connections open
+// (the oldest still reading is closed to admit a new one, so a probe always gets in), 8 KiB of
+// request head each (512 KiB in all), and 2 s from accept to the last byte written. No body is
+// ever read, and one thread serves every connection, so slow ones never hold a worker.
+constexpr size_t kMaxConnections = 64;
+constexpr size_t kMaxHeaderBytes = 8 * 1024;
+constexpr std::chrono::milliseconds kRequestDeadline{2000};
 
 constexpr const char* kPlainText = "text/plain; charset=utf-8";
 constexpr const char* kJson = "application/json";
@@ -161,7 +153,7 @@ std::string render_object_json(const ObjectQueryBox::Answer& a) {
     out += R"(null,"owner_name":null,"owner_connected":false)";
   } else {
     out += fmt::format(R"({},"owner_name":)", a.owner);
-    if (a.owner_connected) {
+    if (a.owner_connected && a.owner_name_shown) {
       out += '"';
       append_json_escaped(out, a.owner_name);  // a client's name: control characters escaped
       out += '"';
@@ -339,125 +331,99 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
 // --- The HTTP server -------------------------------------------------------------------------------
 
 struct AdminServer::Http {
-  httplib::Server server;
-  std::thread thread;
-  std::atomic<bool> done{false};
+  // The /objects worker: ObjectQueryBox::ask waits (up to kObjectAnswerTimeout) for the tick
+  // thread, which the HTTP thread must never do. One question at a time, as the box allows.
+  asio::thread_pool query_worker{1};
+  std::atomic<bool> query_busy{false};
+  std::unique_ptr<HttpFront> front;  // destroyed first (see ~AdminServer)
 };
+
+namespace {
+
+HttpReply plain(int status, std::string body) { return HttpReply{status, kPlainText, std::move(body)}; }
+
+HttpReply json_error(int status, std::string_view why) {
+  std::string body = R"({"error":")";
+  append_json_escaped(body, why);
+  body += "\"}\n";
+  return HttpReply{status, kJson, std::move(body)};
+}
+
+}  // namespace
 
 std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const MetricsExchange& exchange,
                                                 const HealthState& health, ObjectQueryBox& objects,
                                                 std::string* error) {
   std::unique_ptr<AdminServer> admin(new AdminServer());
   admin->http_ = std::make_unique<Http>();
-  httplib::Server& svr = admin->http_->server;
-  svr.new_task_queue = [] { return new BoundedPool(kWorkers, kMaxQueuedConnections); };
-  svr.set_read_timeout(kReadTimeoutS, 0);
-  svr.set_write_timeout(kWriteTimeoutS, 0);
-  svr.set_keep_alive_timeout(kKeepAliveTimeoutS);
-  svr.set_keep_alive_max_count(kKeepAliveMaxRequests);
-  svr.set_payload_max_length(kMaxBodyBytes);
-  svr.set_tcp_nodelay(true);
-  // cpp-httplib's default also sets SO_REUSEPORT, which would let a second server on the same
-  // port share it silently (and scrapes alternate between them): only SO_REUSEADDR, for quick restarts.
-  svr.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-
-  svr.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
-    res.status = 405;
-    res.set_header("Allow", "GET, HEAD");
-    res.set_content("method not allowed: the admin endpoint serves GET and HEAD only\n", kPlainText);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // Runs for every status >= 400, ours included: only fill a body nobody wrote.
-  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404) {
-      res.set_content("not found: the admin endpoint serves /metrics, /healthz, /readyz and /objects/<index>[:<generation>]\n",
-                      kPlainText);
-    } else {
-      res.set_content(fmt::format("error {}\n", res.status), kPlainText);
-    }
-  });
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    res.status = 500;
-    res.set_content("internal error\n", kPlainText);
-  });
-
-  svr.Get("/metrics", [&exchange](const httplib::Request&, httplib::Response& res) {
-    const MetricsSnapshot snapshot = exchange.read();
-    res.set_content(render_metrics(snapshot, read_process_figures()), std::string(metrics::kContentType));
-  });
+  Http* http = admin->http_.get();
   const double stall_seconds = options.stall_seconds;
-  svr.Get("/healthz", [&health, stall_seconds](const httplib::Request&, httplib::Response& res) {
-    const Verdict v = check_health(health, steady_now_ns(), stall_seconds);
-    res.status = v.status;
-    res.set_content(v.body + "\n", kPlainText);
-  });
-  svr.Get("/readyz", [&health](const httplib::Request&, httplib::Response& res) {
-    const Verdict v = check_ready(health);
-    res.status = v.status;
-    res.set_content(v.body + "\n", kPlainText);
-  });
-
-  svr.Get(R"(/objects/([^/]*))", [&objects](const httplib::Request& req, httplib::Response& res) {
-    const auto fail = [&res](int status, std::string_view why) {
-      res.status = status;
-      std::string body = R"({"error":")";
-      append_json_escaped(body, why);
-      body += "\"}\n";
-      res.set_content(body, kJson);
-    };
+  // Runs on the HTTP thread: everything but /objects answers at once from atomics or a copy.
+  HttpRoute route = [&exchange, &health, &objects, http, stall_seconds](std::string_view path, HttpRespond respond) {
+    if (path == "/metrics") {
+      const MetricsSnapshot snapshot = exchange.read();
+      return respond(HttpReply{200, std::string(metrics::kContentType), render_metrics(snapshot, read_process_figures())});
+    }
+    if (path == "/healthz" || path == "/readyz") {
+      const Verdict v = path == "/healthz" ? check_health(health, steady_now_ns(), stall_seconds) : check_ready(health);
+      return respond(plain(v.status, v.body + "\n"));
+    }
+    constexpr std::string_view kObjects = "/objects/";
+    if (path.substr(0, kObjects.size()) != kObjects) {
+      return respond(plain(404, "not found: the admin endpoint serves /metrics, /healthz, /readyz and "
+                                "/objects/<index>[:<generation>]\n"));
+    }
     uint32_t index = 0, generation = 0;
     bool has_generation = false;
-    if (req.matches.size() < 2 || !parse_object_id(req.matches[1].str(), &index, &generation, &has_generation)) {
-      return fail(400, "bad object id: use /objects/<index> or /objects/<index>:<generation> (decimal, 32-bit each)");
+    if (!parse_object_id(path.substr(kObjects.size()), &index, &generation, &has_generation)) {
+      return respond(json_error(400, "bad object id: use /objects/<index> or /objects/<index>:<generation> (decimal, 32-bit each)"));
     }
-    ObjectQueryBox::Answer a;
-    switch (objects.ask(index, generation, has_generation, kObjectAnswerTimeout, &a)) {
-      case ObjectQueryBox::Outcome::Busy: return fail(503, "busy: another object query is being answered; retry");
-      case ObjectQueryBox::Outcome::Timeout: return fail(503, "the tick loop did not answer in time (stalled?); retry");
-      case ObjectQueryBox::Outcome::Answered: break;
+    if (http->query_busy.exchange(true, std::memory_order_acq_rel)) {
+      return respond(json_error(503, "busy: another object query is being answered; retry"));
     }
-    if (!a.found) return fail(404, "no such object: the id is unknown or stale (destroyed)");
-    res.set_content(render_object_json(a), kJson);
-  });
+    asio::post(http->query_worker, [&objects, http, index, generation, has_generation, respond = std::move(respond)] {
+      ObjectQueryBox::Answer a;
+      const ObjectQueryBox::Outcome outcome = objects.ask(index, generation, has_generation, kObjectAnswerTimeout, &a);
+      http->query_busy.store(false, std::memory_order_release);
+      switch (outcome) {
+        case ObjectQueryBox::Outcome::Busy: return respond(json_error(503, "busy: another object query is being answered; retry"));
+        case ObjectQueryBox::Outcome::Timeout:
+          return respond(json_error(503, "the tick loop did not answer in time (stalled?); retry"));
+        case ObjectQueryBox::Outcome::Answered: break;
+      }
+      if (!a.found) return respond(json_error(404, "no such object: the id is unknown or stale (destroyed)"));
+      respond(HttpReply{200, kJson, render_object_json(a)});
+    });
+  };
 
-  int port = -1;
-  if (options.port <= 0) {
-    port = svr.bind_to_any_port(options.bind);
-  } else if (svr.bind_to_port(options.bind, options.port)) {
-    port = options.port;
-  }
-  if (port <= 0 || port > 65535) {
+  HttpFront::Options front;
+  front.bind = options.bind;
+  front.port = std::max(0, options.port);
+  front.max_connections = kMaxConnections;
+  front.max_header_bytes = kMaxHeaderBytes;
+  front.request_deadline = kRequestDeadline;
+  std::string why;
+  http->front = HttpFront::start(front, std::move(route), &why);
+  if (!http->front) {
     if (error) {
-      *error = fmt::format("cannot listen for admin HTTP on {}:{}: the port is in use or the address is not local; "
+      *error = fmt::format("cannot listen for admin HTTP on {}:{} ({}): the port is in use or the address is not local; "
                            "pick another with --admin-port or --admin-bind (or --admin-port 0 to turn it off)",
-                           options.bind, options.port);
+                           options.bind, options.port, why);
     }
     return nullptr;
   }
-  admin->port_ = static_cast<uint16_t>(port);
-  Http* http = admin->http_.get();
-  http->thread = std::thread([http] {
-    http->server.listen_after_bind();
-    http->done.store(true, std::memory_order_release);
-  });
+  admin->port_ = http->front->port();
   return admin;
 }
 
 AdminServer::~AdminServer() {
-  if (!http_ || !http_->thread.joinable()) return;
-  // stop() does nothing until the accept loop has begun, so repeat it until the loop has ended
-  // (bounded: the loop starts at once; a connection being served ends within its timeouts).
-  for (int i = 0; i < 10'000 && !http_->done.load(std::memory_order_acquire); ++i) {
-    http_->server.stop();
-    if (http_->done.load(std::memory_order_acquire)) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  http_->thread.join();
+  if (!http_) return;
+  // The query worker's replies are posted to the front's thread: let the worker finish (within
+  // kObjectAnswerTimeout) before the front goes.
+  http_->query_worker.join();
+  http_->front.reset();
 }
+
+HttpFrontStats AdminServer::front_stats() const { return http_->front->stats(); }
 
 }  // namespace impulse::server

@@ -1,5 +1,5 @@
-// The admin HTTP endpoint (--admin-port): /metrics in the Prometheus text format, /healthz and
-// /readyz, served by cpp-httplib on threads of its own. The tick thread never waits for it: it
+// The admin HTTP endpoint (--admin-port): /metrics in the Prometheus text format, /healthz,
+// /readyz and /objects/<id>, served by an event-driven front (admin_http.h) on a thread of its own. The tick thread never waits for it: it
 // publishes a once-per-wake-up copy of its figures with try_lock (skipped when a scrape is
 // copying it, so the next wake-up publishes instead) and health through atomics; the HTTP
 // threads only read those.
@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "server/app/admin_http.h"
 #include "server/app/metrics_text.h"
 #include "server/app/server.h"
 #include "server/net/reject_log.h"
@@ -75,8 +76,11 @@ class ObjectQueryBox {
     bool found = false;            ///< a live object with that id (false: unknown or stale)
     uint32_t index = 0, generation = 0;
     uint32_t owner = 0;            ///< the owning client id; 0 = the scene (or a playback world)
-    bool owner_connected = false;  ///< the owner's session is still open (its name is known)
-    std::string owner_name;        ///< the owner's client_name when connected
+    bool owner_connected = false;  ///< the owner's session is still open
+    /// Whether owner_name is filled in (--admin-owner-names): off by default, since anyone who
+    /// can reach the port would otherwise read every player's chosen name.
+    bool owner_name_shown = false;
+    std::string owner_name;        ///< the owner's client_name when connected and shown
     bool shared = true;
   };
   enum class Outcome { Answered, Busy, Timeout };
@@ -140,9 +144,10 @@ ProcessFigures read_process_figures();
 /// The /metrics body for `s` and `p` (metric names and meanings: docs in /metrics' HELP lines).
 std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p);
 
-/// The HTTP side: a cpp-httplib server on its own accept thread with a small bounded worker
-/// pool. Only GET and HEAD of /metrics, /healthz, /readyz and /objects/<id>; other paths 404,
-/// other methods 405.
+/// The HTTP side: the routes on an HttpFront (one thread, bounded connections, head sizes and
+/// deadlines; admin_http.h) plus one worker thread for /objects, whose answer comes from the
+/// tick thread. Only GET and HEAD of /metrics, /healthz, /readyz and /objects/<id>; other paths
+/// 404, other methods 405.
 class AdminServer {
  public:
   struct Options {
@@ -160,6 +165,8 @@ class AdminServer {
   AdminServer& operator=(const AdminServer&) = delete;
 
   uint16_t port() const { return port_; }
+  /// What the front refused so far (evictions, deadlines, oversized heads).
+  HttpFrontStats front_stats() const;
 
  private:
   AdminServer() = default;

@@ -295,6 +295,9 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
             "operator binds wider (0.0.0.0 in a container)");
   add_admin("--health-stall-seconds", config.health_stall_seconds,
             "/healthz answers 503 once the last completed tick is older than this [s], [0.05, 3600]");
+  add_admin("--admin-owner-names", config.admin_owner_names,
+            "GET /objects/<id> also shows the owner's client name (off by default: anyone who can reach the "
+            "port would read every player's name)");
   auto* sim = app.add_option_group("Network simulation", "Testing only: impair every datagram the server sends");
   auto add_sim = [&](const std::string& flag, auto& field, const std::string& description) {
     return add_setting(*sim, with_env, flag, field, description);

@@ -281,7 +281,8 @@ struct Server::Impl {
         for (const Session& s : core->sessions().sessions()) {
           if (s.client_id != o->owner) continue;
           a.owner_connected = true;
-          a.owner_name = s.name;
+          a.owner_name_shown = config.admin_owner_names;
+          if (a.owner_name_shown) a.owner_name = s.name;
           break;
         }
       }

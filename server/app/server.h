@@ -119,6 +119,9 @@ struct ServerConfig {
   int admin_port = 0;
   /// --health-stall-seconds: /healthz answers 503 once the last completed tick is older than this [s].
   double health_stall_seconds = 2.0;
+  /// --admin-owner-names: GET /objects/<id> also gives the owner's client name. Off by default:
+  /// anyone who can reach the port would read every player's chosen name.
+  bool admin_owner_names = false;
 
   /// Field by field (--dump-config checks that its file loads back to the same settings).
   friend bool operator==(const ServerConfig&, const ServerConfig&) = default;

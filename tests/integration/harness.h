@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -42,6 +43,27 @@ inline constexpr milliseconds kWaitTimeout{3000};
 /// 1 ms, so at ~100 datagrams/s this is never reached before the deadline unless a loop spins.
 inline constexpr int kMaxIterations = 50'000;
 inline constexpr float kGravity = 9.81f;  ///< |g| of the test scenes [m/s^2]
+
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+/// Wall-clock thresholds (tick p99, snapshot rate, probe latency under attack) hold only on a
+/// quiet machine, not beside another test under `ctest -j2` on two cores. `make test` asserts the
+/// mechanisms and prints the figures; .ci/run's timing stage sets IMPULSE_TIMING_CHECKS=1 and
+/// runs those tests alone, where the thresholds are asserted too (docs/BENCHMARKS.md, "Timing checks").
+inline bool timing_checks() {
+  const char* v = std::getenv("IMPULSE_TIMING_CHECKS");
+  return !kSanitized && v != nullptr && std::string_view(v) == "1";
+}
 
 /// A scene with one static ground box: 100 m x 1 m x 100 m, top face at y = 0.
 inline constexpr std::string_view kGroundScene = R"({

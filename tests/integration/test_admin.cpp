@@ -1,7 +1,8 @@
 // The admin endpoint over real loopback HTTP (cpp-httplib's client) against a real server with
 // real clients: /metrics agrees with ServerStats, rises between scrapes and passes promtool;
 // /healthz flips to 503 when the tick loop is held; /readyz is 503 while draining; only GET and
-// HEAD of the three paths are served.
+// HEAD of the three paths are served; /objects; and the front under slow and oversized requests.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <httplib.h>
 
 #include "integration/harness.h"
+#include "server/app/admin_http.h"
 
 namespace impulse::test {
 namespace {
@@ -242,7 +244,7 @@ TEST(Admin, ServesOnlyGetAndHeadOfItsThreePaths) {
   EXPECT_EQ(head->status, 200);
   EXPECT_TRUE(head->body.empty());
 
-  // A header line past cpp-httplib's 8 KiB bound is refused, and the endpoint still serves.
+  // A request head past the front's 8 KiB bound is refused, and the endpoint still serves.
   httplib::Headers huge{{"X-Filler", std::string(16 * 1024, 'a')}};
   const httplib::Result refused = client.Get("/metrics", huge);
   EXPECT_TRUE(!refused || refused->status >= 400) << (refused ? refused->status : 0);
@@ -260,9 +262,8 @@ std::pair<uint64_t, double> ticks_during(const server::ServerStats& stats, milli
   return {load(stats.tick) - tick_before, std::chrono::duration<double>(Clock::now() - start).count()};
 }
 
-// A scrape flood, then a hostile scraper's connections that send nothing (each holds a worker
-// until the 2 s read timeout; more wait in the queue and the kernel's backlog). The tick must
-// not notice either: it only ever try_locks the hand-over.
+// A scrape flood, then a hostile scraper's connections that send nothing (each is held until its
+// 2 s deadline). The tick must not notice either: it only ever try_locks the hand-over.
 TEST(Admin, AScrapeFloodAndIdleConnectionsDoNotSlowTheTick) {
   RunningServer server(admin_options());
   ASSERT_TRUE(server.started()) << server.error();
@@ -314,6 +315,173 @@ TEST(Admin, AScrapeFloodAndIdleConnectionsDoNotSlowTheTick) {
   std::printf("[ info ] %llu ticks in %.2f s under %d scrapes; %llu ticks in %.2f s with 24 idle connections\n",
               static_cast<unsigned long long>(flood_ticks), flood_s, answered.load(),
               static_cast<unsigned long long>(idle_ticks), idle_s);
+}
+
+// --- The HTTP front under slow and oversized requests (server/app/admin_http.h) ---------------
+
+/// A blocking loopback TCP connection to `port`; -1 when it cannot connect.
+int tcp_connect(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool send_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+/// Everything the peer sends until it closes, or until `timeout` passes (then nullopt).
+std::optional<std::string> read_to_close(int fd, milliseconds timeout) {
+  std::string got;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return std::nullopt;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return got;  // closed (or reset)
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
+/// Whether the peer has closed `fd` (a read would return 0 or fail) without waiting.
+bool closed_by_peer(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 0) <= 0) return false;
+  char c;
+  return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
+}
+
+// Attack E: connections that drip a request head one byte at a time. With a thread per
+// connection, 40 of them left /healthz unanswered 4 times out of 4 and the orchestrator would
+// have killed a healthy server. Here 200 of them are held open and kept dripping (each one closed
+// by the server is reopened) while a probe asks for /healthz 30 times: every probe is answered,
+// and the server keeps no more than its 64-connection cap open.
+TEST(Admin, HealthzIsAnsweredWhile200SlowConnectionsDrip) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  const uint16_t port = server.server().admin_port();
+  constexpr int kSlow = 200;
+  std::vector<int> slow(kSlow, -1);
+  int reopened = 0;
+  const auto refill = [&] {
+    for (int& fd : slow) {
+      if (fd >= 0 && !closed_by_peer(fd)) continue;
+      if (fd >= 0) {
+        ::close(fd);
+        ++reopened;
+      }
+      fd = tcp_connect(port);
+      if (fd >= 0) send_all(fd, "GET /metrics HTTP/1.1\r\nX-Slow: ");
+    }
+  };
+  refill();
+  std::vector<double> latencies_ms;
+  for (int probe = 0; probe < 30; ++probe) {
+    for (const int fd : slow) {
+      if (fd >= 0) send_all(fd, "a");  // one more header byte each
+    }
+    const Clock::time_point start = Clock::now();
+    const int fd = tcp_connect(port);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::optional<std::string> response = read_to_close(fd, milliseconds(5000));
+    latencies_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    ::close(fd);
+    ASSERT_TRUE(response.has_value()) << "probe " << probe << " unanswered";
+    EXPECT_EQ(response->substr(0, 15), "HTTP/1.1 200 OK") << *response;
+    refill();
+    std::this_thread::sleep_for(milliseconds(20));  // a probe interval, not a synchronisation
+  }
+  int open_now = 0;
+  for (const int fd : slow) open_now += fd >= 0 && !closed_by_peer(fd) ? 1 : 0;
+  for (const int fd : slow) {
+    if (fd >= 0) ::close(fd);
+  }
+  // The cap, plus the probe being served and the few reopened since the last eviction.
+  EXPECT_GE(reopened, kSlow - 64) << "the connection cap closed the oldest slow connections";
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  const double worst = latencies_ms.back(), median = latencies_ms[latencies_ms.size() / 2];
+  std::printf("[ info ] /healthz with %d slow connections kept dripping: median %.2f ms, worst %.2f ms; "
+              "%d reopened after the server closed them, %d of %d open at the end\n",
+              kSlow, median, worst, reopened, open_now, kSlow);
+  if (timing_checks()) {
+    EXPECT_LE(worst, 100.0) << "a liveness probe must be answered within 100 ms";
+  }
+}
+
+TEST(Admin, ARequestHeadPast8KiBGets431AndADripperIsClosedAtTheDeadline) {
+  server::HttpFront::Options o;
+  o.port = 0;
+  o.request_deadline = milliseconds(300);
+  std::string error;
+  const auto front = server::HttpFront::start(
+      o, [](std::string_view path, server::HttpRespond respond) { respond(server::HttpReply{200, "text/plain", std::string(path)}); },
+      &error);
+  ASSERT_TRUE(front) << error;
+
+  // 100 KiB of header lines: refused at 8 KiB, and never buffered past it.
+  const int big = tcp_connect(front->port());
+  ASSERT_GE(big, 0);
+  std::string head = "GET /x HTTP/1.1\r\n";
+  while (head.size() < 100 * 1024) head += "X-Filler: " + std::string(100, 'a') + "\r\n";
+  send_all(big, head);  // may fail part-way once the server closes: that is fine
+  const std::optional<std::string> refused = read_to_close(big, milliseconds(5000));
+  ::close(big);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->substr(0, 12), "HTTP/1.1 431") << *refused;
+  EXPECT_EQ(front->stats().header_too_big, 1u);
+
+  // A byte every 50 ms never completes a head: closed at the 300 ms deadline.
+  const int drip = tcp_connect(front->port());
+  ASSERT_GE(drip, 0);
+  send_all(drip, "GET /x HTTP/1.1\r\n");
+  const Clock::time_point start = Clock::now();
+  bool closed = false;
+  for (int i = 0; i < 200 && !closed; ++i) {
+    std::this_thread::sleep_for(milliseconds(50));  // the attacker's drip interval
+    closed = closed_by_peer(drip) || !send_all(drip, "b");
+  }
+  const double held_s = std::chrono::duration<double>(Clock::now() - start).count();
+  ::close(drip);
+  EXPECT_TRUE(closed);
+  EXPECT_GE(held_s, 0.25);
+  EXPECT_EQ(front->stats().timed_out, 1u);
+
+  // Well-formed: answered, with the query string stripped; malformed lines get 400, other methods 405.
+  const auto ask = [&](std::string_view request) {
+    const int fd = tcp_connect(front->port());
+    send_all(fd, request);
+    const std::optional<std::string> r = read_to_close(fd, milliseconds(5000));
+    ::close(fd);
+    return r.value_or("");
+  };
+  const std::string ok = ask("GET /a/b?c=d HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(ok.substr(0, 15), "HTTP/1.1 200 OK") << ok;
+  EXPECT_EQ(ok.substr(ok.size() - 4), "/a/b") << ok;
+  EXPECT_EQ(ask("GET\r\n\r\n").substr(0, 12), "HTTP/1.1 400");
+  EXPECT_EQ(ask("GET x HTTP/1.1\r\n\r\n").substr(0, 12), "HTTP/1.1 400");
+  const std::string post = ask("POST /a HTTP/1.1\r\nContent-Length: 1\r\n\r\nx");
+  EXPECT_EQ(post.substr(0, 12), "HTTP/1.1 405") << post;
+  EXPECT_NE(post.find("Allow: GET, HEAD\r\n"), std::string::npos) << post;
+  const std::string head_only = ask("HEAD /abc HTTP/1.1\r\n\r\n");
+  EXPECT_NE(head_only.find("Content-Length: 4\r\n"), std::string::npos) << head_only;
+  EXPECT_EQ(head_only.substr(head_only.size() - 4), "\r\n\r\n") << "HEAD: no body";
 }
 
 TEST(Admin, ATakenAdminPortFailsTheStartAndNamesTheFlag) {
@@ -381,7 +549,12 @@ TEST(Admin, PromtoolCheckMetricsAcceptsTheExposition) {
 
 // GET /objects/<id>: the tick thread answers who owns an object (snapshots do not carry owners).
 TEST(Admin, ObjectsNamesAClientsBodysOwnerAndTheScenesAsNone) {
-  RunningServer server(admin_options());
+  ServerOptions options = admin_options();
+  options.configure = [](server::ServerConfig& c) {
+    c.admin_port = -1;
+    c.admin_owner_names = true;
+  };
+  RunningServer server(options);
   ASSERT_TRUE(server.started()) << server.error();
   const uint16_t port = server.server().admin_port();
   ClientDriver alice;
@@ -443,6 +616,26 @@ TEST(Admin, ObjectsNamesAClientsBodysOwnerAndTheScenesAsNone) {
   const std::optional<httplib::Response> gone = get(port, own_path);
   ASSERT_TRUE(gone.has_value());
   EXPECT_EQ(gone->status, 404) << gone->body;
+}
+
+// Without --admin-owner-names, anyone who reaches the port learns who owns a body (a client id)
+// but not the player's chosen name.
+TEST(Admin, ObjectsHidesOwnerNamesUnlessAsked) {
+  RunningServer server(admin_options());
+  ASSERT_TRUE(server.started()) << server.error();
+  ClientDriver alice;
+  std::string error;
+  ASSERT_TRUE(alice.connect(server.port(), &error, "alice-secret-name")) << error;
+  const ObjectID own = alice.create_ok(make_sphere(0.5f, {0, 2, 0}));
+  ASSERT_NE(own, ObjectID{});
+  const std::optional<httplib::Response> r =
+      get(server.server().admin_port(), "/objects/" + std::to_string(own.index) + ":" + std::to_string(own.generation));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->body.find("\"owner\":" + std::to_string(alice.client.client_id()) + ",\"owner_name\":null,\"owner_connected\":true"),
+            std::string::npos)
+      << r->body;
+  EXPECT_EQ(r->body.find("alice-secret-name"), std::string::npos) << r->body;
 }
 
 TEST(Admin, ObjectsAnswers503WhenTheTickLoopDoesNotAnswer) {

@@ -21,28 +21,6 @@
 namespace impulse::test {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-// Wall-clock thresholds (tick p99, snapshot rate under attack) hold only on a quiet machine, not
-// beside another test under `ctest -j2` on two cores. `make test` asserts the mechanisms (caps,
-// refusals, nothing lost) and prints the figures; .ci/run's timing stage sets
-// IMPULSE_TIMING_CHECKS=1 and runs these tests alone, where the thresholds are asserted too
-// (docs/BENCHMARKS.md, "Timing checks").
-bool timing_checks() {
-  const char* v = std::getenv("IMPULSE_TIMING_CHECKS");
-  return !kSanitized && v != nullptr && std::string_view(v) == "1";
-}
-
 bool finite_state(const physics::BodyState& b) {
   return is_finite(b.position) && is_finite(b.orientation) && is_finite(b.velocity) && is_finite(b.angular_velocity);
 }

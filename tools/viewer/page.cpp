@@ -272,7 +272,7 @@ function showSelected() {
 function ownerText(status, a) {
   if (status === 200 && a) {
     if (a.owner === null) return 'none (scene)';
-    const who = 'client ' + a.owner + (a.owner_connected ? ' "' + a.owner_name + '"' : ' (disconnected)');
+    const who = 'client ' + a.owner + (a.owner_connected ? (a.owner_name ? ' "' + a.owner_name + '"' : '') : ' (disconnected)');
     return who + (a.shared ? ', shared' : '');
   }
   return 'unknown: ' + ((a && a.error) || ('HTTP ' + status));
