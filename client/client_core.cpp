@@ -50,8 +50,8 @@ static_assert(static_cast<int>(BodyKind::Kinematic) == static_cast<int>(wire::Bo
               static_cast<int>(wire::BodyKind::MAX) == 2);
 static_assert(static_cast<int>(ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane) &&
               static_cast<int>(wire::ShapeKind::MAX) == 3);
-static_assert(static_cast<int>(ResultCode::NotAReplay) == static_cast<int>(wire::ResultCode::NotAReplay) &&
-              static_cast<int>(wire::ResultCode::MAX) == 17);
+static_assert(static_cast<int>(ResultCode::NotController) == static_cast<int>(wire::ResultCode::NotController) &&
+              static_cast<int>(wire::ResultCode::MAX) == 18);
 static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&
               static_cast<int>(wire::ContactEventType::MAX) == 1);
 static_assert(static_cast<int>(ReplayAction::SetSpeed) == static_cast<int>(wire::ReplayAction::SetSpeed) &&
@@ -240,7 +240,12 @@ struct ClientCore::Impl {
       std::copy(built.begin(), built.end(), send_buffer.begin());
       const auto stamped = std::span<uint8_t>(send_buffer.data(), built.size());
       const uint32_t sequence = acks.on_send(now_, built.size() + net::kSealOverheadBytes);
-      if (sequence == 0) return;
+      if (sequence == 0) {
+        // 2^32 - 1 sent: a sequence is the seal's nonce and may never repeat under this key.
+        fail(ConnectFailure::ConnectionLost, ResultCode::Ok,
+             "the session's packet sequence space is used up (2^32 - 1 datagrams): connect again");
+        return;
+      }
       const net::AckFields f = acks.ack_fields();
       wire::stamp_header(stamped, wire::PacketHeader(sequence, f.ack, f.ack_bits));
       acked_through = f.ack;
@@ -593,6 +598,14 @@ struct ClientCore::Impl {
       return;
     }
     if (const auto* accepted = envelope.message_as_ConnectAccepted()) {
+      // It must answer this attempt's Connect: one that echoes another key share answers a
+      // replayed Connect (or an earlier attempt), and its keys would not be ours.
+      const auto* echoed = accepted->client_kx_public();
+      if (echoed == nullptr || echoed->size() != kx.public_key.size() ||
+          !std::equal(echoed->begin(), echoed->end(), kx.public_key.begin())) {
+        ++stats.datagrams_unauthenticated;
+        return;
+      }
       const wire::QuantizationConfig q = to_quantization(accepted->quantization());
       std::string problem;
       if (!q.validate(&problem)) {

@@ -4,11 +4,19 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "shared/wire/codec.h"
 
 namespace impulse::server {
+
+bool PlaybackDriver::may_control(uint32_t client_id, bool token_bound) const {
+  if (options_.anyone_controls) return true;
+  // An anonymous session's id is the server's own numbering: it proves nothing.
+  return token_bound &&
+         std::find(options_.controllers.begin(), options_.controllers.end(), client_id) != options_.controllers.end();
+}
 
 std::unique_ptr<PlaybackDriver> PlaybackDriver::open(physics::World& world, const ReplayOptions& options,
                                                      std::string* error) {
@@ -34,6 +42,13 @@ std::unique_ptr<PlaybackDriver> PlaybackDriver::open(physics::World& world, cons
     if (!d->playback_.seek(*options.from_tick, &seek_error)) return fail(fmt::format("--from: {}", seek_error));
   }
   d->options_ = options;
+  if (options.anyone_controls) {
+    spdlog::info("replay: every spectator may pause, seek and change the speed (--anyone-controls)");
+  } else if (!options.controllers.empty()) {
+    spdlog::info("replay: the timeline is controlled by client id(s) {} (--controller)", fmt::join(options.controllers, ", "));
+  } else {
+    spdlog::info("replay: nobody controls the timeline: it plays as started (--controller or --anyone-controls to allow it)");
+  }
   d->speed_ = options.speed;
   d->step_ = std::chrono::nanoseconds(1'000'000'000LL / d->tick_hz_);
   return d;
@@ -119,7 +134,7 @@ void PlaybackDriver::end_of_recording() {
     return;
   }
   paused_ = true;
-  spdlog::info("replay: end of the recording at tick {}: paused (a spectator may seek, or resume to play it from "
+  spdlog::info("replay: end of the recording at tick {}: paused (a controller may seek, or resume to play it from "
                "the start)",
                playback_.tick());
 }

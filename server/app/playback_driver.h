@@ -50,6 +50,10 @@ class PlaybackDriver {
   /// Plays the next recorded tick; at the last tick pauses or, with --loop, seeks to the first.
   Played play_one();
 
+  /// Whether the session of `client_id` may control the shared timeline (ReplayOptions::
+  /// controllers, anyone_controls); `token_bound`: its id was proven by a connect token.
+  bool may_control(uint32_t client_id, bool token_bound) const;
+
   /// Applies a spectator's ReplayControl (already range-checked) at `now`: `who` names it in the
   /// log. Returns the result code and, on failure, sets *message. A Seek is answered Ok once it
   /// is queued; see seek_step() for when the world gets there.

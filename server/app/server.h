@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace impulse::physics {
 class World;
@@ -141,6 +142,12 @@ struct ReplayOptions {
   int snapshot_hz = 0;                ///< snapshots per second; 0 = the recording's rate
   double status_interval_s = 10;      ///< seconds between status log lines
   bool check_hashes = true;           ///< compare every played tick's world_hash with the recorded one
+  /// Who may pause, resume, seek or change the speed of the one shared timeline (ReplayControl;
+  /// others get NotController). --controller: connect-token client ids (needs --token-key, so
+  /// that the id is proven); --anyone-controls: every spectator (a trusted audience, or tests).
+  /// Neither: nobody, and the timeline plays as started (--speed, --from, --loop).
+  std::vector<uint32_t> controllers;
+  bool anyone_controls = false;
 };
 
 /// Monotonic counters, readable from any thread while the server runs.
@@ -183,7 +190,7 @@ struct ServerStats {
   /// Request results by wire::ResultCode value (the index): every answer counted in
   /// requests_applied (Ok) or requests_rejected (the rest). kResultCodes = ResultCode::MAX + 1,
   /// checked against the schema in server_core.cpp.
-  static constexpr size_t kResultCodes = 18;
+  static constexpr size_t kResultCodes = 19;
   std::array<std::atomic<uint64_t>, kResultCodes> request_results{};
   // Where the live tick's time goes, summed over all updates [ns] (wall clock of the server thread).
   std::atomic<uint64_t> step_ns{0};            ///< physics steps (and recording)

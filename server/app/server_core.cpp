@@ -496,6 +496,15 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
     push_bounded(from, wire::build_challenge(fbb_, fresh), request_bytes, out);
     return;
   }
+  // A client makes a fresh key pair for each connect attempt, so a share that already made a
+  // session is a captured Connect sent again (its session ended, or it comes from elsewhere).
+  // Dropped unanswered: it creates no session and replaces none.
+  security::SpentKeyShares::Share share{};
+  std::copy(m.kx_public()->begin(), m.kx_public()->end(), share.begin());  // 32: check_request
+  if (spent_shares_.contains(share, now)) {
+    rejects_.note(RejectReason::ReplayedConnect, from, {}, now);
+    return;
+  }
 
   uint32_t client_id = 0;
   uint32_t max_objects = static_cast<uint32_t>(config_.max_objects_per_client);
@@ -558,6 +567,7 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
 void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, uint32_t client_id,
                                 uint32_t max_objects, const SessionKeying& keying, TimePoint now, Outbox& out) {
   Session* s = sessions_.add(from, sanitize_for_log(client_name_of(m), wire::kMaxClientNameBytes), now, client_id);
+  spent_shares_.add(keying.client_public, now);
   if (s == nullptr) return;
   s->protection.send_key = keying.send_key;
   s->protection.receive_key = keying.receive_key;
@@ -605,6 +615,7 @@ void ServerCore::send_accepted(Session& s, TimePoint now, Outbox& out) {
   a.max_objects = s.max_objects;
   a.first_request_id = 1;
   a.kx_public = s.server_kx_public;
+  a.client_kx_public = s.client_kx_public;
   a.token_bound = s.token_bound;
   if (playback_) {
     a.replay = true;
@@ -751,6 +762,15 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       rejects_.note(RejectReason::ReadOnly, s.endpoint, wire::EnumNameMessage(r.type), now);
       count_result(ResultCode::ReadOnly);
       s.requests.answer(r.request_id, ResultCode::ReadOnly, r.id, kReadOnlyMessage);
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (r.type == Message::ReplayControl && !playback_->may_control(s.client_id, s.token_bound)) {
+      rejects_.note(RejectReason::NotController, s.endpoint, wire::EnumNameReplayAction(r.replay_action), now);
+      count_result(ResultCode::NotController);
+      s.requests.answer(r.request_id, ResultCode::NotController, ObjectID{},
+                        "this replay's timeline is the operator's: only a controller may pause, seek or change "
+                        "the speed (impulse-replay serve --controller CLIENT_ID with --token-key, or --anyone-controls)");
       answer_slot(s, *slot, now, out);
       continue;
     }

@@ -451,4 +451,27 @@ bool write_token_key(const std::string& path, const TokenKey& key, std::string* 
   return true;
 }
 
+// --- Spent key shares ---------------------------------------------------------------------------
+
+void SpentKeyShares::expire(TimePoint now) {
+  while (!order_.empty() && (now - order_.front().first >= lifetime_ || spent_.size() > capacity_)) {
+    const auto it = spent_.find(order_.front().second);
+    // Only the share's latest entry removes it (an earlier one was refreshed by add()).
+    if (it != spent_.end() && it->second == order_.front().first) spent_.erase(it);
+    order_.pop_front();
+  }
+}
+
+bool SpentKeyShares::contains(const Share& share, TimePoint now) {
+  expire(now);
+  return spent_.count(share) != 0;
+}
+
+void SpentKeyShares::add(const Share& share, TimePoint now) {
+  if (capacity_ == 0) return;
+  spent_[share] = now;
+  order_.emplace_back(now, share);
+  expire(now);
+}
+
 }  // namespace impulse::server::security

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <chrono>
+#include <deque>
+#include <map>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -232,5 +234,32 @@ bool load_token_key(const std::string& path, TokenKey* key, std::string* error, 
 /// is left alone and reported (O_EXCL, so there is no race); with it the file is replaced
 /// atomically (temporary file in the same directory, fsync, rename).
 bool write_token_key(const std::string& path, const TokenKey& key, std::string* error, bool overwrite = false);
+
+/// Key shares (`Connect.kx_public`, 32 bytes) that made a session, remembered for as long as
+/// the cookie that let them in can still verify (two slots: 20 s by default). A client makes a
+/// fresh key pair for each connect attempt, so a Connect that carries a remembered share once
+/// its session is gone (or from another address) is a replay of a captured datagram: the server
+/// drops it unanswered, and it creates nothing. Bounded: at `capacity` the oldest share is
+/// forgotten first (a replay of it would then make an unconfirmed session, which gets no
+/// snapshots and ends after 2 s). Memory: about 120 bytes per share (a map node and a queue entry).
+class SpentKeyShares {
+ public:
+  using Share = std::array<uint8_t, 32>;
+  using TimePoint = std::chrono::steady_clock::time_point;
+  SpentKeyShares(std::chrono::nanoseconds lifetime, size_t capacity) : lifetime_(lifetime), capacity_(capacity) {}
+
+  /// Whether `share` made a session within the lifetime before `now`.
+  bool contains(const Share& share, TimePoint now);
+  /// Remembers `share` as spent at `now` (again: its time is refreshed).
+  void add(const Share& share, TimePoint now);
+  size_t size() const { return spent_.size(); }
+
+ private:
+  void expire(TimePoint now);
+  std::chrono::nanoseconds lifetime_;
+  size_t capacity_;
+  std::map<Share, TimePoint> spent_;               // share -> when it was spent (ordered: no hash order)
+  std::deque<std::pair<TimePoint, Share>> order_;  // oldest first; may hold refreshed duplicates
+};
 
 }  // namespace impulse::server::security

@@ -67,6 +67,9 @@ const char* to_string(RejectReason reason) {
       return "session ended unconfirmed: no sealed datagram within 2 s of its ConnectAccepted (half-open)";
     case RejectReason::RestoredNonFinite:
       return "body put back where the step found it, with its contact group: their solve was not finite";
+    case RejectReason::ReplayedConnect:
+      return "Connect replayed: its key share already made a session (dropped unanswered)";
+    case RejectReason::NotController: return "replay control from a spectator that is not a controller";
     case RejectReason::Count: break;
   }
   return "unknown";
@@ -108,6 +111,8 @@ const char* name_of(RejectReason reason) {
     case RejectReason::SealedWithoutSession: return "SealedWithoutSession";
     case RejectReason::Unconfirmed: return "Unconfirmed";
     case RejectReason::RestoredNonFinite: return "RestoredNonFinite";
+    case RejectReason::ReplayedConnect: return "ReplayedConnect";
+    case RejectReason::NotController: return "NotController";
     case RejectReason::Count: break;
   }
   return "Unknown";

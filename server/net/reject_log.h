@@ -52,6 +52,8 @@ enum class RejectReason : uint8_t {
   Unconfirmed,      ///< a session ended unconfirmed: no sealed datagram within kUnconfirmedSessionLifetime
   RestoredNonFinite,  ///< a body whose solve was not finite; its contact group was put back
                       ///< (World::restored_non_finite)
+  ReplayedConnect,  ///< a Connect whose key share already made a session (security::SpentKeyShares)
+  NotController,    ///< a spectator's ReplayControl on a serve whose timeline it may not control
   Count,
 };
 const char* to_string(RejectReason reason);

@@ -459,6 +459,7 @@ size_t min_connect_bytes() {
     a.max_objects = a.first_request_id = UINT32_MAX;
     a.replay = true;
     a.kx_public.fill(0xFF);
+    a.client_kx_public.fill(0xFF);
     a.token_bound = true;
     return std::max(challenge, build_connect_accepted(fbb, a).size());
   }();
@@ -633,10 +634,11 @@ std::span<const uint8_t> build_connect_accepted(flatbuffers::FlatBufferBuilder& 
       CreateQuantization(fbb, q.world_bound, q.position_fraction_bits, q.orientation_bits, q.max_linear_speed,
                          q.linear_velocity_fraction_bits, q.max_angular_speed, q.angular_velocity_fraction_bits);
   const auto kx = fbb.CreateVector(args.kx_public.data(), args.kx_public.size());
+  const auto client_kx = fbb.CreateVector(args.client_kx_public.data(), args.client_kx_public.size());
   const auto message =
       CreateConnectAccepted(fbb, args.client_id, args.tick_hz, args.snapshot_hz, args.tick, quantization,
                             args.max_objects, args.first_request_id, args.replay, args.replay_first_tick,
-                            args.replay_last_tick, kx, args.token_bound);
+                            args.replay_last_tick, kx, args.token_bound, client_kx);
   return finish(fbb, Message::ConnectAccepted, message.Union());
 }
 

@@ -25,7 +25,7 @@ namespace impulse::wire {
 /// interest and delta-compressed snapshots; version 4 bit-packed collision events
 /// (CollisionEvents.packed); version 5 sealed packets after the handshake (Connect.kx_public,
 /// ConnectAccepted.kx_public, shared/net/packet_crypto.h) (docs/PROTOCOL.md).
-inline constexpr uint16_t kProtocolVersion = 5;
+inline constexpr uint16_t kProtocolVersion = 6;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Bytes a sealed session datagram adds to its FlatBuffers plaintext: an 8-byte prefix and a
@@ -246,6 +246,9 @@ struct AcceptedArgs {
   uint64_t replay_last_tick = 0;   ///< replay: the recording's last complete tick
   std::array<uint8_t, kKxPublicBytes> kx_public{};  ///< the server's X25519 public key of this session
   bool token_bound = false;      ///< the packet keys mix in the connect token's session secret
+  /// The client's key share (Connect.kx_public) this answers, echoed so that the client can tell
+  /// an answer to its own Connect from an answer to a replayed one (protocol 6).
+  std::array<uint8_t, kKxPublicBytes> client_kx_public{};
 };
 
 /// The smallest Connect the server answers [bytes]: the size of the largest possible Challenge,

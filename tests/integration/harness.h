@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -28,6 +29,7 @@
 #include "impulse/client.h"
 #include "impulse/schemas/impulse_generated.h"
 #include "server/app/server.h"
+#include "server/net/handshake.h"
 #include "shared/net/packet_crypto.h"
 #include "shared/wire/codec.h"
 
@@ -64,6 +66,36 @@ inline bool timing_checks() {
   const char* v = std::getenv("IMPULSE_TIMING_CHECKS");
   return !kSanitized && v != nullptr && std::string_view(v) == "1";
 }
+
+/// A connect-token key file in a fresh temporary directory, removed with the object.
+struct TempTokenKey {
+  TempTokenKey() {
+    static std::atomic<int> counter{0};
+    dir = std::filesystem::temp_directory_path() /
+          ("impulse-token-key-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+    path = (dir / "game.key").string();
+    key = server::security::make_token_key();
+    std::string error;
+    EXPECT_TRUE(server::security::write_token_key(path, key, &error, true)) << error;
+  }
+  ~TempTokenKey() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  TempTokenKey(const TempTokenKey&) = delete;
+  TempTokenKey& operator=(const TempTokenKey&) = delete;
+  /// A client token (token || session secret) for `client_id`, valid for 10 minutes.
+  std::vector<uint8_t> client_token(uint64_t client_id) const {
+    server::security::TokenClaims claims;
+    claims.client_id = client_id;
+    claims.expires_unix_s = static_cast<uint64_t>(std::time(nullptr)) + 600;
+    return server::security::issue_client_token(key, claims);
+  }
+  std::filesystem::path dir;
+  std::string path;
+  server::security::TokenKey key;
+};
 
 /// A scene with one static ground box: 100 m x 1 m x 100 m, top face at y = 0.
 inline constexpr std::string_view kGroundScene = R"({

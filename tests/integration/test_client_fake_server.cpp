@@ -117,6 +117,7 @@ TEST(ClientTransport, HandsTheCoreEachDatagramsRealSenderSoStrangersAreDropped) 
   net::SessionKeys keys;
   ASSERT_TRUE(net::server_session_keys(server_kx, client_public, net::BindingSecret{}, &keys));
   accepted.kx_public = server_kx.public_key;
+  accepted.client_kx_public = client_public;
   send_stamped(fake, wire::build_connect_accepted(fake.fbb, accepted), 1, *client_endpoint);
   ASSERT_TRUE(poll_one_datagram(client));
   ASSERT_TRUE(client.connected()) << client.connection_error().message;

@@ -54,7 +54,8 @@ size_t compare_views(const std::vector<ObjectState>& recorded, const std::vector
 class RunningReplay {
  public:
   explicit RunningReplay(const std::string& file, double speed = 1.0, int snapshot_hz = 0)
-      : server_(make_config(), make_replay(file, speed, snapshot_hz)) {
+      : RunningReplay(make_config(), make_replay(file, speed, snapshot_hz)) {}
+  RunningReplay(const server::ServerConfig& config, const server::ReplayOptions& replay) : server_(config, replay) {
     started_ = server_.start(&error_);
     if (started_) thread_ = std::thread([this] { server_.run(); });
   }
@@ -68,7 +69,7 @@ class RunningReplay {
   const std::string& error() const { return error_; }
   uint16_t port() const { return server_.local_port(); }
 
- private:
+  // The defaults of these tests, for one that adjusts them.
   static server::ServerConfig make_config() {
     server::ServerConfig c;
     c.bind = "127.0.0.1";
@@ -83,8 +84,11 @@ class RunningReplay {
     r.speed = speed;
     r.snapshot_hz = snapshot_hz;
     r.status_interval_s = 3600;
+    r.anyone_controls = true;  // these spectators are the audience; ATokenController... narrows it
     return r;
   }
+
+ private:
   server::Server server_;
   bool started_ = false;
   std::string error_;
@@ -348,6 +352,46 @@ TEST(ReplayServeSeekFlood, OtherSpectatorsKeepTheirSnapshotRate) {
   EXPECT_TRUE(watcher.poll_until([&] { return watcher.client.snapshot_tick() == info.last_tick; },
                                  kWaitTimeout + milliseconds{4000}))
       << "the watcher is at tick " << watcher.client.snapshot_tick() << ", the seek went to " << info.last_tick;
+}
+
+// Attack F over loopback: serve --token-key KEY --controller 7. Spectator 7 pauses and resumes
+// the shared timeline; spectator 8 (a valid token too) gets NotController and changes nothing.
+TEST_F(ReplayServe, ATokenControllerPausesAndAnotherTokenSpectatorCannot) {
+  TempTokenKey key;
+  server::ServerConfig config = RunningReplay::make_config();
+  config.token_key_file = key.path;
+  server::ReplayOptions options = RunningReplay::make_replay(*path_, 1.0, 0);
+  options.anyone_controls = false;
+  options.controllers = {7};
+  options.loop = true;
+  RunningReplay replay(config, options);
+  ASSERT_TRUE(replay.started()) << replay.error();
+  ClientDriver controller, other;
+  std::string error;
+  ASSERT_TRUE(controller.client.connect("127.0.0.1", replay.port(), milliseconds{2000}, &error, "seven",
+                                        key.client_token(7)))
+      << error;
+  ASSERT_TRUE(other.client.connect("127.0.0.1", replay.port(), milliseconds{2000}, &error, "eight", key.client_token(8)))
+      << error;
+  ASSERT_NE(other.wait_snapshot_after(0), 0u);
+
+  const auto refused = other.wait_result(other.client.replay_control(ReplayAction::Pause));
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->code, ResultCode::NotController);
+  EXPECT_NE(refused->message.find("--controller"), std::string::npos) << refused->message;
+  // Still playing: the ticks advance for everyone.
+  const uint64_t at = other.client.snapshot_tick();
+  EXPECT_NE(other.wait_snapshot_after(at + 5), 0u);
+
+  const auto paused = controller.wait_result(controller.client.replay_control(ReplayAction::Pause));
+  ASSERT_TRUE(paused.has_value());
+  EXPECT_EQ(paused->code, ResultCode::Ok);
+  const auto resumed_by_other = other.wait_result(other.client.replay_control(ReplayAction::Resume));
+  ASSERT_TRUE(resumed_by_other.has_value());
+  EXPECT_EQ(resumed_by_other->code, ResultCode::NotController);
+  const auto resumed = controller.wait_result(controller.client.replay_control(ReplayAction::Resume));
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ(resumed->code, ResultCode::Ok);
 }
 
 TEST(ReplayServeLive, ALiveServerRefusesReplayControl) {

@@ -10,27 +10,8 @@
 namespace impulse::test {
 namespace {
 
-/// A token key file in a fresh temporary directory, removed with the object.
-struct KeyFile {
-  KeyFile() {
-    dir = std::filesystem::temp_directory_path() / ("impulse-sealed-tokens-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    path = (dir / "game.key").string();
-    key = server::security::make_token_key();
-    std::string error;
-    EXPECT_TRUE(server::security::write_token_key(path, key, &error, true)) << error;
-  }
-  ~KeyFile() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  std::filesystem::path dir;
-  std::string path;
-  server::security::TokenKey key;
-};
-
 TEST(SealedTokens, TheClientTokensSecretKeysTheSessionAndTheBareTokenCannotActInOne) {
-  KeyFile key_file;
+  TempTokenKey key_file;
   ServerOptions options;
   options.token_key_file = key_file.path;
   RunningServer server(options);

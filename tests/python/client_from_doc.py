@@ -110,7 +110,7 @@ def test_vectors(doc):
     rc = h(mv["Raycast with back_faces"])
     W = ic.W
     e = W.Envelope.Envelope.GetRootAs(mk, 0)
-    check(mk[4:8] == b"IMPL" and e.ProtocolVersion() == 5, "MoveKinematic vector: envelope")
+    check(mk[4:8] == b"IMPL" and e.ProtocolVersion() == ic.PROTOCOL_VERSION, "MoveKinematic vector: envelope")
     check(e.MessageType() == W.Message.Message.MoveKinematic == 23, "MoveKinematic union type 23")
     hd = e.Header()
     check(hd is not None and (hd.Sequence(), hd.Ack(), hd.AckBits()) == (0, 0, 0), "MoveKinematic header zero")
@@ -121,7 +121,7 @@ def test_vectors(doc):
     check(q is not None and (q.X(), q.Y(), q.Z(), q.W()) == (0.0, ic.f32(0.6), 0.0, ic.f32(0.8)),
           "MoveKinematic orientation")
     e = W.Envelope.Envelope.GetRootAs(rc, 0)
-    check(e.MessageType() == W.Message.Message.Raycast and e.ProtocolVersion() == 5, "Raycast vector envelope")
+    check(e.MessageType() == W.Message.Message.Raycast and e.ProtocolVersion() == ic.PROTOCOL_VERSION, "Raycast vector envelope")
     r = ic.union_as(e, W.Raycast, "Raycast")
     o, t = r.Origin(), r.Translation()
     check(r.RequestId() == 8 and (o.X(), o.Y(), o.Z()) == (0, -0.5, 0) and (t.X(), t.Y(), t.Z()) == (0, 2, 0),
@@ -570,6 +570,14 @@ def live(exe, tmp):
         log = srv.text()
         ok("Disconnect (3 copies): the session is gone (a padded plaintext Ping is answered with a %d-byte "
            "Pong, header zero)" % pong[2])
+        # "A replayed Connect creates nothing": the session's own Connect, sent again after it ended
+        import select
+        c.send_raw(c.last_connect)
+        check(not select.select([c.sock], [], [], 0.5)[0], "a replayed Connect was answered after its session ended")
+        pong = sessionless_ping(c.sock, c.addr, 4244, 1.0)
+        check(pong is not None and pong[1] == (0, 0, 0), "a replayed Connect made a session: %r" % (pong,))
+        ok("the session's Connect replayed after it ended: unanswered, and no session (a sessionless Ping is "
+           "still answered with header zero)")
         c.close()
         return log
     finally:

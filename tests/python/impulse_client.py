@@ -18,9 +18,9 @@ import flatbuffers
 import nacl.bindings as nb
 import xxhash
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 MAX_DATAGRAM = 1200
-MIN_CONNECT_BYTES = 208          # "The handshake", step 1 (protocol 5)
+MIN_CONNECT_BYTES = 248          # "The handshake", step 1 (protocol 6)
 SESSIONLESS_PING_BYTES = 128     # "Ping and the server clock": >= the 88-byte Pong
 
 W = None  # the generated module namespace impulse.wire, set by load_bindings()
@@ -720,7 +720,7 @@ _LAYOUT = {
     "Challenge": {0: ("v", 1)},
     "ConnectAccepted": {0: ("s", 4), 1: ("s", 2), 2: ("s", 2), 3: ("s", 8), 4: ("t", "Quantization"),
                         5: ("s", 4), 6: ("s", 4), 7: ("s", 1), 8: ("s", 8), 9: ("s", 8), 10: ("v", 1),
-                        11: ("s", 1)},
+                        11: ("s", 1), 12: ("v", 1)},
     "Quantization": {0: ("s", 4), 1: ("s", 1), 2: ("s", 1), 3: ("s", 4), 4: ("s", 1), 5: ("s", 4),
                      6: ("s", 1)},
     "ConnectRejected": {0: ("s", 2), 1: ("str",)},
@@ -1073,6 +1073,11 @@ class Client:
                                                                 (rj.Message() or b"").decode("utf-8", "replace")))
             elif name == "ConnectAccepted":
                 ca = union_as(env, W.ConnectAccepted, "ConnectAccepted")
+                echoed = bytes(ca.ClientKxPublic(i) for i in range(ca.ClientKxPublicLength()))
+                if echoed != self.kx_pk:
+                    # "Connect replay": it answers another Connect (a replay of an earlier one).
+                    self._count(self.dropped, "ConnectAccepted for another key share")
+                    continue
                 spk = bytes(ca.KxPublic(i) for i in range(ca.KxPublicLength()))
                 if len(spk) != 32:
                     raise ImpulseError("ConnectAccepted.kx_public is not 32 bytes")

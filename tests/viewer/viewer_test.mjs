@@ -220,7 +220,7 @@ async function main() {
   check(server.exitCode === 0 && fs.statSync(recording).size > 0, `the server stopped and left a recording of ${fs.statSync(recording).size} bytes`);
 
   // ------------------------------------------------------------------ 2. a replay
-  const replay = start('impulse-replay serve', [path.join(binDir, 'impulse-replay'), 'serve', recording, '--bind', '127.0.0.1', '--port', '0']);
+  const replay = start('impulse-replay serve', [path.join(binDir, 'impulse-replay'), 'serve', recording, '--bind', '127.0.0.1', '--port', '0', '--anyone-controls']);
   const replayPort = Number((await waitOutput(replay, /listening on UDP 127\.0\.0\.1:(\d+)/, 10000))[1]);
   const { viewer: replayViewer, port: replayHttp } = await startViewer('impulse-viewer (replay)', replayPort);
   try {

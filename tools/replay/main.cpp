@@ -3,12 +3,14 @@
 //   impulse-replay verify FILE
 //   impulse-replay export FILE --tick N --out scene.json
 //   impulse-replay serve FILE --port P [--speed X] [--from TICK] [--bind ADDR] [--snapshot-hz N] [--loop]
+//                        [--token-key KEY --controller ID ... | --anyone-controls]
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -95,6 +97,9 @@ struct ServeArgs {
   bool loop = false;
   int max_clients = 64;
   std::string log_level = "info";
+  std::string token_key;                 // spectators need a connect token sealed with this key
+  std::vector<uint32_t> controllers;     // token client ids that may control the shared timeline
+  bool anyone_controls = false;
 };
 
 // Plays the recording to spectators until SIGINT/SIGTERM (caught on a helper io_context, as in
@@ -104,7 +109,17 @@ int run_serve(const std::string& path, const ServeArgs& a) {
     std::fprintf(stderr, "impulse-replay: --port must be in 0..65535 (0 = any free port; got %d)\n", a.port);
     return 2;
   }
+  if (!a.controllers.empty() && a.token_key.empty()) {
+    std::fprintf(stderr, "impulse-replay: --controller needs --token-key: without tokens a client id proves nothing "
+                         "(or use --anyone-controls for a trusted audience)\n");
+    return 2;
+  }
+  if (!a.controllers.empty() && a.anyone_controls) {
+    std::fprintf(stderr, "impulse-replay: give --controller or --anyone-controls, not both\n");
+    return 2;
+  }
   impulse::server::ServerConfig config;
+  config.token_key_file = a.token_key;
   config.bind = a.bind;
   config.port = static_cast<uint16_t>(a.port);
   config.max_clients = a.max_clients;
@@ -116,6 +131,8 @@ int run_serve(const std::string& path, const ServeArgs& a) {
   replay.from_tick = a.from;
   replay.snapshot_hz = a.snapshot_hz;
   replay.loop = a.loop;
+  replay.controllers = a.controllers;
+  replay.anyone_controls = a.anyone_controls;
   impulse::server::Server server(config, replay);
   std::string error;
   if (!server.start(&error)) {
@@ -147,8 +164,8 @@ int main(int argc, char** argv) {
   exp->add_option("--out", out_path, "Scene file to write (JSON, schemas/scene.fbs)")->required();
   ServeArgs serve_args;
   auto* serve = app.add_subcommand(
-      "serve", "Play the recording to read-only spectators over the normal protocol (they may pause, seek and "
-               "change the speed of the one shared timeline)");
+      "serve", "Play the recording to read-only spectators over the normal protocol; its controllers may pause, "
+               "seek and change the speed of the one shared timeline");
   serve->add_option("FILE", path, "Recording file")->required();
   serve->add_option("--port", serve_args.port, "UDP port to listen on (0 = any free port)")->capture_default_str();
   serve->add_option("--bind", serve_args.bind, "Local address to listen on")->capture_default_str();
@@ -161,6 +178,15 @@ int main(int argc, char** argv) {
   serve->add_flag("--loop", serve_args.loop, "At the end restart from the first tick instead of pausing");
   serve->add_option("--max-clients", serve_args.max_clients, "Spectators at most")->capture_default_str();
   serve->add_option("--log-level", serve_args.log_level, "trace, debug, info, warn, error, off")->capture_default_str();
+  serve->add_option("--token-key", serve_args.token_key,
+                    "Spectators need a connect token sealed with this key file (impulse-server keygen / token), as "
+                    "with impulse-server --token-key");
+  serve->add_option("--controller", serve_args.controllers,
+                    "A token client id that may pause, seek and change the speed of the shared timeline "
+                    "(repeatable; needs --token-key). Without it nobody may: the timeline plays as started")
+      ->check(CLI::Range(1u, 4294967295u));
+  serve->add_flag("--anyone-controls", serve_args.anyone_controls,
+                  "Every spectator may control the shared timeline (a trusted audience, e.g. on loopback)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

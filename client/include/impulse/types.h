@@ -52,6 +52,7 @@ enum class ResultCode : uint16_t {
   RequestTooOld = 15,   ///< the request's sequence is below the server's dedup window; not applied
   ReadOnly = 16,        ///< the server plays a recording: spectators cannot change the world
   NotAReplay = 17,      ///< ReplayControl sent to a live server
+  NotController = 18,   ///< ReplayControl from a spectator that may not control the shared timeline
 };
 /// The code's name ("Ok", "StaleId", ...); "unknown" for a value this build does not know.
 const char* to_string(ResultCode code);

@@ -314,6 +314,7 @@ using Answer = std::function<void(ScriptedServer&, const wire::Connect&)>;
 void accept_with(ScriptedServer& fake, wire::AcceptedArgs a, bool token_bound = false) {
   ASSERT_TRUE(net::make_kx_keypair(&fake.server_kx));
   a.kx_public = fake.server_kx.public_key;
+  a.client_kx_public = fake.log.kx_public;  // the share it answers (protocol 6)
   a.token_bound = token_bound;
   fake.protection = net::PacketProtection{};
   fake.send(wire::build_connect_accepted(fake.fbb(), a));
@@ -697,6 +698,30 @@ TEST(ClientCoreScripted, RefusesAnAcceptWithAnUnusableQuantization) {
   EXPECT_NE(error.message.find("unusable snapshot quantisation"), std::string::npos) << error.message;
   EXPECT_FALSE(client.connected());
   EXPECT_EQ(client.client_id(), 0u);
+}
+
+// Attack D: a ConnectAccepted that answers a replay of an earlier Connect (another key share)
+// is not this attempt's: the client ignores it, counts it, and keeps waiting for its own, which
+// then connects it.
+TEST(ClientCoreScripted, IgnoresAConnectAcceptedThatEchoesAnotherKeyShare) {
+  ClientCore client;
+  ScriptedServer fake(client);
+  const ConnectionError error = connect_against(fake, client, [&](ScriptedServer& f, const wire::Connect&) {
+    wire::AcceptedArgs replayed;
+    replayed.client_id = 41;
+    replayed.tick_hz = 120;
+    replayed.snapshot_hz = 30;
+    replayed.quantization = to_args(wire::QuantizationConfig{});
+    replayed.kx_public.fill(0x11);
+    replayed.client_kx_public.fill(0x22);  // not the client's share
+    f.send_unstamped(wire::build_connect_accepted(f.fbb(), replayed));
+    f.step();
+    EXPECT_EQ(client.state(), ConnectionState::SendingCookie);
+    EXPECT_EQ(client.stats().datagrams_unauthenticated, 1u);
+    accept(f);  // the answer to its own Connect
+  });
+  EXPECT_EQ(error.kind, ConnectFailure::None) << error.message;
+  EXPECT_EQ(client.client_id(), 42u);
 }
 
 TEST(ClientCoreScripted, RequestsAreNotSentWithoutASession) {

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -79,6 +81,8 @@ class CoreTest : public ::testing::Test {
                                          std::span<const uint8_t> token = {}) {
     return wire::build_connect(fbb_, name, cookie, token, kx().public_key);
   }
+  /// The placeholder key share build_connect() writes: seal_for() replaces it with the sending
+  /// peer's own share (peer_kx), so that tests need not say which peer a Connect is for.
   static const net::KxKeyPair& kx() {
     static const net::KxKeyPair pair = [] {
       net::KxKeyPair p;
@@ -86,6 +90,36 @@ class CoreTest : public ::testing::Test {
       return p;
     }();
     return pair;
+  }
+  /// The key pair of each test peer's current connect attempt, by client port. A client makes a
+  /// fresh pair for each attempt (the server drops a Connect whose share already made a
+  /// session), so a Connect without a cookie from a peer without a session starts a new one.
+  std::map<uint16_t, std::unique_ptr<net::KxKeyPair>> peer_kx_;
+  /// Every pair handed out, by public key: ConnectAccepted echoes the share it answers.
+  std::map<net::KxPublicKey, const net::KxKeyPair*> kx_by_public_;
+  const net::KxKeyPair& peer_kx(const Endpoint& from, bool new_attempt) {
+    auto& slot = peer_kx_[from.port()];
+    if (!slot || new_attempt) {
+      auto pair = std::make_unique<net::KxKeyPair>();
+      EXPECT_TRUE(net::make_kx_keypair(pair.get()));
+      kx_by_public_[pair->public_key] = pair.get();
+      retired_kx_.push_back(std::move(slot));  // answers to the old attempt may still arrive
+      slot = std::move(pair);
+    }
+    return *slot;
+  }
+  std::vector<std::unique_ptr<net::KxKeyPair>> retired_kx_;
+  /// Replaces the placeholder share in a Connect from `from` with the peer's own.
+  void use_peer_share(const Endpoint& from, const wire::Connect& m, Bytes& plain) {
+    const net::KxPublicKey& placeholder = kx().public_key;
+    const auto at = std::search(plain.begin(), plain.end(), placeholder.begin(), placeholder.end());
+    if (at == plain.end()) return;  // a test's own share: sent as given
+    const auto& sessions = core_.sessions().sessions();
+    const bool has_session =
+        std::any_of(sessions.begin(), sessions.end(), [&](const Session& s) { return s.endpoint == from; });
+    const bool new_attempt = (m.cookie() == nullptr || m.cookie()->size() == 0) && !has_session;
+    const net::KxKeyPair& pair = peer_kx(from, new_attempt);
+    std::copy(pair.public_key.begin(), pair.public_key.end(), at);
   }
   /// The packet protection of each test peer, keyed when the core sent it ConnectAccepted.
   struct PeerKeys {
@@ -98,10 +132,11 @@ class CoreTest : public ::testing::Test {
     Bytes plain = copy(bytes);  // aligned (a builder's span may not be)
     const auto it = peers_.find(from.port());
     const wire::Verified v = wire::verify_datagram(plain, wire::Direction::ClientToServer);
-    if (it == peers_.end() || !it->second.protection.keyed || v.reason != wire::DropReason::None ||
-        v.envelope->message_type() == Message::Connect) {
+    if (v.reason == wire::DropReason::None && v.envelope->message_type() == Message::Connect) {
+      use_peer_share(from, *v.envelope->message_as_Connect(), plain);
       return plain;
     }
+    if (it == peers_.end() || !it->second.protection.keyed || v.reason != wire::DropReason::None) return plain;
     // The peer numbers its datagrams itself, as a client does (a test's own sequence would
     // collide with the ones given before); the acks the test stamped are kept.
     const wire::PacketHeader given = wire::header_of(*v.envelope);
@@ -126,7 +161,15 @@ class CoreTest : public ::testing::Test {
         }
         net::SessionKeys keys;
         const bool bound = v.envelope->message_as_ConnectAccepted()->token_bound();
-        EXPECT_TRUE(net::client_session_keys(kx(), server_public, bound ? binding_[to.port()] : net::BindingSecret{},
+        // The pair whose share it echoes (protocol 6); the placeholder when it echoes none.
+        const auto* echoed = v.envelope->message_as_ConnectAccepted()->client_kx_public();
+        net::KxPublicKey client_public = kx().public_key;
+        if (echoed != nullptr && echoed->size() == client_public.size()) {
+          std::copy(echoed->begin(), echoed->end(), client_public.begin());
+        }
+        const auto pair = kx_by_public_.find(client_public);
+        const net::KxKeyPair& own = pair != kx_by_public_.end() ? *pair->second : kx();
+        EXPECT_TRUE(net::client_session_keys(own, server_public, bound ? binding_[to.port()] : net::BindingSecret{},
                                              &keys));
         PeerKeys peer;
         peer.protection.send_key = keys.client_to_server;

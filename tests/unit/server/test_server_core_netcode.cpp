@@ -79,6 +79,47 @@ TEST_F(CoreTest, NoSessionWithoutTheCookieRoundTripAndNoAmplification) {
   EXPECT_NE(connect(spoofed), 0u);
 }
 
+// Attack D: a captured Connect sent again. A client makes a fresh key pair for each attempt, so
+// a share that already made a session marks a replay: after the player has gone, from its own
+// address (the ghost session that once locked its ip:port out), or from another address with a
+// cookie of its own. Neither creates a session or gets an answer; ConnectAccepted echoes the
+// share it answers, so a client can tell an answer to its own Connect from one to a replay.
+TEST_F(CoreTest, AReplayedConnectCreatesNoSessionAndConnectAcceptedEchoesTheKeyShare) {
+  const Endpoint player = endpoint(6200);
+  const net::KxKeyPair& pair = peer_kx(player, /*new_attempt=*/true);
+  const auto first = receive(player, wire::build_connect(fbb_, "player", {}, {}, pair.public_key));
+  ASSERT_EQ(first.size(), 1u);
+  const auto* cookie = first[0].envelope()->message_as_Challenge()->cookie();
+  const Bytes captured = copy(wire::build_connect(fbb_, "player", Bytes(cookie->begin(), cookie->end()), {}, pair.public_key));
+  const auto accepted = receive(player, captured);
+  ASSERT_EQ(accepted.size(), 1u);
+  const auto* a = accepted[0].envelope()->message_as_ConnectAccepted();
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(a->client_kx_public(), nullptr);
+  EXPECT_TRUE(std::equal(a->client_kx_public()->begin(), a->client_kx_public()->end(), pair.public_key.begin(),
+                         pair.public_key.end()));
+  receive(player, wire::build_ping(fbb_, 0));  // confirmed
+  ASSERT_EQ(core_.sessions().size(), 1u);
+  receive(player, wire::build_disconnect(fbb_, "bye"));
+  ASSERT_EQ(core_.sessions().size(), 0u);
+
+  // Replayed from the player's address, within the cookie's life: nothing.
+  advance(std::chrono::seconds(1));
+  EXPECT_TRUE(receive(player, captured).empty());
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  // The same share with a cookie of another address (the attacker's own round trip): nothing.
+  const Endpoint attacker = endpoint(6201);
+  const auto challenge = receive(attacker, wire::build_connect(fbb_, "x", {}, {}, pair.public_key));
+  ASSERT_EQ(challenge.size(), 1u);
+  const auto* theirs = challenge[0].envelope()->message_as_Challenge()->cookie();
+  EXPECT_TRUE(receive(attacker, wire::build_connect(fbb_, "x", Bytes(theirs->begin(), theirs->end()), {}, pair.public_key))
+                  .empty());
+  EXPECT_EQ(core_.sessions().size(), 0u);
+  EXPECT_EQ(core_.rejects().count(RejectReason::ReplayedConnect), 2u);
+  // The player's next attempt, with a fresh pair, is welcome.
+  EXPECT_NE(connect(player), 0u);
+}
+
 class TokenTest : public CoreTest {
  protected:
   TokenTest() {

@@ -26,6 +26,7 @@ class ReplayCoreTest : public CoreTest {
     ReplayOptions options;
     options.file = recording_.path;
     options.status_interval_s = 3600;
+    options.anyone_controls = true;  // these tests are the audience; OnlyControllers... narrows it
     std::string error;
     started_ = core_.start_playback(options, &error);
     EXPECT_TRUE(started_) << error;
@@ -328,6 +329,55 @@ TEST_F(ReplayCoreTest, TheEndOfTheRecordingPausesOnItsLastTick) {
   for (int i = 0; i < 3; ++i) advance(kStep);
   EXPECT_EQ(core_.world().tick(), 3u);
   EXPECT_EQ(core_.world().world_hash(), recording_.hashes[3]);
+}
+
+// Attack F: one spectator paused the shared timeline for everyone. Only the operator's choice
+// may control it: nobody by default, every spectator with anyone_controls, or the connect-token
+// client ids in `controllers` (an anonymous session's id is the server's numbering: never one).
+TEST_F(ReplayCoreTest, OnlyControllersMayControlTheTimeline) {
+  ASSERT_TRUE(started_);
+  ReplayOptions options;
+  options.file = recording_.path;
+  options.status_interval_s = 3600;
+  std::string error;
+  ASSERT_TRUE(core_.start_playback(options, &error)) << error;  // nobody controls
+  const Endpoint a = endpoint(6400);
+  const uint32_t a_id = connect(a);
+  ASSERT_NE(a_id, 0u);
+  EXPECT_EQ(only_code(control(a, wire::ReplayAction::Pause)), ResultCode::NotController);
+  EXPECT_EQ(only_code(control(a, wire::ReplayAction::Seek, 100)), ResultCode::NotController);
+  EXPECT_FALSE(core_.playback_paused());
+  EXPECT_EQ(core_.rejects().count(RejectReason::NotController), 2u);
+
+  // Token client id 7 is a controller; 8 is not; nor is the anonymous session whose number is
+  // listed too (it proves nothing).
+  options.controllers = {7, a_id};
+  ASSERT_TRUE(core_.start_playback(options, &error)) << error;
+  EXPECT_EQ(only_code(control(a, wire::ReplayAction::Pause)), ResultCode::NotController);
+  receive(a, wire::build_disconnect(fbb_, "bye"));  // a slot for the two token spectators
+  const security::TokenKey key = security::make_token_key();
+  core_.set_token_key(key);
+  core_.set_unix_time_source([] { return uint64_t{1'800'000'000}; });
+  const auto token_session = [&](const Endpoint& from, uint64_t client_id) {
+    const security::Token token = security::seal_token(key, security::TokenClaims{client_id, 1'800'000'100, 0});
+    binding_[from.port()] = security::token_session_secret(key, token);
+    const auto challenge = receive(from, build_connect("spectator", {}, token));
+    const auto* cookie = challenge.at(0).envelope()->message_as_Challenge()->cookie();
+    const auto accepted = receive(from, build_connect("spectator", Bytes(cookie->begin(), cookie->end()), token));
+    EXPECT_EQ(accepted.at(0).type(), Message::ConnectAccepted);
+    receive(from, wire::build_ping(fbb_, 0));  // confirmed
+  };
+  const Endpoint seven = endpoint(6420), eight = endpoint(6421);
+  token_session(seven, 7);
+  token_session(eight, 8);
+  EXPECT_EQ(only_code(control(eight, wire::ReplayAction::Pause)), ResultCode::NotController);
+  EXPECT_FALSE(core_.playback_paused());
+  EXPECT_EQ(only_code(control(seven, wire::ReplayAction::Pause)), ResultCode::Ok);
+  EXPECT_TRUE(core_.playback_paused());
+  EXPECT_EQ(only_code(control(eight, wire::ReplayAction::Resume)), ResultCode::NotController);
+  EXPECT_TRUE(core_.playback_paused());
+  EXPECT_EQ(only_code(control(seven, wire::ReplayAction::Resume)), ResultCode::Ok);
+  EXPECT_FALSE(core_.playback_paused());
 }
 
 TEST_F(CoreTest, ALiveServerRefusesReplayControl) {
