@@ -650,5 +650,26 @@ TEST_F(SecurityTest, MeasureCost) {
   RecordProperty("token_open_ns", static_cast<int>(per_op_ns(t4, t5)));
 }
 
+// A share is remembered for its lifetime and then forgotten; at capacity the oldest goes first.
+TEST(SpentKeyShares, RemembersEachShareForItsLifetimeAndForgetsTheOldestAtCapacity) {
+  using namespace std::chrono_literals;
+  SpentKeyShares spent(20s, 3);
+  const auto t0 = std::chrono::steady_clock::time_point{} + 100s;
+  const auto share = [](uint8_t b) {
+    SpentKeyShares::Share s{};
+    s.fill(b);
+    return s;
+  };
+  spent.add(share(1), t0);
+  EXPECT_TRUE(spent.contains(share(1), t0 + 19s));
+  EXPECT_FALSE(spent.contains(share(2), t0 + 19s));
+  EXPECT_FALSE(spent.contains(share(1), t0 + 20s)) << "a cookie no longer verifies: forgotten";
+  EXPECT_EQ(spent.size(), 0u);
+  for (uint8_t b = 1; b <= 4; ++b) spent.add(share(b), t0 + 21s + std::chrono::seconds(b));
+  EXPECT_EQ(spent.size(), 3u);
+  EXPECT_FALSE(spent.contains(share(1), t0 + 26s)) << "the oldest is forgotten first at capacity";
+  for (uint8_t b = 2; b <= 4; ++b) EXPECT_TRUE(spent.contains(share(b), t0 + 26s)) << int{b};
+}
+
 }  // namespace
 }  // namespace impulse::server::security
