@@ -271,6 +271,9 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
   w.counter("impulse_bodies_restored_non_finite_total",
             "Bodies the step put back where it found them (with their contact group) because their solve was not finite.",
             s.bodies_restored_non_finite);
+  w.counter("impulse_snapshots_held_silent_total",
+            "Snapshots not sent because their session had sent nothing for 2 s (they resume with its next datagram).",
+            s.snapshots_held_silent);
 
   w.counter("impulse_datagrams_received_total", "UDP datagrams received.", s.datagrams_in);
   w.counter("impulse_received_bytes_total", "UDP payload bytes received.", s.bytes_in);

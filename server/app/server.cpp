@@ -244,6 +244,7 @@ struct Server::Impl {
     m.events_queued = load(stats.events_queued);
     m.bodies_removed_non_finite = load(stats.bodies_removed_non_finite);
     m.bodies_restored_non_finite = load(stats.bodies_restored_non_finite);
+    m.snapshots_held_silent = load(stats.snapshots_held_silent);
     m.step_ns = load(stats.step_ns);
     m.record_ns = load(stats.record_ns);
     m.events_ns = load(stats.events_ns);

@@ -185,6 +185,8 @@ struct ServerStats {
   static constexpr uint64_t kTickHistogramBinNs = 250'000;  // 0.25 ms: the last bin starts at 127.75 ms
   std::array<std::atomic<uint64_t>, kTickHistogramBins> tick_histogram{};
   std::atomic<uint64_t> snapshot_bytes{0};     ///< snapshot datagram bytes sent, all clients
+  /// Snapshots not sent because their session had been silent for kSilentSessionSnapshotHold.
+  std::atomic<uint64_t> snapshots_held_silent{0};
   std::atomic<uint64_t> event_bytes{0};        ///< collision-event datagram bytes sent, all clients (as snapshot_bytes: before sealing)
   std::atomic<uint64_t> events_queued{0};      ///< collision events queued for delivery, all sessions
   /// Request results by wire::ResultCode value (the index): every answer counted in

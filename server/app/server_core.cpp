@@ -1128,6 +1128,10 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
     Session& s = sessions[i];
     if (!s.snapshots) continue;
     if (!phase_due.empty() && (s.snapshot_phase >= phase_due.size() || phase_due[s.snapshot_phase] == 0)) continue;
+    if (now - s.last_heard > kSilentSessionSnapshotHold) {
+      stats_.snapshots_held_silent.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     s.bytes_out.refill(now);
     // The budget: what the bucket holds, at most one datagram. An empty bucket still sends a
     // minimal snapshot so acks and exits keep flowing.

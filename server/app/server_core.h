@@ -46,6 +46,11 @@ inline constexpr size_t kMaxEventsPerUpdate = 8192;
 /// ConnectAccepted fits several times in 2 s. A resent Connect does not extend it. Half-open
 /// sessions thus hold a slot for at most 2 s, and get no snapshots meanwhile.
 inline constexpr std::chrono::seconds kUnconfirmedSessionLifetime{2};
+/// Snapshots stop for a session that has sent nothing for this long, and start again with its
+/// next datagram. A client acks about once per snapshot interval and pings about once a second
+/// when idle (docs/PROTOCOL.md), so a live one is never held; one that handshook and went silent
+/// costs at most 2 s of snapshots instead of --client-timeout's 10 s.
+inline constexpr std::chrono::seconds kSilentSessionSnapshotHold{2};
 
 class ServerCore {
  public:

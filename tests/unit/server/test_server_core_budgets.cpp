@@ -283,5 +283,47 @@ TEST_F(SessionSlotTest, AHalfOpenSessionGetsNoSnapshotsAndEndsTwoSecondsAfterIts
   EXPECT_EQ(core_.sessions().size(), 2u);
 }
 
+// Attack C, the rest: a session that confirmed and then went silent got full-rate snapshots
+// until --client-timeout (10 s; 80 KB/s each). They stop once it has been silent for 2 s, the
+// session stays until its timeout, and its next datagram brings them back.
+TEST_F(SessionSlotTest, AConfirmedSessionThatGoesSilentStopsGettingSnapshotsAfterTwoSeconds) {
+  const Endpoint quiet = at("203.0.113.10", 510);
+  const Endpoint player = at("198.51.100.9", 511);
+  ASSERT_NE(connect(quiet, "quiet"), 0u);  // confirmed: its Ping authenticated
+  ASSERT_NE(connect(player), 0u);
+  // Per 100 ms window after the quiet one's last datagram: snapshots to it, and to the player.
+  std::vector<size_t> to_quiet, to_player;
+  for (int window = 0; window < 40; ++window) {  // 4 s
+    size_t q = 0, p = 0;
+    for (int i = 0; i < kTickHz / 10; ++i) {
+      for (const Sent& s : advance(kStep)) {
+        if (s.type() != Message::Snapshot) continue;
+        (s.to == quiet ? q : p) += 1;
+      }
+      receive(player, wire::build_ping(fbb_, 0));
+    }
+    to_quiet.push_back(q);
+    to_player.push_back(p);
+  }
+  size_t quiet_first_2s = 0, quiet_last_1_5s = 0, player_last_1_5s = 0;
+  for (int w = 0; w < 19; ++w) quiet_first_2s += to_quiet[w];
+  for (int w = 25; w < 40; ++w) {
+    quiet_last_1_5s += to_quiet[w];
+    player_last_1_5s += to_player[w];
+  }
+  EXPECT_GE(quiet_first_2s, 50u) << "a live session's snapshots before the hold";
+  EXPECT_EQ(quiet_last_1_5s, 0u) << "silent for over 2 s: held";
+  EXPECT_GE(player_last_1_5s, 40u) << "the player's snapshots go on";
+  EXPECT_GT(stats_.snapshots_held_silent.load(), 0u);
+  EXPECT_EQ(core_.sessions().size(), 2u) << "held, not ended: the client timeout is 10 s";
+  // Its next datagram brings them back.
+  receive(quiet, wire::build_ping(fbb_, 0));
+  size_t after = 0;
+  for (int i = 0; i < kTickHz / 2; ++i) {
+    for (const Sent& s : advance(kStep)) after += s.type() == Message::Snapshot && s.to == quiet ? 1 : 0;
+  }
+  EXPECT_GE(after, 10u);
+}
+
 }  // namespace
 }  // namespace impulse::server
