@@ -50,8 +50,8 @@ static_assert(static_cast<int>(BodyKind::Kinematic) == static_cast<int>(wire::Bo
               static_cast<int>(wire::BodyKind::MAX) == 2);
 static_assert(static_cast<int>(ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane) &&
               static_cast<int>(wire::ShapeKind::MAX) == 3);
-static_assert(static_cast<int>(ResultCode::NotController) == static_cast<int>(wire::ResultCode::NotController) &&
-              static_cast<int>(wire::ResultCode::MAX) == 18);
+static_assert(static_cast<int>(ResultCode::OverBudget) == static_cast<int>(wire::ResultCode::OverBudget) &&
+              static_cast<int>(wire::ResultCode::MAX) == 19);
 static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&
               static_cast<int>(wire::ContactEventType::MAX) == 1);
 static_assert(static_cast<int>(ReplayAction::SetSpeed) == static_cast<int>(wire::ReplayAction::SetSpeed) &&

@@ -274,6 +274,9 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
   w.counter("impulse_snapshots_held_silent_total",
             "Snapshots not sent because their session had sent nothing for 2 s (they resume with its next datagram).",
             s.snapshots_held_silent);
+  w.counter("impulse_bodies_put_to_sleep_over_budget_total",
+            "Bodies put to sleep because their owner's bodies cost more than its share of a step over --tick-budget-ms.",
+            s.bodies_put_to_sleep_over_budget);
 
   w.counter("impulse_datagrams_received_total", "UDP datagrams received.", s.datagrams_in);
   w.counter("impulse_received_bytes_total", "UDP payload bytes received.", s.bytes_in);

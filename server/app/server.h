@@ -86,6 +86,17 @@ struct ServerConfig {
   /// server/net/address_prefix.h) may hold at once; 0 = no limit. One address took all 64 default
   /// slots in 0.1 s. Loopback addresses are exempt: bots, load generators and tests on this machine.
   int max_sessions_per_address = 4;
+  /// --tick-budget-ms: when one step takes longer than this [ms] and holds at least
+  /// tick_budget_min_work work units, the clients over their fair share of it are throttled
+  /// (server/app/tick_budget.h): their awake bodies are put to sleep and their pushes and creates
+  /// answered OverBudget for kThrottleHold. 0 = off. 10 ms: the capacity benchmark's whole tick
+  /// (256 clients, 5,000 bodies, snapshots included) has a p99 of 8 to 11 ms on a 2-core machine,
+  /// its step alone less, so it never triggers there; a step over 10 ms leaves too little of the
+  /// 16.7 ms period for snapshots.
+  double tick_budget_ms = 10.0;
+  /// --tick-budget-min-work: below this many work units (awake bodies + 3 per contact) a step is
+  /// never charged, however long it took (a stalled machine is no client's doing).
+  int tick_budget_min_work = 1500;
   /// --on-disconnect: what happens to a client's objects when its session ends (Disconnect or
   /// timeout; not when a token's client id replaces its own session): "destroy" (default: a
   /// departed player's things leave with it, and nothing accumulates) or "keep".
@@ -187,12 +198,14 @@ struct ServerStats {
   std::atomic<uint64_t> snapshot_bytes{0};     ///< snapshot datagram bytes sent, all clients
   /// Snapshots not sent because their session had been silent for kSilentSessionSnapshotHold.
   std::atomic<uint64_t> snapshots_held_silent{0};
+  /// Bodies put to sleep because their owner was over its share of the tick (tick_budget.h).
+  std::atomic<uint64_t> bodies_put_to_sleep_over_budget{0};
   std::atomic<uint64_t> event_bytes{0};        ///< collision-event datagram bytes sent, all clients (as snapshot_bytes: before sealing)
   std::atomic<uint64_t> events_queued{0};      ///< collision events queued for delivery, all sessions
   /// Request results by wire::ResultCode value (the index): every answer counted in
   /// requests_applied (Ok) or requests_rejected (the rest). kResultCodes = ResultCode::MAX + 1,
   /// checked against the schema in server_core.cpp.
-  static constexpr size_t kResultCodes = 19;
+  static constexpr size_t kResultCodes = 20;
   std::array<std::atomic<uint64_t>, kResultCodes> request_results{};
   // Where the live tick's time goes, summed over all updates [ns] (wall clock of the server thread).
   std::atomic<uint64_t> step_ns{0};            ///< physics steps (and recording)

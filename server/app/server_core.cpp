@@ -13,6 +13,7 @@
 #include "server/net/address_prefix.h"
 #include "server/net/snapshot_writer.h"
 #include "server/physics/narrowphase.h"
+#include "server/app/tick_budget.h"
 #include "server/record/playback.h"
 #include "server/record/recorder.h"
 #include "server/request/decode_request.h"
@@ -20,6 +21,25 @@
 
 namespace impulse::server {
 namespace {
+
+// What a throttled client may not send: anything that adds a body or sets one moving.
+bool adds_work(wire::Message type) {
+  switch (type) {
+    case wire::Message::CreateObject:
+    case wire::Message::ApplyForce:
+    case wire::Message::ApplyImpulse:
+    case wire::Message::SetVelocity:
+    case wire::Message::ApplyTorque:
+    case wire::Message::SetAngularVelocity:
+    case wire::Message::MoveKinematic: return true;
+    default: return false;
+  }
+}
+
+constexpr std::string_view kOverBudgetMessage =
+    "your bodies cost more than your share of the server's tick (--tick-budget-ms): they were put to sleep, and "
+    "pushes and creates are refused for 2 s; use fewer bodies, or keep them apart";
+
 
 using wire::Message;
 using wire::ResultCode;
@@ -736,6 +756,7 @@ void ServerCore::queue_unsequenced(Session& s, const PendingRequest& r, const wi
     return refuse(RejectReason::RateLimited, ResultCode::RateLimited, "unsequenced push over --max-requests-per-second");
   }
   if (queue_.size() >= kMaxQueuedRequests) return refuse(RejectReason::QueueFull, ResultCode::RateLimited, {});
+  if (adds_work(r.type) && over_budget(s, now)) return refuse(RejectReason::OverBudget, ResultCode::OverBudget, {});
   stats_.requests_unsequenced.fetch_add(1, std::memory_order_relaxed);
   queue_.push_back(r);
 }
@@ -755,6 +776,13 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       count_result(ResultCode::RateLimited);
       s.requests.answer(r.request_id, ResultCode::RateLimited, r.id,
                         "too many requests per second (--max-requests-per-second); slow down and resend");
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (adds_work(r.type) && over_budget(s, now)) {
+      rejects_.note(RejectReason::OverBudget, s.endpoint, wire::EnumNameMessage(r.type), now);
+      count_result(ResultCode::OverBudget);
+      s.requests.answer(r.request_id, ResultCode::OverBudget, r.id, std::string(kOverBudgetMessage));
       answer_slot(s, *slot, now, out);
       continue;
     }
@@ -986,6 +1014,90 @@ void ServerCore::note_restored_bodies(TimePoint now) {
   }
 }
 
+// --- The tick budget (tick_budget.h) ---------------------------------------------------------------
+
+
+ServerCore::Account ServerCore::account_of(const Session& s) const {
+  return token_key_ ? Account{s.client_id, {}} : Account{0, address_prefix(s.endpoint.address())};
+}
+
+bool ServerCore::over_budget(const Session& s, TimePoint now) {
+  if (throttled_.empty()) return false;
+  const auto it = throttled_.find(account_of(s));
+  if (it == throttled_.end()) return false;
+  if (now < it->second) return true;
+  throttled_.erase(it);
+  return false;
+}
+
+void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoint now) {
+  // Throttles end on their own; the rest of the accounting runs only for a step over budget.
+  for (auto it = throttled_.begin(); it != throttled_.end();) it = now >= it->second ? throttled_.erase(it) : std::next(it);
+  const std::span<const physics::Contact> contacts = world_.get_collisions();
+  const uint64_t work = world_.awake_count() + kContactWork * contacts.size();
+  const double step_ms = std::chrono::duration<double, std::milli>(step_time).count();
+  if (step_ms > config_.tick_budget_ms && work >= static_cast<uint64_t>(config_.tick_budget_min_work)) {
+    // Charge each account what its bodies cost this step: awake bodies, and contacts (to both owners).
+    account_cost_.clear();
+    auto owner_of = [&](ObjectID id) -> const Ownership* {
+      if (id.index >= owners_.size()) return nullptr;
+      const Ownership& o = owners_[id.index];
+      return o.generation == id.generation && o.client_id != 0 ? &o : nullptr;
+    };
+    for (uint32_t index = 0; index < owners_.size(); ++index) {
+      const Ownership& o = owners_[index];
+      if (o.client_id == 0) continue;
+      const std::optional<physics::BodyState> b = world_.get_object(ObjectID{index, o.generation});
+      if (b && !b->sleeping && b->kind != physics::BodyKind::Static) account_cost_[account_of(o)] += 1;
+    }
+    for (const physics::Contact& c : contacts) {
+      if (const Ownership* o = owner_of(c.a)) account_cost_[account_of(*o)] += kContactWork;
+      if (const Ownership* o = owner_of(c.b)) account_cost_[account_of(*o)] += kContactWork;
+    }
+    // The work this step could have had within the budget, shared fairly among the accounts (the
+    // scene's bodies are nobody's and keep their part).
+    const uint64_t target = static_cast<uint64_t>(static_cast<double>(work) * config_.tick_budget_ms / step_ms);
+    uint64_t charged = 0;
+    account_costs_.clear();
+    for (const auto& [account, cost] : account_cost_) {
+      account_costs_.push_back(cost);
+      charged += cost;
+    }
+    const uint64_t scene = work > charged ? work - charged : 0;
+    const uint64_t level = fair_share_level(account_costs_, target > scene ? target - scene : 0);
+    for (const auto& [account, cost] : account_cost_) {
+      if (cost <= level) continue;
+      throttled_[account] = now + kThrottleHold;
+      rejects_.note(RejectReason::OverBudget,
+                    fmt::format("{} cost {} work units of a {:.1f} ms step (share {}; budget {} ms)",
+                                account.first != 0 ? fmt::format("client {}", account.first) : account.second.to_string(),
+                                cost, step_ms, level, config_.tick_budget_ms),
+                    now);
+    }
+  }
+  if (!throttled_.empty()) sleep_throttled_bodies(now);
+}
+
+void ServerCore::sleep_throttled_bodies(TimePoint now) {
+  // Through the journal like a request, so a recording replays it (kServerSleep).
+  for (uint32_t index = 0; index < owners_.size(); ++index) {
+    const Ownership& o = owners_[index];
+    if (o.client_id == 0) continue;
+    const auto it = throttled_.find(account_of(o));
+    if (it == throttled_.end() || now >= it->second) continue;
+    const ObjectID id{index, o.generation};
+    const std::optional<physics::BodyState> b = world_.get_object(id);
+    if (!b || b->sleeping || b->kind == physics::BodyKind::Static) continue;
+    PendingRequest sleep;
+    sleep.type = kServerSleep;
+    sleep.client_id = o.client_id;
+    sleep.id = id;
+    const AppliedRequest applied = apply_to_world(world_, sleep, dt_);
+    journal_.applied(sleep, to_result_code(applied.error), id);
+    stats_.bodies_put_to_sleep_over_budget.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 bool ServerCore::replace_sessions_of(const Session& confirmed, TimePoint now, Outbox& out) {
   // The same player connected again (new address or restarted game) and proved it holds the
   // token's secret: the new session wins. The old ones' objects stay (this is not a departure).
@@ -1199,6 +1311,11 @@ int ServerCore::update(TimePoint now, Outbox& out) {
       }
     }
     const auto t_events = SteadyClock::now();
+    if (config_.tick_budget_ms > 0) {
+      const auto stepping = std::chrono::duration_cast<std::chrono::nanoseconds>(t_events - t_step) -
+                            std::chrono::nanoseconds(record_ns);
+      charge_tick_budget(step_time_for_test_.count() > 0 ? step_time_for_test_ : stepping / steps, now);
+    }
     answer_raycasts(out);
     if (events_dropped > 0) {
       rejects_.note(RejectReason::EventsDropped, fmt::format("{} events over the per-update cap", events_dropped), now);

@@ -51,6 +51,9 @@ inline constexpr std::chrono::seconds kUnconfirmedSessionLifetime{2};
 /// when idle (docs/PROTOCOL.md), so a live one is never held; one that handshook and went silent
 /// costs at most 2 s of snapshots instead of --client-timeout's 10 s.
 inline constexpr std::chrono::seconds kSilentSessionSnapshotHold{2};
+/// How long a client over its share of the tick stays throttled (tick_budget.h): its pushes and
+/// creates are answered OverBudget, and any of its bodies that wake are put back to sleep.
+inline constexpr std::chrono::seconds kThrottleHold{2};
 
 class ServerCore {
  public:
@@ -67,6 +70,8 @@ class ServerCore {
   void set_token_key(const security::TokenKey& key) { token_key_ = key; }
   /// The Unix time [s] used to check token expiry; by default the system clock. Tests override it.
   void set_unix_time_source(uint64_t (*now_unix_s)()) { unix_now_ = now_unix_s; }
+  /// Tests: the tick budget reads this step time instead of the measured one (0 = measure).
+  void set_step_time_for_test(std::chrono::nanoseconds step_time) { step_time_for_test_ = step_time; }
 
   /// Creates `bodies` in order. On a World error returns false with *error naming the body index.
   bool add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error);
@@ -268,6 +273,19 @@ class ServerCore {
     bool removed_non_finite = false;  ///< the step's guard removed it (its state was not finite)
   };
   std::vector<Ownership> owners_;
+  // The tick budget (tick_budget.h): who pays for a body. A token's client id, or in anonymous
+  // mode the creator's address prefix (as the per-address quotas), so many sessions from one
+  // address are one account. Ordered maps: deterministic.
+  using Account = std::pair<uint32_t, asio::ip::address>;
+  Account account_of(const Ownership& o) const { return o.charged_to_address ? Account{0, o.address} : Account{o.client_id, {}}; }
+  Account account_of(const Session& s) const;
+  bool over_budget(const Session& s, TimePoint now);
+  void charge_tick_budget(std::chrono::nanoseconds step_time, TimePoint now);
+  void sleep_throttled_bodies(TimePoint now);
+  std::map<Account, TimePoint> throttled_;     // account -> throttled until
+  std::map<Account, uint64_t> account_cost_;   // charge_tick_budget's scratch
+  std::vector<uint64_t> account_costs_;        // the same costs, for fair_share_level
+  std::chrono::nanoseconds step_time_for_test_{0};
   std::map<uint32_t, uint32_t> live_objects_;  // client id -> live objects it owns (ordered: deterministic)
   // Anonymous mode: IP address -> live objects of its sessions, so a new port or a reconnect
   // does not reset the quota (--max-objects-per-address).

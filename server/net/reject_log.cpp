@@ -70,6 +70,8 @@ const char* to_string(RejectReason reason) {
     case RejectReason::ReplayedConnect:
       return "Connect replayed: its key share already made a session (dropped unanswered)";
     case RejectReason::NotController: return "replay control from a spectator that is not a controller";
+    case RejectReason::OverBudget:
+      return "client over its share of the tick (--tick-budget-ms): its bodies put to sleep, pushes refused";
     case RejectReason::Count: break;
   }
   return "unknown";
@@ -113,6 +115,7 @@ const char* name_of(RejectReason reason) {
     case RejectReason::RestoredNonFinite: return "RestoredNonFinite";
     case RejectReason::ReplayedConnect: return "ReplayedConnect";
     case RejectReason::NotController: return "NotController";
+    case RejectReason::OverBudget: return "OverBudget";
     case RejectReason::Count: break;
   }
   return "Unknown";

@@ -54,6 +54,7 @@ enum class RejectReason : uint8_t {
                       ///< (World::restored_non_finite)
   ReplayedConnect,  ///< a Connect whose key share already made a session (security::SpentKeyShares)
   NotController,    ///< a spectator's ReplayControl on a serve whose timeline it may not control
+  OverBudget,       ///< a client over its share of the tick: its bodies slept, its pushes refused
   Count,
 };
 const char* to_string(RejectReason reason);

@@ -170,6 +170,12 @@ class World {
   /// @return StaleId, NotDynamic (static body), InvalidArgument (non-finite or |angular velocity|
   ///         > max_angular_speed) or Ok.
   Error set_angular_velocity(ObjectID id, Vec3 angular_velocity);
+  /// Puts a dynamic or kinematic body to sleep now, where it is: its velocities, force and torque
+  /// become zero and it leaves the step, as a body of an island that fell asleep (a singleton
+  /// island). It wakes as any sleeping body does: touched by an awake body, or a command. For
+  /// the server's tick budget (a client whose bodies cost more than its share).
+  /// @return StaleId, NotDynamic (static body) or Ok (also when it was asleep already).
+  Error put_to_sleep(ObjectID id);
   /// Sets the coefficients used for every contact between material ids a and b (either order),
   /// instead of the mixing rules. Takes effect at the next step. O(log pairs).
   /// @return InvalidArgument (friction not finite or < 0, restitution outside [0, 1]) or Ok.

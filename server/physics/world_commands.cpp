@@ -106,6 +106,16 @@ Error World::set_velocity(ObjectID id, Vec3 velocity) {
   return Error::Ok;
 }
 
+Error World::put_to_sleep(ObjectID id) {
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone) return Error::StaleId;
+  if (bodies_.info[dense].kind == BodyKind::Static) return Error::NotDynamic;
+  if (bodies_.info[dense].sleeping) return Error::Ok;
+  const uint32_t members[1] = {dense};
+  sleep_island(members);
+  return Error::Ok;
+}
+
 Error World::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return Error::StaleId;

@@ -199,6 +199,7 @@ std::span<const uint8_t> encode_client_event(flatbuffers::FlatBufferBuilder& fbb
 }
 
 std::string request_type_name(uint8_t type) {
+  if (type == static_cast<uint8_t>(server::kServerSleep)) return "ServerSleep";
   if (type <= static_cast<uint8_t>(wire::Message::MAX)) {
     const char* name = wire::EnumNameMessage(static_cast<wire::Message>(type));
     if (name != nullptr && name[0] != '\0') return name;

@@ -88,7 +88,7 @@ std::string replay_tick(physics::World& world, const Tick& t, float dt, bool che
       const server::PendingRequest p = to_pending(r);
       if (dampings) update_dampings(r, *dampings);
       ++*requests;
-      if (!wire::changes_world(p.type)) {
+      if (!server::changes_world_recorded(p.type)) {
         if (mismatch.empty()) {
           mismatch = fmt::format("tick {}: request #{} has type {}, which does not change the world", t.tick(), i,
                                  request_type_name(r.type()));

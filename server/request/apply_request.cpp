@@ -1,6 +1,8 @@
 // One switch from request type to World command, used by the live server and by the replay.
 #include "server/request/apply_request.h"
 
+#include "shared/wire/messages.h"
+
 namespace impulse::server {
 
 using wire::Message;
@@ -8,6 +10,10 @@ using wire::Message;
 AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r, float dt) {
   AppliedRequest out;
   out.id = r.id;
+  if (r.type == kServerSleep) {  // outside wire::Message's range: not a case of the switch
+    out.error = world.put_to_sleep(r.id);
+    return out;
+  }
   switch (r.type) {
     case Message::CreateObject: {
       const physics::CreateResult created = world.create_object(r.desc);
@@ -27,6 +33,8 @@ AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r, fl
   }
   return out;
 }
+
+bool changes_world_recorded(wire::Message type) { return type == kServerSleep || wire::changes_world(type); }
 
 wire::ResultCode to_result_code(physics::Error error) {
   switch (error) {

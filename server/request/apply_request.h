@@ -15,6 +15,14 @@
 
 namespace impulse::server {
 
+/// Not a client message: the server itself puts body `id` to sleep (World::put_to_sleep) because
+/// its owner's bodies cost more of the tick than the owner's share (server/app/tick_budget.h).
+/// It travels through the same journal as requests, so a recording replays it; the value lies
+/// outside wire::Message's range (no client can send it).
+inline constexpr wire::Message kServerSleep = static_cast<wire::Message>(200);
+/// Whether a recorded request of this type changes the world (wire::changes_world, or kServerSleep).
+bool changes_world_recorded(wire::Message type);
+
 /// A verified, range-checked request waiting for the next tick boundary.
 struct PendingRequest {
   wire::Message type = wire::Message::NONE;  ///< CreateObject, DestroyObject, ApplyForce, ...

@@ -53,6 +53,7 @@ enum class ResultCode : uint16_t {
   ReadOnly = 16,        ///< the server plays a recording: spectators cannot change the world
   NotAReplay = 17,      ///< ReplayControl sent to a live server
   NotController = 18,   ///< ReplayControl from a spectator that may not control the shared timeline
+  OverBudget = 19,      ///< this client's bodies cost more than its share of the tick: pushes refused for 2 s
 };
 /// The code's name ("Ok", "StaleId", ...); "unknown" for a value this build does not know.
 const char* to_string(ResultCode code);

@@ -3,6 +3,7 @@
 // under --authority owner, a Connect at a live session's address pays its minimum size and
 // receive budget and is answered only with its cookie before the session is confirmed, duplicates
 // of answered requests count against the request rate, and the send budget's debt is bounded.
+#include "server/app/tick_budget.h"
 #include "unit/server/core_fixture.h"
 
 namespace impulse::server {
@@ -324,6 +325,113 @@ TEST_F(SessionSlotTest, AConfirmedSessionThatGoesSilentStopsGettingSnapshotsAfte
   }
   EXPECT_GE(after, 10u);
 }
+
+// --- The tick budget (server/app/tick_budget.h) -------------------------------------------------
+
+TEST(TickBudget, FairShareLevelIsMaxMinFair) {
+  const std::vector<uint64_t> costs{100, 1, 2, 100};
+  EXPECT_EQ(fair_share_level(costs, 1000), UINT64_MAX) << "the costs fit: nobody is over";
+  EXPECT_EQ(fair_share_level(costs, 203), UINT64_MAX);
+  EXPECT_EQ(fair_share_level(costs, 53), 25u) << "1 and 2 in full, then (53 - 3) / 2 each";
+  EXPECT_EQ(fair_share_level(costs, 5), 1u) << "(5 - 1) / 3: the 2 is over too";
+  EXPECT_EQ(fair_share_level(costs, 0), 0u);
+  EXPECT_EQ(fair_share_level({}, 0), UINT64_MAX);
+  // Capped at the level, the costs never exceed the target.
+  for (uint64_t target = 0; target < 250; ++target) {
+    const uint64_t level = fair_share_level(costs, target);
+    uint64_t sum = 0;
+    for (const uint64_t c : costs) sum += std::min(c, level);
+    EXPECT_LE(sum, target) << target;
+  }
+}
+
+// Attack B, by mechanism: several anonymous addresses each send a lattice of spheres at one
+// point while a player's two boxes fly elsewhere. Each step is over budget (the step time is
+// pinned at twice the budget), so each account is charged its awake bodies and contacts: the
+// attackers, over their fair share, are put to sleep and refused; the player, far under it,
+// is not touched, and after kThrottleHold the attackers may push again.
+class TickBudgetTest : public CoreTest, public ::testing::WithParamInterface<int> {
+ protected:
+  static ServerConfig budget_config() {
+    ServerConfig c = test_config();
+    c.max_clients = 16;
+    c.tick_budget_ms = 10;
+    c.tick_budget_min_work = 50;
+    c.client_timeout_s = 60;  // the set-up takes up to 4 s of ticks without pings
+    return c;
+  }
+  TickBudgetTest() : CoreTest(budget_config()) { core_.set_step_time_for_test(std::chrono::milliseconds(20)); }
+  static Endpoint at(const std::string& address, uint16_t port) { return Endpoint(asio::ip::make_address(address), port); }
+  ResultCode push(const Endpoint& from, ObjectID id, Vec3 v) {
+    // A refusal is answered at once; an accepted push after the step.
+    std::vector<Sent> sent = receive(from, wire::build_set_velocity(fbb_, next_id(from), id, v));
+    for (Sent& s : advance(kStep)) sent.push_back(std::move(s));
+    const auto r = results(sent);
+    EXPECT_EQ(r.size(), 1u);
+    return r.size() == 1 ? r[0]->code() : ResultCode::StaleId;
+  }
+};
+
+TEST_P(TickBudgetTest, AttackersOverTheirShareSleepAndAreRefusedAndThePlayerIsNot) {
+  const int attackers = GetParam();
+  const Endpoint player = at("198.51.100.1", 1);
+  ASSERT_NE(connect(player), 0u);
+  std::vector<ObjectID> own;
+  for (int i = 0; i < 2; ++i) {
+    wire::CreateObjectArgs box;
+    box.shape = wire::ShapeKind::Box;
+    box.position = {100.0f + 5.0f * static_cast<float>(i), 0, 0};
+    box.velocity = {0, 0, 3};
+    own.push_back(create(player, box));
+    ASSERT_FALSE(own.back().is_null());
+  }
+  std::vector<Endpoint> hostile;
+  std::vector<std::vector<ObjectID>> bodies(static_cast<size_t>(attackers));
+  for (int a = 0; a < attackers; ++a) {
+    hostile.push_back(at("203.0.113." + std::to_string(a + 1), static_cast<uint16_t>(10 + a)));  // the fixture keys peers by port
+    ASSERT_NE(connect(hostile.back()), 0u);
+    const float angle = 6.2831853f * static_cast<float>(a) / static_cast<float>(attackers);
+    const Vec3 base{8.0f * std::cos(angle), 0, 8.0f * std::sin(angle)};
+    for (int k = 0; k < 27; ++k) {
+      wire::CreateObjectArgs sphere;
+      sphere.position = base + Vec3{1.5f * static_cast<float>(k % 3), 1.5f * static_cast<float>((k / 3) % 3),
+                                    1.5f * static_cast<float>(k / 9)};
+      sphere.asleep = true;
+      bodies[static_cast<size_t>(a)].push_back(create(hostile.back(), sphere));
+      ASSERT_FALSE(bodies[static_cast<size_t>(a)].back().is_null());
+    }
+  }
+  // All at the centre, 20 m/s.
+  for (int a = 0; a < attackers; ++a) {
+    std::vector<Bytes> sends;
+    for (const ObjectID id : bodies[static_cast<size_t>(a)]) {
+      const Vec3 p = core_.world().get_object(id)->position;
+      sends.push_back(copy(wire::build_set_velocity(fbb_, next_id(hostile[static_cast<size_t>(a)]), id,
+                                                    normalize_or(Vec3{0, 1, 0} - p, Vec3{0, 1, 0}) * 20.0f)));
+    }
+    for (const Bytes& b : sends) receive(hostile[static_cast<size_t>(a)], b);
+  }
+  for (int i = 0; i < 3; ++i) advance(kStep);
+
+  EXPECT_GE(core_.rejects().count(RejectReason::OverBudget), static_cast<uint64_t>(attackers));
+  for (const auto& list : bodies) {
+    for (const ObjectID id : list) EXPECT_TRUE(core_.world().get_object(id)->sleeping) << "an attacker's body is awake";
+  }
+  for (const ObjectID id : own) {
+    const auto b = core_.world().get_object(id);
+    EXPECT_FALSE(b->sleeping) << "the player's body was put to sleep";
+    EXPECT_NEAR(b->velocity.z, 3.0f, 1e-4f) << "the player's body was slowed";
+  }
+  EXPECT_GE(stats_.bodies_put_to_sleep_over_budget.load(), static_cast<uint64_t>(27 * attackers));
+  EXPECT_EQ(push(hostile[0], bodies[0][0], {0, 0, 1}), ResultCode::OverBudget);
+  EXPECT_EQ(push(player, own[0], {0, 0, 4}), ResultCode::Ok);
+
+  // After the hold the attackers may push again (the bodies are asleep: nothing is over budget).
+  for (int i = 0; i < kTickHz * 2 + 2; ++i) advance(kStep);
+  EXPECT_EQ(push(hostile[0], bodies[0][0], {0, 0, 1}), ResultCode::Ok);
+}
+
+INSTANTIATE_TEST_SUITE_P(Attackers, TickBudgetTest, ::testing::Values(2, 4, 8));
 
 }  // namespace
 }  // namespace impulse::server

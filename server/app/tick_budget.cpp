@@ -1,0 +1,26 @@
+// Water-filling over sorted costs: raise the level through the smallest costs until the rest,
+// each held at the level, would overrun the target.
+#include "server/app/tick_budget.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace impulse::server {
+
+uint64_t fair_share_level(std::span<const uint64_t> costs, uint64_t target) {
+  std::vector<uint64_t> sorted(costs.begin(), costs.end());
+  std::sort(sorted.begin(), sorted.end());
+  uint64_t below = 0;  // the costs met in full so far
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const uint64_t rest = sorted.size() - i;  // accounts at or above sorted[i]
+    // Every remaining account held at sorted[i]: does that still fit?
+    if (below + rest * sorted[i] > target) {
+      return target > below ? (target - below) / rest : 0;
+    }
+    below += sorted[i];
+  }
+  return UINT64_MAX;
+}
+
+}  // namespace impulse::server

@@ -1,0 +1,26 @@
+// The tick budget: what one client's bodies may cost of a step. When a step runs over its
+// budget, each account (a token's client id, or an anonymous client's address prefix) is charged
+// what its bodies cost that step, and the accounts above their fair share (max-min fairness, by
+// water-filling: Bertsekas and Gallager, "Data Networks", 2nd ed., section 6.5.2) are throttled:
+// their awake bodies are put to sleep and their pushes refused for a while. Accounts under the
+// share (a player with a few bodies) are never touched.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace impulse::server {
+
+/// Work units of one step, a deterministic stand-in for its time: each awake body 1, each contact
+/// kContactWork (a contact's solve and narrowphase cost about three awake bodies' integration and
+/// broadphase on this machine: 4,864 converging spheres, 17.8 ms with 5,156 contacts and 73 ms
+/// with 14,489; docs/BENCHMARKS.md, "Tick budget"). A contact is charged to both bodies' owners.
+inline constexpr uint32_t kContactWork = 3;
+
+/// The fair-share level for `costs` [work units] so that the accounts' costs, each capped at the
+/// level, sum to at most `target`: the largest L with sum(min(cost_i, L)) <= target. Accounts
+/// whose cost is above L are over their share. Returns UINT64_MAX when the costs fit as they are.
+/// O(n log n) in a scratch copy; the order of `costs` does not matter.
+uint64_t fair_share_level(std::span<const uint64_t> costs, uint64_t target);
+
+}  // namespace impulse::server
