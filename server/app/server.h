@@ -89,11 +89,11 @@ struct ServerConfig {
   /// --tick-budget-ms: when one step takes longer than this [ms] and holds at least
   /// tick_budget_min_work work units, the clients over their fair share of it are throttled
   /// (server/app/tick_budget.h): their awake bodies are put to sleep and their pushes and creates
-  /// answered OverBudget for kThrottleHold. 0 = off. 10 ms: the capacity benchmark's whole tick
-  /// (256 clients, 5,000 bodies, snapshots included) has a p99 of 8 to 11 ms on a 2-core machine,
-  /// its step alone less, so it never triggers there; a step over 10 ms leaves too little of the
-  /// 16.7 ms period for snapshots.
-  double tick_budget_ms = 10.0;
+  /// answered OverBudget for kThrottleHold. 0 = off. 6 ms: the capacity benchmark (256 clients,
+  /// 5,000 bodies) never reaches it on a 2-core machine (docs/BENCHMARKS.md, "Tick budget"), and
+  /// a step over it leaves too little of the 16.7 ms period for the events and snapshots of many
+  /// clients (attack B from 64 addresses: tick p99 15.8 ms at 6 ms, 28.9 ms at 10 ms).
+  double tick_budget_ms = 6.0;
   /// --tick-budget-min-work: below this many work units (awake bodies + 3 per contact) a step is
   /// never charged, however long it took (a stalled machine is no client's doing).
   int tick_budget_min_work = 1500;

@@ -950,6 +950,7 @@ void ServerCore::note_applied(const PendingRequest& r, ObjectID id) {
     const bool anonymous = !token_key_;
     const asio::ip::address prefix = address_prefix(r.from.address());
     owners_[id.index] = Ownership{id.generation, r.client_id, r.shared, anonymous, prefix};
+    owners_[id.index].budget_slot = budget_slot_of(account_of(owners_[id.index]));
     ++live_objects_[r.client_id];
     if (r.client_id != 0) ++client_objects_;
     if (anonymous) ++live_by_address_[prefix];
@@ -1017,8 +1018,15 @@ void ServerCore::note_restored_bodies(TimePoint now) {
 // --- The tick budget (tick_budget.h) ---------------------------------------------------------------
 
 
+uint32_t ServerCore::budget_slot_of(const Account& account) {
+  const auto [it, added] = account_slots_.emplace(account, static_cast<uint32_t>(slot_accounts_.size()));
+  if (added) slot_accounts_.push_back(account);
+  return it->second;
+}
+
 ServerCore::Account ServerCore::account_of(const Session& s) const {
-  return token_key_ ? Account{s.client_id, {}} : Account{0, address_prefix(s.endpoint.address())};
+  if (token_key_ || s.endpoint.address().is_loopback()) return Account{s.client_id, {}};
+  return Account{0, address_prefix(s.endpoint.address())};
 }
 
 bool ServerCore::over_budget(const Session& s, TimePoint now) {
@@ -1033,40 +1041,37 @@ bool ServerCore::over_budget(const Session& s, TimePoint now) {
 void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoint now) {
   // Throttles end on their own; the rest of the accounting runs only for a step over budget.
   for (auto it = throttled_.begin(); it != throttled_.end();) it = now >= it->second ? throttled_.erase(it) : std::next(it);
-  const std::span<const physics::Contact> contacts = world_.get_collisions();
-  const uint64_t work = world_.awake_count() + kContactWork * contacts.size();
+  // Each contact is charged to both of its bodies (only to awake ones below).
+  const uint64_t work = world_.awake_count() + 2ull * kContactWork * world_.active_contact_count();
   const double step_ms = std::chrono::duration<double, std::milli>(step_time).count();
   if (step_ms > config_.tick_budget_ms && work >= static_cast<uint64_t>(config_.tick_budget_min_work)) {
-    // Charge each account what its bodies cost this step: awake bodies, and contacts (to both owners).
-    account_cost_.clear();
-    auto owner_of = [&](ObjectID id) -> const Ownership* {
-      if (id.index >= owners_.size()) return nullptr;
-      const Ownership& o = owners_[id.index];
-      return o.generation == id.generation && o.client_id != 0 ? &o : nullptr;
-    };
+    // Charge each account what its awake bodies cost this step: each 1, plus kContactWork per
+    // contact (so a contact between two owners' awake bodies is charged to both). Runs for every
+    // step over budget, at capacity too: O(1) lookups and array indices only.
+    slot_cost_.assign(slot_accounts_.size(), 0);
     for (uint32_t index = 0; index < owners_.size(); ++index) {
       const Ownership& o = owners_[index];
-      if (o.client_id == 0) continue;
-      const std::optional<physics::BodyState> b = world_.get_object(ObjectID{index, o.generation});
-      if (b && !b->sleeping && b->kind != physics::BodyKind::Static) account_cost_[account_of(o)] += 1;
-    }
-    for (const physics::Contact& c : contacts) {
-      if (const Ownership* o = owner_of(c.a)) account_cost_[account_of(*o)] += kContactWork;
-      if (const Ownership* o = owner_of(c.b)) account_cost_[account_of(*o)] += kContactWork;
+      const ObjectID id{index, o.generation};
+      if (o.client_id == 0 || !world_.is_awake(id)) continue;
+      slot_cost_[o.budget_slot] += 1 + kContactWork * world_.contact_count_of(id);
     }
     // The work this step could have had within the budget, shared fairly among the accounts (the
     // scene's bodies are nobody's and keep their part).
     const uint64_t target = static_cast<uint64_t>(static_cast<double>(work) * config_.tick_budget_ms / step_ms);
     uint64_t charged = 0;
     account_costs_.clear();
-    for (const auto& [account, cost] : account_cost_) {
+    for (const uint64_t cost : slot_cost_) {
+      if (cost == 0) continue;
       account_costs_.push_back(cost);
       charged += cost;
     }
     const uint64_t scene = work > charged ? work - charged : 0;
-    const uint64_t level = fair_share_level(account_costs_, target > scene ? target - scene : 0);
-    for (const auto& [account, cost] : account_cost_) {
+    const uint64_t level =
+        std::max(kMinShareWork, fair_share_level(account_costs_, target > scene ? target - scene : 0));
+    for (uint32_t slot = 0; slot < slot_cost_.size(); ++slot) {
+      const uint64_t cost = slot_cost_[slot];
       if (cost <= level) continue;
+      const Account& account = slot_accounts_[slot];
       throttled_[account] = now + kThrottleHold;
       rejects_.note(RejectReason::OverBudget,
                     fmt::format("{} cost {} work units of a {:.1f} ms step (share {}; budget {} ms)",
@@ -1082,12 +1087,10 @@ void ServerCore::sleep_throttled_bodies(TimePoint now) {
   // Through the journal like a request, so a recording replays it (kServerSleep).
   for (uint32_t index = 0; index < owners_.size(); ++index) {
     const Ownership& o = owners_[index];
-    if (o.client_id == 0) continue;
-    const auto it = throttled_.find(account_of(o));
-    if (it == throttled_.end() || now >= it->second) continue;
     const ObjectID id{index, o.generation};
-    const std::optional<physics::BodyState> b = world_.get_object(id);
-    if (!b || b->sleeping || b->kind == physics::BodyKind::Static) continue;
+    if (o.client_id == 0 || !world_.is_awake(id)) continue;
+    const auto it = throttled_.find(slot_accounts_[o.budget_slot]);
+    if (it == throttled_.end() || now >= it->second) continue;
     PendingRequest sleep;
     sleep.type = kServerSleep;
     sleep.client_id = o.client_id;
@@ -1310,12 +1313,12 @@ int ServerCore::update(TimePoint now, Outbox& out) {
         }
       }
     }
-    const auto t_events = SteadyClock::now();
-    if (config_.tick_budget_ms > 0) {
-      const auto stepping = std::chrono::duration_cast<std::chrono::nanoseconds>(t_events - t_step) -
+    if (config_.tick_budget_ms > 0) {  // counted in the step stage
+      const auto stepping = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t_step) -
                             std::chrono::nanoseconds(record_ns);
       charge_tick_budget(step_time_for_test_.count() > 0 ? step_time_for_test_ : stepping / steps, now);
     }
+    const auto t_events = SteadyClock::now();
     answer_raycasts(out);
     if (events_dropped > 0) {
       rejects_.note(RejectReason::EventsDropped, fmt::format("{} events over the per-update cap", events_dropped), now);

@@ -271,19 +271,28 @@ class ServerCore {
     bool charged_to_address = false;  ///< anonymous mode: counted in live_by_address_[address]
     asio::ip::address address;        ///< the creator's address_prefix (server/net/address_prefix.h)
     bool removed_non_finite = false;  ///< the step's guard removed it (its state was not finite)
+    uint32_t budget_slot = 0;         ///< its account's index in slot_accounts_ (the tick budget)
   };
   std::vector<Ownership> owners_;
   // The tick budget (tick_budget.h): who pays for a body. A token's client id, or in anonymous
   // mode the creator's address prefix (as the per-address quotas), so many sessions from one
-  // address are one account. Ordered maps: deterministic.
+  // address are one account; loopback is exempt as from the session cap (bots and load
+  // generators on this machine: each session its own account). Ordered maps: deterministic.
   using Account = std::pair<uint32_t, asio::ip::address>;
-  Account account_of(const Ownership& o) const { return o.charged_to_address ? Account{0, o.address} : Account{o.client_id, {}}; }
+  Account account_of(const Ownership& o) const {
+    return o.charged_to_address && !o.address.is_loopback() ? Account{0, o.address} : Account{o.client_id, {}};
+  }
   Account account_of(const Session& s) const;
   bool over_budget(const Session& s, TimePoint now);
   void charge_tick_budget(std::chrono::nanoseconds step_time, TimePoint now);
   void sleep_throttled_bodies(TimePoint now);
   std::map<Account, TimePoint> throttled_;     // account -> throttled until
-  std::map<Account, uint64_t> account_cost_;   // charge_tick_budget's scratch
+  // Each account gets a slot the first time it creates a body, so the per-body accounting of a
+  // step over budget is an array index (40 bytes per account ever seen).
+  uint32_t budget_slot_of(const Account& account);
+  std::map<Account, uint32_t> account_slots_;
+  std::vector<Account> slot_accounts_;
+  std::vector<uint64_t> slot_cost_;            // charge_tick_budget's scratch, by slot
   std::vector<uint64_t> account_costs_;        // the same costs, for fair_share_level
   std::chrono::nanoseconds step_time_for_test_{0};
   std::map<uint32_t, uint32_t> live_objects_;  // client id -> live objects it owns (ordered: deterministic)

@@ -17,6 +17,12 @@ namespace impulse::server {
 /// with 14,489; docs/BENCHMARKS.md, "Tick budget"). A contact is charged to both bodies' owners.
 inline constexpr uint32_t kContactWork = 3;
 
+/// No account is throttled below this cost [work units], whatever its fair share: about 64 bodies
+/// each in a few contacts. When many players each with a handful of bodies load the server
+/// together (the capacity benchmark: 256 clients, about 20 bodies and 80 units each), their
+/// shares are equal and all would be over the level; none of them is anyone's attack.
+inline constexpr uint64_t kMinShareWork = 256;
+
 /// The fair-share level for `costs` [work units] so that the accounts' costs, each capped at the
 /// level, sum to at most `target`: the largest L with sum(min(cost_i, L)) <= target. Accounts
 /// whose cost is above L are over their share. Returns UINT64_MAX when the costs fit as they are.

@@ -401,6 +401,16 @@ Error World::destroy_object(ObjectID id) {
 
 bool World::is_valid(ObjectID id) const { return slots_.contains(id); }
 
+uint32_t World::contact_count_of(ObjectID id) const {
+  const uint32_t dense = slots_.find(id);
+  return dense == SlotMap::kNone ? 0 : bodies_.info[dense].contact_count;
+}
+
+bool World::is_awake(ObjectID id) const {
+  const uint32_t dense = slots_.find(id);
+  return dense != SlotMap::kNone && bodies_.info[dense].kind != BodyKind::Static && !bodies_.info[dense].sleeping;
+}
+
 std::optional<BodyState> World::get_object(ObjectID id) const {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return std::nullopt;

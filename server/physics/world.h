@@ -128,6 +128,13 @@ class World {
   Error destroy_object(ObjectID id);
   /// True when id names a live object.
   bool is_valid(ObjectID id) const;
+  /// Whether `id` is a live dynamic or kinematic body that is awake (simulated this step). O(1).
+  bool is_awake(ObjectID id) const;
+  /// Touching pairs (manifolds) `id` is part of after the last step, awake or resting; 0 for an
+  /// unknown id. O(1).
+  uint32_t contact_count_of(ObjectID id) const;
+  /// Touching pairs between awake bodies after the last step (the solver's list). O(1).
+  uint32_t active_contact_count() const { return static_cast<uint32_t>(contacts_.size()); }
   /// A copy of the object's state, or nullopt for a stale id.
   std::optional<BodyState> get_object(ObjectID id) const;
   /// Live objects. O(1).

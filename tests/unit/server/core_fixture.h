@@ -125,7 +125,9 @@ class CoreTest : public ::testing::Test {
   struct PeerKeys {
     net::PacketProtection protection;
     uint32_t next_sequence = 0;
+    uint32_t newest_received = 0;  // the newest sealed sequence from the core
   };
+  bool auto_ack_ = false;  // see seal_for
   std::map<uint16_t, PeerKeys> peers_;        // by client port
   std::map<uint16_t, net::BindingSecret> binding_;  // token session secrets, by client port (default zeros)
   Bytes seal_for(const Endpoint& from, std::span<const uint8_t> bytes) {
@@ -141,7 +143,11 @@ class CoreTest : public ::testing::Test {
     // collide with the ones given before); the acks the test stamped are kept.
     const wire::PacketHeader given = wire::header_of(*v.envelope);
     PeerKeys& peer = it->second;
-    const wire::PacketHeader h(++peer.next_sequence, given.ack(), given.ack_bits());
+    // With auto_ack_, a datagram whose test left the acks at zero acks everything the peer has
+    // received, as a client does (then snapshots are deltas, as in a real session).
+    const bool ack_all = auto_ack_ && given.ack() == 0 && peer.newest_received != 0;
+    const wire::PacketHeader h(++peer.next_sequence, ack_all ? peer.newest_received : given.ack(),
+                               ack_all ? ~0u : given.ack_bits());
     EXPECT_TRUE(wire::stamp_header(plain, h));
     Bytes sealed(plain.size() + net::kSealOverheadBytes);
     EXPECT_NE(net::seal_packet(peer.protection.send_key, h.sequence(), plain, sealed), 0u);
@@ -192,6 +198,7 @@ class CoreTest : public ::testing::Test {
     uint32_t sequence = 0;
     const net::OpenError e = net::open_session_packet(it->second.protection, bytes, plain, &n, &sequence);
     EXPECT_EQ(e, net::OpenError::None) << "the core sealed a datagram its peer cannot open";
+    if (e == net::OpenError::None) it->second.newest_received = std::max(it->second.newest_received, sequence);
     plain.resize(e == net::OpenError::None ? n : 0);
     // A Disconnect ends the session: like a client, the peer forgets its keys (and then sends
     // plaintext again, which an address without a session is answered for).
