@@ -75,6 +75,7 @@ bool connect(ClientCore& core, TimePoint now, net::PacketKey* server_to_client) 
                                           q.max_linear_speed, q.linear_velocity_fraction_bits, q.max_angular_speed,
                                           q.angular_velocity_fraction_bits};
   a.kx_public = server_kx().public_key;
+  a.client_kx_public = client_public;  // protocol 6: the share it answers
   const auto built = wire::build_connect_accepted(fbb, a);
   std::vector<uint8_t> accepted(built.begin(), built.end());
   wire::stamp_header(accepted, wire::PacketHeader(1, 0, 0));
