@@ -356,6 +356,56 @@ TEST(RecordingRotation, EveryPartStartsWhereTheLastEndedAndVerifiesOnItsOwn) {
   std::filesystem::remove_all(dir);
 }
 
+// --- The tick budget's sleeps ---------------------------------------------------------------------
+
+// The tick budget changes the world outside any client request: an account over its share has its
+// bodies put to sleep. Those sleeps travel through the journal (ServerSleep), so the recording of a
+// session in which they happen still replays bit-exactly. Here every step counts as over budget
+// (a 1 ns budget), and one client sends 150 spheres into one pile: over the 256-unit floor.
+TEST(RecordingTickBudget, ThrottledBodiesAreRecordedAndReplayBitExactly) {
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("impulse-budget-{}.irec", ::getpid())).string();
+  {
+    ServerOptions options = recording_options(path);
+    options.configure = [](server::ServerConfig& c) {
+      c.tick_budget_ms = 1e-6;
+      c.tick_budget_min_work = 10;
+    };
+    RunningServer server(options);
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver heavy, light;
+    std::string error;
+    ASSERT_TRUE(heavy.connect(server.port(), &error, "heavy")) << error;
+    ASSERT_TRUE(light.connect(server.port(), &error, "light")) << error;
+    ASSERT_FALSE(light.create_ok(make_sphere(0.5f, {40.0f, 0.5f, 0.0f})).is_null());
+    std::vector<uint32_t> creates;
+    for (int k = 0; k < 150; ++k) {
+      const Vec3 at{1.25f * static_cast<float>(k % 5) - 2.5f, 1.0f + 1.25f * static_cast<float>(k / 25),
+                    1.25f * static_cast<float>((k / 5) % 5) - 2.5f};
+      creates.push_back(heavy.client.create_object(make_sphere(0.5f, at)));
+    }
+    std::vector<ObjectID> bodies;
+    for (const uint32_t id : creates) {
+      const std::optional<RequestResult> r = heavy.wait_result(id);
+      ASSERT_TRUE(r.has_value());
+      if (r->ok()) bodies.push_back(r->id);
+    }
+    ASSERT_GE(bodies.size(), 100u);
+    for (const ObjectID id : bodies) heavy.client.set_velocity(id, {0.0f, -5.0f, 0.0f});
+    ASSERT_TRUE(heavy.poll_until([&] { return server.stats().bodies_put_to_sleep_over_budget.load() > 0; },
+                                 milliseconds{5000}));
+    ASSERT_NE(heavy.wait_snapshot_after(heavy.client.server_tick() + 10), 0u);
+    server.stop();
+  }
+  record::RecordingInfo info;
+  std::string error;
+  ASSERT_TRUE(record::read_info(path, &info, &error)) << error;
+  EXPECT_GT(info.requests_by_type["ServerSleep"], 0u);
+  const record::VerifyResult r = record::verify_recording(path);
+  EXPECT_TRUE(r.ok) << r.error << r.report << r.read_problem;
+  EXPECT_FALSE(r.diverged_tick.has_value());
+  std::filesystem::remove(path);
+}
+
 // --- SIGKILL ----------------------------------------------------------------------------------
 
 uint16_t free_udp_port() {
