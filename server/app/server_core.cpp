@@ -40,7 +40,6 @@ constexpr std::string_view kOverBudgetMessage =
     "your bodies cost more than your share of the server's tick (--tick-budget-ms): they were put to sleep, and "
     "pushes and creates are refused for 2 s; use fewer bodies, or keep them apart";
 
-
 using wire::Message;
 using wire::ResultCode;
 
@@ -587,8 +586,8 @@ void ServerCore::handle_connect(const Endpoint& from, const wire::Connect& m, si
 void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, uint32_t client_id,
                                 uint32_t max_objects, const SessionKeying& keying, TimePoint now, Outbox& out) {
   Session* s = sessions_.add(from, sanitize_for_log(client_name_of(m), wire::kMaxClientNameBytes), now, client_id);
-  spent_shares_.add(keying.client_public, now);
   if (s == nullptr) return;
+  spent_shares_.add(keying.client_public, now);
   s->protection.send_key = keying.send_key;
   s->protection.receive_key = keying.receive_key;
   s->protection.keyed = true;
@@ -793,17 +792,17 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       answer_slot(s, *slot, now, out);
       continue;
     }
-    if (r.type == Message::ReplayControl && !playback_->may_control(s.client_id, s.token_bound)) {
-      rejects_.note(RejectReason::NotController, s.endpoint, wire::EnumNameReplayAction(r.replay_action), now);
-      count_result(ResultCode::NotController);
-      s.requests.answer(r.request_id, ResultCode::NotController, ObjectID{},
-                        "this replay's timeline is the operator's: only a controller may pause, seek or change "
-                        "the speed (impulse-replay serve --controller CLIENT_ID with --token-key, or --anyone-controls)");
-      answer_slot(s, *slot, now, out);
-      continue;
-    }
     if (r.type == Message::ReplayControl) {
       // Only a replay gets here (a live server refused it in the range check).
+      if (!playback_->may_control(s.client_id, s.token_bound)) {
+        rejects_.note(RejectReason::NotController, s.endpoint, wire::EnumNameReplayAction(r.replay_action), now);
+        count_result(ResultCode::NotController);
+        s.requests.answer(r.request_id, ResultCode::NotController, ObjectID{},
+                          "this replay's timeline is the operator's: only a controller may pause, seek or change "
+                          "the speed (impulse-replay serve --controller CLIENT_ID with --token-key, or --anyone-controls)");
+        answer_slot(s, *slot, now, out);
+        continue;
+      }
       std::string message;
       const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
       const ResultCode code = playback_->control(r.replay_action, r.replay_tick, r.replay_speed, who, &message, now);
@@ -1017,7 +1016,6 @@ void ServerCore::note_restored_bodies(TimePoint now) {
 
 // --- The tick budget (tick_budget.h) ---------------------------------------------------------------
 
-
 uint32_t ServerCore::budget_slot_of(const Account& account) {
   const auto [it, added] = account_slots_.emplace(account, static_cast<uint32_t>(slot_accounts_.size()));
   if (added) slot_accounts_.push_back(account);
@@ -1072,7 +1070,8 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
       const uint64_t cost = slot_cost_[slot];
       if (cost <= level) continue;
       const Account& account = slot_accounts_[slot];
-      throttled_[account] = now + kThrottleHold;
+      const bool fresh = throttled_.insert_or_assign(account, now + kThrottleHold).second;
+      if (!fresh) continue;  // already throttled: the hold is extended, and logged once
       rejects_.note(RejectReason::OverBudget,
                     fmt::format("{} cost {} work units of a {:.1f} ms step (share {}; budget {} ms)",
                                 account.first != 0 ? fmt::format("client {}", account.first) : account.second.to_string(),
@@ -1084,13 +1083,18 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
 }
 
 void ServerCore::sleep_throttled_bodies(TimePoint now) {
+  // Which slots are throttled (charge_tick_budget has just dropped the expired holds), so the
+  // per-body test is an index.
+  slot_throttled_.assign(slot_accounts_.size(), 0);
+  for (const auto& [account, until] : throttled_) {
+    const auto slot = account_slots_.find(account);
+    if (slot != account_slots_.end() && now < until) slot_throttled_[slot->second] = 1;
+  }
   // Through the journal like a request, so a recording replays it (kServerSleep).
   for (uint32_t index = 0; index < owners_.size(); ++index) {
     const Ownership& o = owners_[index];
     const ObjectID id{index, o.generation};
-    if (o.client_id == 0 || !world_.is_awake(id)) continue;
-    const auto it = throttled_.find(slot_accounts_[o.budget_slot]);
-    if (it == throttled_.end() || now >= it->second) continue;
+    if (o.client_id == 0 || slot_throttled_[o.budget_slot] == 0 || !world_.is_awake(id)) continue;
     PendingRequest sleep;
     sleep.type = kServerSleep;
     sleep.client_id = o.client_id;

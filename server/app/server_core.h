@@ -293,6 +293,7 @@ class ServerCore {
   std::map<Account, uint32_t> account_slots_;
   std::vector<Account> slot_accounts_;
   std::vector<uint64_t> slot_cost_;            // charge_tick_budget's scratch, by slot
+  std::vector<uint8_t> slot_throttled_;        // sleep_throttled_bodies' scratch, by slot
   std::vector<uint64_t> account_costs_;        // the same costs, for fair_share_level
   std::chrono::nanoseconds step_time_for_test_{0};
   std::map<uint32_t, uint32_t> live_objects_;  // client id -> live objects it owns (ordered: deterministic)
