@@ -30,6 +30,7 @@
 #include "impulse/schemas/impulse_generated.h"
 #include "server/app/server.h"
 #include "server/net/handshake.h"
+#include "tests/support/timing_checks.h"
 #include "shared/net/packet_crypto.h"
 #include "shared/wire/codec.h"
 
@@ -45,27 +46,6 @@ inline constexpr milliseconds kWaitTimeout{3000};
 /// 1 ms, so at ~100 datagrams/s this is never reached before the deadline unless a loop spins.
 inline constexpr int kMaxIterations = 50'000;
 inline constexpr float kGravity = 9.81f;  ///< |g| of the test scenes [m/s^2]
-
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
-#else
-inline constexpr bool kSanitized = false;
-#endif
-
-/// Wall-clock thresholds (tick p99, snapshot rate, probe latency under attack) hold only on a
-/// quiet machine, not beside another test under `ctest -j2` on two cores. `make test` asserts the
-/// mechanisms and prints the figures; .ci/run's timing stage sets IMPULSE_TIMING_CHECKS=1 and
-/// runs those tests alone, where the thresholds are asserted too (docs/BENCHMARKS.md, "Timing checks").
-inline bool timing_checks() {
-  const char* v = std::getenv("IMPULSE_TIMING_CHECKS");
-  return !kSanitized && v != nullptr && std::string_view(v) == "1";
-}
 
 /// A connect-token key file in a fresh temporary directory, removed with the object.
 struct TempTokenKey {

@@ -64,6 +64,8 @@ class CoreTest : public ::testing::Test {
   }
 
   static Endpoint endpoint(uint16_t port) { return Endpoint(asio::ip::make_address("127.0.0.1"), port); }
+  /// A peer at another address. The fixture keys its peers by port: give each its own.
+  static Endpoint at(const std::string& address, uint16_t port) { return Endpoint(asio::ip::make_address(address), port); }
 
   /// Feeds one datagram at the current fake time; returns what the core queued in reply. Like a
   /// real client, a peer with a session numbers (its own next sequence; the test's acks are kept)

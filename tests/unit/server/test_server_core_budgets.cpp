@@ -4,14 +4,13 @@
 // receive budget and is answered only with its cookie before the session is confirmed, duplicates
 // of answered requests count against the request rate, and the send budget's debt is bounded.
 #include "server/app/tick_budget.h"
+#include "tests/support/timing_checks.h"
 #include "unit/server/core_fixture.h"
 
 namespace impulse::server {
 namespace {
 
 using namespace core_test;
-
-Endpoint at(const char* ip, uint16_t port) { return Endpoint(asio::ip::make_address(ip), port); }
 
 size_t total_bytes(const std::vector<Sent>& sent) {
   size_t n = 0;
@@ -206,7 +205,6 @@ class SessionSlotTest : public CoreTest {
     return c;  // max_sessions_per_address: the default, 4
   }
   SessionSlotTest() : CoreTest(slot_config()) {}
-  static Endpoint at(const char* address, uint16_t port) { return Endpoint(asio::ip::make_address(address), port); }
   // The Connect's answer after the cookie round trip: ConnectAccepted, or ConnectRejected's text.
   std::string try_connect(const Endpoint& from) {
     const auto sent = handshake(from, "flood");
@@ -361,7 +359,6 @@ class TickBudgetTest : public CoreTest, public ::testing::WithParamInterface<int
     return c;
   }
   TickBudgetTest() : CoreTest(budget_config()) { core_.set_step_time_for_test(std::chrono::milliseconds(20)); }
-  static Endpoint at(const std::string& address, uint16_t port) { return Endpoint(asio::ip::make_address(address), port); }
   ResultCode push(const Endpoint& from, ObjectID id, Vec3 v) {
     // A refusal is answered at once; an accepted push after the step.
     std::vector<Sent> sent = receive(from, wire::build_set_velocity(fbb_, next_id(from), id, v));
@@ -452,19 +449,13 @@ class TickBudgetTiming : public CoreTest, public ::testing::WithParamInterface<i
     return c;  // the tick budget: the defaults (6 ms, 1,500 units)
   }
   TickBudgetTiming() : CoreTest(timing_config()) { auto_ack_ = true; }  // real clients ack: delta snapshots
-  static bool timing_checks() {
-    const char* v = std::getenv("IMPULSE_TIMING_CHECKS");
-    return v != nullptr && std::string_view(v) == "1";
-  }
 };
 
 TEST_P(TickBudgetTiming, AttackBFromManyAddressesStaysWithinTheTick) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "a timing scenario; the mechanism is TickBudgetTest's";
-#endif
+  if (test::kSanitized) GTEST_SKIP() << "a timing scenario; the mechanism is TickBudgetTest's";
   const int addresses = GetParam();
   const int per_address = 4864 / addresses;
-  const Endpoint player(asio::ip::make_address("198.51.100.1"), 1);
+  const Endpoint player = at("198.51.100.1", 1);
   ASSERT_NE(connect(player), 0u);
   wire::CreateObjectArgs box;
   box.shape = wire::ShapeKind::Box;
@@ -477,8 +468,7 @@ TEST_P(TickBudgetTiming, AttackBFromManyAddressesStaysWithinTheTick) {
   const int side = static_cast<int>(std::ceil(std::cbrt(4864.0)));
   int placed = 0;
   for (int a = 0; a < addresses; ++a) {
-    hostile.emplace_back(asio::ip::make_address("10.0." + std::to_string(a / 250) + "." + std::to_string(a % 250 + 1)),
-                         static_cast<uint16_t>(1000 + a));
+    hostile.push_back(at("10.0." + std::to_string(a / 250) + "." + std::to_string(a % 250 + 1), static_cast<uint16_t>(1000 + a)));
     ASSERT_NE(connect(hostile.back()), 0u);
     for (int k = 0; k < per_address; k += 32) {
       for (int j = k; j < std::min(k + 32, per_address); ++j, ++placed) {
@@ -539,7 +529,7 @@ TEST_P(TickBudgetTiming, AttackBFromManyAddressesStaysWithinTheTick) {
               1e-6 * static_cast<double>(stats_.snapshots_ns.load() - snap_ns0) / static_cast<double>(sorted.size()),
               static_cast<unsigned long long>(core_.rejects().count(RejectReason::OverBudget)),
               static_cast<unsigned long long>(stats_.bodies_put_to_sleep_over_budget.load()));
-  if (timing_checks()) {
+  if (test::timing_checks()) {
     EXPECT_LE(p99, 16.6);
   }
 }
