@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "server/physics/solver.h"
 #include "tests/unit/physics/world_test_helpers.h"
@@ -240,4 +242,65 @@ TEST(Friction, TangentBasisIsOrthonormal) {
 }
 
 }  // namespace
+// Jolt's TestFriction (UnitTests/Physics/PhysicsTests.cpp): a 2 m box starting 1 mm into the
+// floor slides at 20 m/s in 12 directions 30 degrees apart, mu = sqrt(0.9 * 0.8); after 60 steps
+// its position and velocity match v' = v - mu g h v / |v| integrated by semi-implicit Euler over
+// the world's substeps h (Jolt's reference uses its own step, dt; Impulse's substeps travel
+// mu g t (dt - h) / 2 = 5.2 cm farther in 1 s, nearer the closed form), and it neither turned
+// nor spins. Jolt's tolerances: 1 cm, 2 cm/s, 0.01 (quaternion), 0.01 rad/s.
+// The speed is swept too (5 to 20 m/s).
+//
+// Disabled: not met on main. A relax sweep may not push a point with a gap (solver.cpp, since the
+// fix for Jolt's ...NoHit), and the box rocks while it slides (|w| up to 0.049 rad/s along the
+// axes, up to 0.035 after 1 s). Letting the relax sweeps of the first three substeps push such points
+// (Box2D v3 does in every relax) met this test (worst 0.0085 rad/s over the 72 slides) and ...NoHit,
+// but StackingEdges.TheCardHouseStandsForTenSeconds then collapsed (0.82 m). Allowing the push
+// only below a gap of 1e-4, 3e-4 or 1e-3 m, or only at points already carrying an impulse, failed
+// one test or the other. Enable this test with the fix.
+TEST(Friction, DISABLED_SlidingBoxNeitherTurnsNorSpinsInAnyDirection) {
+  const float mu = std::sqrt(0.9f * 0.8f);
+  float worst = 0;
+  // Jolt's start, 1 mm into the floor, and resting exactly on it. From 1 mm in, the overlap
+  // recovery turns the box at up to 0.027 rad/s in the first steps, decaying (Jolt checks the end
+  // only); rocking is judged from step 15 (0.25 s) on, and from the start when it rests exactly.
+  for (const float start_y : {0.999f, 1.0f}) {
+  for (const float speed : {5.0f, 10.0f, 20.0f}) {
+    for (int degrees = 0; degrees < 360; degrees += 30) {
+      World world;
+      add_floor(world, 0.9f);
+      const float angle = static_cast<float>(degrees) * 3.14159265f / 180.0f;
+      BodyDesc d = box_desc({0.0f, start_y, 0.0f}, {1.0f, 1.0f, 1.0f});
+      d.friction = 0.8f;
+      d.linear_damping = 0.0f;
+      d.velocity = Vec3{std::sin(angle), 0.0f, std::cos(angle)} * speed;
+      const ObjectID box = add(world, d);
+      Vec3 velocity = d.velocity;
+      Vec3 position = d.position;
+      const int substeps = world.settings().substeps;
+      const float h = kDt / static_cast<float>(substeps);
+      float worst_spin = 0;
+      for (int i = 0; i < 60; ++i) {
+        world.step(kDt);
+        for (int k = 0; k < substeps; ++k) {
+          const float v = length(velocity);
+          velocity = v > mu * kG * h ? velocity - velocity * (mu * kG * h / v) : Vec3{};
+          position += velocity * h;
+        }
+        if (start_y == 1.0f || i >= 15) worst_spin = std::max(worst_spin, length(state(world, box).angular_velocity));
+      }
+      const BodyState s = state(world, box);
+      const std::string where = "start y " + std::to_string(start_y) + " speed " + std::to_string(speed) +
+                                " direction " + std::to_string(degrees);
+      EXPECT_LE(length(s.position - position), 1e-2f) << where;
+      EXPECT_LE(length(s.velocity - velocity), 2e-2f) << where;
+      EXPECT_LE(std::fabs(s.orientation.x) + std::fabs(s.orientation.y) + std::fabs(s.orientation.z), 1e-2f) << where;
+      EXPECT_LE(length(s.angular_velocity), 1e-2f) << where;
+      EXPECT_LE(worst_spin, 1e-2f) << where << " (rocking)";
+      worst = std::max(worst, worst_spin);
+    }
+  }
+  }
+  std::printf("[ measured ] sliding box: worst |w| %.3g rad/s over 72 slides\n", worst);
+}
+
 }  // namespace impulse::physics
