@@ -460,7 +460,14 @@ void World::remove_awake(uint32_t dense) {
   awake_.pop_back();
 }
 
-void World::wake_body(uint32_t dense) {
+void World::wake_body(uint32_t dense, std::vector<uint32_t>* unpark) {
+  auto leave_parked = [&](uint32_t slot) {
+    if (unpark != nullptr) {
+      unpark->push_back(slot);
+    } else {
+      broadphase_.remove_parked(slot);
+    }
+  };
   const BodyInfo& info = bodies_.info[dense];
   if (!info.sleeping) return;
   if (info.kind != BodyKind::Dynamic) {
@@ -469,7 +476,7 @@ void World::wake_body(uint32_t dense) {
     k.sleeping = false;
     k.sleep_timer = 0;
     add_awake(dense);
-    broadphase_.remove_parked(slots_.slot_at(dense));
+    leave_parked(slots_.slot_at(dense));
     resting_dirty_ = true;
     return;
   }
@@ -483,7 +490,7 @@ void World::wake_body(uint32_t dense) {
     mi.sleeping = false;
     mi.sleep_timer = 0;
     add_awake(d);
-    broadphase_.remove_parked(slot);
+    leave_parked(slot);
   }
   members.clear();
   free_islands_.push_back(island);
@@ -515,6 +522,7 @@ void World::step(float dt) {
   profile_ = StepProfile{};
 
   remove_non_finite();  // 0. guard
+  if (freeze_pending_) freeze_parked_contacts();
   // 0. reactivate
   if (resting_dirty_) {
     reactivate_resting(scratch_.reactivated);
@@ -529,7 +537,7 @@ void World::step(float dt) {
   profile_.narrowphase_ms = timer.lap();
   update_events();  // 3
   profile_.events_ms = timer.lap();
-  apply_wakes();  // 4
+  apply_wakes(dt);  // 4
   profile_.wake_ms = timer.lap();
   solve(dt);            // 5, 6 and 6b: times itself into solve_ms, writeback_ms and continuous_ms
   update_islands(dt);   // 7: times itself into islands_ms
@@ -744,18 +752,91 @@ void World::update_events() {
   pending_events_.clear();
 }
 
-void World::apply_wakes() {
+void World::apply_wakes(float dt) {
   const uint32_t before = awake_count();
-  for (const uint32_t d : scratch_.wake_requests) wake_body(d);  // no-op when already awake
+  std::vector<uint32_t>& unpark = scratch_.unpark;
+  unpark.clear();
+  for (const uint32_t d : scratch_.wake_requests) wake_body(d, &unpark);  // no-op when already awake
+  wake_front(before, dt, unpark);
+  for (const uint32_t slot : unpark) broadphase_.remove_parked(slot);
   profile_.woken_count += awake_count() - before;
+  scratch_.reactivated.clear();
   if (resting_dirty_) {
     // Woken mid-step: the island's resting contacts are still exact (nothing in them moved), and
     // the broadphase already ran without it, so they join this step's list directly.
     reactivate_resting(scratch_.reactivated);
-    merge_records(scratch_.found, scratch_.reactivated, contacts_);
+    merge_records(scratch_.found, scratch_.reactivated, scratch_.merged);
   } else {
-    contacts_.swap(scratch_.found);
+    scratch_.merged.swap(scratch_.found);
   }
+  if (scratch_.front_found.empty()) {
+    contacts_.swap(scratch_.merged);
+  } else {
+    begin_front_contacts();
+    merge_records(scratch_.merged, scratch_.front_found, contacts_);
+  }
+}
+
+// A body woken in this step was parked when the broadphase ran, and parked pairs are never
+// paired, so its contacts with other parked bodies are missing from this step: only its island's
+// resting contacts come back (reactivate_resting). Without this pass a wake crossed one island per
+// step, and a fast body passed through sleeping neighbours that had not woken yet (Jolt's
+// TestPhysicsActivateDuringStep; Box2D wakes the touching islands in the step too). So each woken
+// body, in awake-list order, is collided with the parked bodies and the not yet visited woken
+// bodies its AABB overlaps; the sleepers it touches wake and join the walk (the woken stay in the
+// broadphase's parked set until it ends, so the queries still find them). Each pair is visited
+// once: by the earlier of its two bodies in the walk. Its contacts begin now (Begin events).
+void World::wake_front(size_t first, float dt, std::vector<uint32_t>& unpark) {
+  std::vector<ContactRecord>& front = scratch_.front_found;
+  front.clear();
+  if (first == awake_.size()) return;
+  ContactRecord rec;
+  uint32_t wake[2];
+  int wake_count = 0;
+  for (size_t k = first; k < awake_.size(); ++k) {  // grows as the front spreads
+    const uint32_t slot = awake_[k];
+    const uint32_t d = slots_.dense_of_slot(slot);
+    broadphase_.query(bodies_.pose[d].aabb, scratch_.query_hits);
+    for (const uint32_t other : scratch_.query_hits) {
+      if (other == slot) continue;
+      const uint32_t od = slots_.dense_of_slot(other);
+      if (od == SlotMap::kNone) continue;
+      // Awake before this step (the broadphase found the pair) or visited earlier in this walk.
+      if (!is_parked(od) && bodies_.info[od].awake_index <= k) continue;
+      const ProxyPair pair{std::min(slot, other), std::max(slot, other)};
+      if (!collide_pair(pair, dt, rec, wake, wake_count)) continue;
+      front.push_back(rec);
+      for (int w = 0; w < wake_count; ++w) wake_body(wake[w], &unpark);
+    }
+  }
+  std::sort(front.begin(), front.end(), record_less);
+}
+
+void World::begin_front_contacts() {
+  std::vector<ContactRecord>& front = scratch_.front_found;
+  // Pairs of an island that slept together came back with its resting contacts (both lists are
+  // sorted): those are not new.
+  const std::vector<ContactRecord>& back = scratch_.reactivated;
+  size_t keep = 0;
+  size_t j = 0;
+  for (const ContactRecord& r : front) {
+    while (j < back.size() && record_less(back[j], r)) ++j;
+    if (j < back.size() && !record_less(r, back[j])) continue;
+    front[keep++] = r;
+  }
+  front.resize(keep);
+  std::vector<ContactEvent>& begun = scratch_.front_events;
+  begun.clear();
+  for (ContactRecord& r : front) {
+    r.recovering = r.contact.depth > settings_.linear_slop;  // as diff_contacts marks a new contact
+    ++bodies_.info[slots_.find(r.contact.a)].contact_count;
+    ++bodies_.info[slots_.find(r.contact.b)].contact_count;
+    begun.push_back(make_event(ContactEventType::Begin, r.contact));
+  }
+  scratch_.events.clear();
+  std::merge(events_.begin(), events_.end(), begun.begin(), begun.end(), std::back_inserter(scratch_.events),
+             event_less);
+  events_.swap(scratch_.events);
 }
 
 }  // namespace impulse::physics

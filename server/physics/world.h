@@ -342,7 +342,10 @@ class World {
   void add_awake(uint32_t dense);
   void remove_awake(uint32_t dense);
   /// Wakes the sleeping island of a sleeping dynamic body (no-op for awake or non-dynamic bodies).
-  void wake_body(uint32_t dense);
+  /// Wakes the body's island (a kinematic body alone). With `unpark`, the woken proxies stay in
+  /// the broadphase's parked set and their slots are appended there, for the caller to remove
+  /// (wake_front queries them while the front spreads).
+  void wake_body(uint32_t dense, std::vector<uint32_t>* unpark = nullptr);
   void reactivate_resting(std::vector<ContactRecord>& out);
   void invalidate_queries() { query_cache_.valid = false; }
   void build_query_cache() const;
@@ -361,7 +364,16 @@ class World {
   /// and the dense indices of sleeping bodies it wakes in wake[0..wake_count). Reads only.
   bool collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, uint32_t wake[2], int& wake_count) const;
   void update_events();
-  void apply_wakes();
+  void apply_wakes(float dt);
+  /// Stage 4's wake front: collides each body woken this step (awake_[first..]) with the parked
+  /// bodies it overlaps, waking the sleepers it touches, until no more wake (see world.cpp).
+  void wake_front(size_t first, float dt, std::vector<uint32_t>& unpark);
+  /// The wake front's contacts, less those its islands' resting lists brought back, begin: Begin
+  /// events merged into events_, contact counts.
+  void begin_front_contacts();
+  /// Moves the contacts that join two parked bodies from contacts_ to resting_ (stage 7 after an
+  /// island sleeps, and step start after put_to_sleep).
+  void freeze_parked_contacts();
   void solve(float dt);
   // The solve's parts (world_solve.cpp), in order: solver bodies and forces from the awake list
   // (returns their count); the solved contacts; their batches (returns how many: 1 = on this
@@ -390,6 +402,7 @@ class World {
   // Each keeps its manifold points with their impulses for warm starting.
   std::vector<ContactRecord> contacts_;
   std::vector<ContactRecord> resting_;
+  bool freeze_pending_ = false;  // put_to_sleep parked a body since the last step
   bool resting_dirty_ = false;                // a body woke since the resting list was last partitioned
   std::vector<ContactEvent> events_;          // of the last step, sorted
   std::vector<ContactEvent> pending_events_;  // End events of destroyed bodies, for the next step
@@ -468,6 +481,9 @@ class World {
     std::vector<uint32_t> island_members;
     std::vector<ContactEvent> events;
     std::vector<uint32_t> query_hits;
+    std::vector<uint32_t> unpark;             // slots woken this step, still parked in the broadphase
+    std::vector<ContactRecord> front_found;   // contacts the wake front found, sorted
+    std::vector<ContactEvent> front_events;
     std::vector<FastBody> fast_bodies;    // continuous collision: this step's fast bodies
     std::vector<uint32_t> sweep_candidates;  // continuous collision: broadphase query output
   } scratch_;

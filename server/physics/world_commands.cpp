@@ -113,6 +113,7 @@ Error World::put_to_sleep(ObjectID id) {
   if (bodies_.info[dense].sleeping) return Error::Ok;
   const uint32_t members[1] = {dense};
   sleep_island(members);
+  freeze_pending_ = true;  // its contacts with parked bodies freeze at the next step's start
   return Error::Ok;
 }
 

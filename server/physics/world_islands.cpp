@@ -103,25 +103,7 @@ void World::update_islands(float dt) {
   }
   profile_.slept_count = slept;
 
-  if (slept > 0) {
-    // Freeze the contacts that now join two parked bodies: nobody will recompute them.
-    std::vector<ContactRecord>& frozen = scratch_.reactivated;
-    frozen.clear();
-    size_t keep = 0;
-    for (size_t i = 0; i < contacts_.size(); ++i) {
-      const Contact& c = contacts_[i].contact;
-      if (is_parked(slots_.find(c.a)) && is_parked(slots_.find(c.b))) {
-        frozen.push_back(contacts_[i]);
-      } else {
-        contacts_[keep++] = contacts_[i];
-      }
-    }
-    contacts_.resize(keep);
-    if (!frozen.empty()) {
-      merge_records(resting_, frozen, scratch_.merged);
-      resting_.swap(scratch_.merged);
-    }
-  }
+  if (slept > 0) freeze_parked_contacts();
   profile_.islands_ms = timer.lap();
 }
 
@@ -160,6 +142,29 @@ void World::sleep_island(std::span<const uint32_t> dense_members) {
     broadphase_.add_parked(slot, bodies_.pose[d].aabb);
     list.push_back(slot);
   }
+}
+
+void World::freeze_parked_contacts() {
+  // Freeze the contacts that now join two parked bodies: nobody will recompute them, and left in
+  // the list the next step would end them (the broadphase never pairs two parked bodies) and
+  // wake both.
+  std::vector<ContactRecord>& frozen = scratch_.reactivated;
+  frozen.clear();
+  size_t keep = 0;
+  for (size_t i = 0; i < contacts_.size(); ++i) {
+    const Contact& c = contacts_[i].contact;
+    if (is_parked(slots_.find(c.a)) && is_parked(slots_.find(c.b))) {
+      frozen.push_back(contacts_[i]);
+    } else {
+      contacts_[keep++] = contacts_[i];
+    }
+  }
+  contacts_.resize(keep);
+  if (!frozen.empty()) {
+    merge_records(resting_, frozen, scratch_.merged);
+    resting_.swap(scratch_.merged);
+  }
+  freeze_pending_ = false;
 }
 
 }  // namespace impulse::physics

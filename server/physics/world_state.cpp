@@ -660,6 +660,9 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   contacts_.assign(im.contacts.begin(), im.contacts.end());
   resting_.assign(im.resting.begin(), im.resting.end());
   resting_dirty_ = im.resting_dirty;
+  // Not in the blob: a put_to_sleep may precede it. Outside that window contacts_ joins no two
+  // parked bodies, and the freeze at the next step's start moves nothing.
+  freeze_pending_ = true;
   events_.assign(im.events.begin(), im.events.end());
   pending_events_.assign(im.pending_events.begin(), im.pending_events.end());
   // Existing island lists keep their capacity too (sleep_island reuses them).

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -334,6 +335,79 @@ TEST(Sleep, ABodyCreatedAsleepStaysPutUntilTouched) {
   EXPECT_EQ(world.set_velocity(door, {1.0f, 0.0f, 0.0f}), Error::Ok);  // a command wakes it
   for (int i = 0; i < 60; ++i) world.step(kDt);
   EXPECT_NEAR(state(world, door).position.x, 6.0f, 1.0e-3f);
+}
+
+// A row of `count` unit boxes created asleep on the ground along +x, `gap` apart (inside the
+// speculative margin: touching as far as contacts go), each on an island of its own.
+std::vector<ObjectID> sleeping_row(World& world, int count, float gap) {
+  std::vector<ObjectID> row;
+  for (int i = 0; i < count; ++i) {
+    BodyDesc d = box_desc({static_cast<float>(i) * (1.0f + gap), 0.5f, 0.0f});
+    d.asleep = true;
+    row.push_back(add(world, d));
+  }
+  return row;
+}
+
+// A wake spreads through the whole contact graph in the step it happens (Jolt's
+// TestPhysicsActivateDuringStep; Box2D wakes touching islands in the step too): a box sliding
+// into the first of 100 boxes created asleep wakes all 100 in the step of its first contact.
+// Before, each step woke one more box. Swept over the hitting speed (which moves the first
+// contact within and across steps) and the gap between the sleepers (0 to 1.5 cm, under the
+// 2 cm margin).
+TEST(Sleep, AWakeCrossesAWholeRowOfSleepersInOneStep) {
+  for (const float speed : {0.5f, 3.0f, 12.0f, 40.0f}) {
+    for (const float gap : {0.0f, 0.005f, 0.015f}) {
+      World world;
+      add_ground(world);
+      const std::vector<ObjectID> row = sleeping_row(world, 100, gap);
+      BodyDesc hitter = box_desc({-3.0f, 0.5f, 0.0f});
+      hitter.velocity = {speed, 0.0f, 0.0f};
+      hitter.friction = 0.0f;
+      const ObjectID h = add(world, hitter);
+      int woke_step = -1;
+      for (int i = 0; i < 600 && woke_step < 0; ++i) {
+        world.step(kDt);
+        if (!state(world, row[0]).sleeping) woke_step = i;
+      }
+      ASSERT_GE(woke_step, 0) << "speed " << speed << " gap " << gap << ": never touched";
+      int awake = 0;
+      for (const ObjectID id : row) awake += state(world, id).sleeping ? 0 : 1;
+      EXPECT_EQ(awake, 100) << "speed " << speed << " gap " << gap << ": woken in the step of the first contact";
+      EXPECT_TRUE(world.are_colliding(row[98], row[99])) << "the front's contacts are in this step's list";
+      EXPECT_LT(state(world, h).position.x, state(world, row[0]).position.x);
+    }
+  }
+}
+
+// Jolt's TestPhysicsActivateDuringStep, with Impulse's numbers: a 500 m/s bullet into a row of 10
+// boxes created asleep, in zero gravity. The whole row wakes in the step the bullet reaches it,
+// and the bullet stays behind the first box: before, 2 of 10 were awake after that step and the
+// bullet passed through boxes 2 to 4, which had not woken yet.
+TEST(Sleep, AShotIntoSleepingBoxesWakesTheRowAndDoesNotPassThrough) {
+  WorldSettings settings;
+  settings.gravity = {};
+  World world(settings);
+  const std::vector<ObjectID> row = sleeping_row(world, 10, 0.0f);
+  BodyDesc shot = sphere_desc({-2.0f, 0.5f, 0.0f}, 0.1f, 1.0f);
+  shot.velocity = {500.0f, 0.0f, 0.0f};
+  shot.bullet = true;
+  const ObjectID s = add(world, shot);
+  int hit_step = -1;
+  for (int i = 0; i < 10; ++i) {
+    world.step(kDt);
+    for (const ObjectID id : row) {
+      if (hit_step < 0 && !state(world, id).sleeping) hit_step = i;
+    }
+    if (hit_step >= 0) {
+      int awake = 0;
+      for (const ObjectID id : row) awake += state(world, id).sleeping ? 0 : 1;
+      EXPECT_EQ(awake, 10) << "step " << i;
+      EXPECT_LT(state(world, s).position.x, state(world, row[0]).position.x) << "step " << i;
+      for (const ObjectID id : row) EXPECT_TRUE(std::isfinite(state(world, id).position.x));
+    }
+  }
+  ASSERT_GE(hit_step, 0) << "the shot never reached the row";
 }
 
 }  // namespace
