@@ -34,7 +34,9 @@
 //                  waking.                             reads: contacts_, found   writes: events_
 //  4. wake         The islands of marked bodies wake (velocity 0) and leave the parked set. Their
 //                  resting contacts are still exact and the broadphase already ran without them,
-//                  so they join this step's list: contacts_ = found + reactivated.
+//                  so they join this step's list. The wake front (wake_front) then collides
+//                  each woken body with the parked bodies it overlaps and wakes the sleepers it
+//                  touches, until none is left: contacts_ = found + reactivated + front.
 //                                                    writes: info, awake_, broadphase, contacts_
 //  5. solve        One SolverManifold per non-sensor contact with a movable body: anchors, masses,
 //                  mixed friction and restitution (material-pair table, else the mixing rules).
