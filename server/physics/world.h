@@ -341,10 +341,10 @@ class World {
   bool is_parked(uint32_t dense) const;  // static or sleeping: a parked broadphase proxy
   void add_awake(uint32_t dense);
   void remove_awake(uint32_t dense);
-  /// Wakes the sleeping island of a sleeping dynamic body (no-op for awake or non-dynamic bodies).
-  /// Wakes the body's island (a kinematic body alone). With `unpark`, the woken proxies stay in
-  /// the broadphase's parked set and their slots are appended there, for the caller to remove
-  /// (wake_front queries them while the front spreads).
+  /// Wakes a sleeping body: a dynamic body's whole island, a kinematic body alone (no-op when
+  /// awake or static). With `unpark`, the woken proxies stay in the broadphase's parked set and
+  /// their slots are appended there, for the caller to remove (wake_front queries them while the
+  /// front spreads).
   void wake_body(uint32_t dense, std::vector<uint32_t>* unpark = nullptr);
   void reactivate_resting(std::vector<ContactRecord>& out);
   void invalidate_queries() { query_cache_.valid = false; }
@@ -402,7 +402,7 @@ class World {
   // Each keeps its manifold points with their impulses for warm starting.
   std::vector<ContactRecord> contacts_;
   std::vector<ContactRecord> resting_;
-  bool freeze_pending_ = false;  // put_to_sleep parked a body since the last step
+  bool freeze_pending_ = false;  // put_to_sleep (or restore_state) since the last step: freeze at its start
   bool resting_dirty_ = false;                // a body woke since the resting list was last partitioned
   std::vector<ContactEvent> events_;          // of the last step, sorted
   std::vector<ContactEvent> pending_events_;  // End events of destroyed bodies, for the next step
