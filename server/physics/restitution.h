@@ -39,9 +39,12 @@ inline constexpr int kRestitutionSweeps = 128;
 inline constexpr uint32_t kRestitutionVisitsPerManifold = 16;
 inline constexpr int kRestitutionBudgetFrom = 4;
 
-/// Projected Gauss-Seidel iterations over the points of one manifold resolved as a block (a box
-/// face landing on four points bounces as a whole, without the spin a point-by-point resolution
-/// would inject). One iteration is exact for a single point.
+/// Projected Gauss-Seidel iterations over the points of one inelastic manifold (e = 0) resolved
+/// as a block (a box face landing on four points stops as a whole, without the spin a
+/// point-by-point resolution would inject). One iteration is exact for a single point. A bouncing
+/// manifold (e > 0) is solved exactly instead, by enumerating which points push (Box2D v2.x's
+/// two-point block solver, b2ContactSolver, extended to four): four iterations left a rod struck
+/// end-on spinning, and the energy check then made its e = 1 bounce inelastic.
 inline constexpr int kRestitutionBlockIterations = 4;
 
 /// Which body of an inelastic manifold holds the other up in the shock sweep (propagate_restitution).

@@ -4,6 +4,7 @@
 // checks one e = 1 drop's rebound velocity and position to 1e-4.
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -98,6 +99,89 @@ TEST(Bounce, GravityAppliedAsAForceBouncesLikeWorldGravity) {
     EXPECT_NEAR(force_gravity.rebound, speed, 1e-4f * speed) << "h = " << h;
     EXPECT_NEAR(force_gravity.rebound, world_gravity.rebound, 1e-4f * speed) << "h = " << h;
     EXPECT_NEAR(force_gravity.apex, world_gravity.apex, 1e-3f * h) << "h = " << h;
+  }
+}
+
+// Long bodies struck end-on (issue row: an e = 1 rod, beam or plank left a wall at -0.13 to
+// -0.30 m/s, spinning, against -10.0 for a cube). The four points of the end face have nearly
+// parallel rows, so point-by-point iterations put the impulse on one corner and the energy check
+// then made the bounce inelastic; the block is now solved exactly (restitution.cpp). Closed form:
+// the rebound is -e v, without spin or sideways drift; tolerance 2 % of v (the issue's) and
+// 0.01 rad/s (Jolt's sliding-box tolerance for spin). Swept over shapes, e, speeds and the phase
+// of the impact within a step; zero g, a static wall 0.5 m thick.
+TEST(Bounce, LongBodiesStruckEndOnReboundWholeWithoutSpin) {
+  struct Body {
+    const char* name;
+    Vec3 half;
+  };
+  const Body bodies[] = {{"cube", {0.5f, 0.5f, 0.5f}},  {"rod", {1.0f, 0.05f, 0.05f}},
+                         {"beam", {1.0f, 0.1f, 0.1f}},  {"plank", {1.0f, 0.2f, 0.02f}},
+                         {"long rod", {2.0f, 0.05f, 0.05f}}};
+  float worst_speed = 0;
+  float worst_spin = 0;
+  for (const Body& body : bodies) {
+    for (const float e : {1.0f, 0.8f, 0.5f}) {
+      for (const float v : {2.0f, 10.0f, 30.0f}) {
+        for (int phase = 0; phase < 4; ++phase) {
+          WorldSettings settings;
+          settings.gravity = Vec3{};
+          World world(settings);
+          BodyDesc wall = box_desc({5.0f, 0.0f, 0.0f}, {0.5f, 5.0f, 5.0f}, 1.0f, BodyKind::Static);
+          add(world, wall);
+          BodyDesc d = box_desc({0.0f - v * kDt * static_cast<float>(phase) / 4.0f, 0.0f, 0.0f}, body.half, 3.0f);
+          d.velocity = {v, 0.0f, 0.0f};
+          d.restitution = e;
+          const ObjectID id = add(world, d);
+          // Long enough to reach the wall (4.5 m less the half length) and leave it.
+          const int steps = static_cast<int>((4.5f / v + 0.3f) / kDt) + 10;
+          for (int i = 0; i < steps; ++i) world.step(kDt);
+          const BodyState st = state(world, id);
+          const std::string where = std::string(body.name) + " e " + std::to_string(e) + " v " + std::to_string(v) +
+                                    " phase " + std::to_string(phase);
+          ASSERT_LT(st.velocity.x, 0.0f) << where << ": did not rebound";
+          const float speed_error = std::fabs(st.velocity.x + e * v) / v;
+          const float drift = std::hypot(st.velocity.y, st.velocity.z) / v;
+          const float spin = length(st.angular_velocity);
+          EXPECT_LT(speed_error, 0.02f) << where << ": left at " << st.velocity.x;
+          EXPECT_LT(drift, 1e-3f) << where;
+          EXPECT_LT(spin, 0.01f) << where;
+          worst_speed = std::max(worst_speed, speed_error);
+          worst_spin = std::max(worst_spin, spin);
+        }
+      }
+    }
+  }
+  std::printf("[ measured ] end-on rebounds: worst speed error %.2e of v, worst spin %.2e rad/s\n", worst_speed,
+              worst_spin);
+}
+
+// The same end-on, rod against a resting rod (zero g): the closed form of a collinear impact,
+// v1' = (m1 - e m2) v / (m1 + m2), v2' = (1 + e) m1 v / (m1 + m2), over mass ratios and e.
+TEST(Bounce, RodsMeetingEndOnExchangeMomentumByTheClosedForm) {
+  for (const float ratio : {0.25f, 1.0f, 4.0f}) {
+    for (const float e : {1.0f, 0.8f, 0.5f}) {
+      WorldSettings settings;
+      settings.gravity = Vec3{};
+      World world(settings);
+      const float m1 = 2.0f;
+      const float m2 = m1 * ratio;
+      const float v = 8.0f;
+      BodyDesc a = box_desc({-2.5f, 0.0f, 0.0f}, {1.0f, 0.05f, 0.05f}, m1);
+      a.velocity = {v, 0.0f, 0.0f};
+      a.restitution = e;
+      BodyDesc b = box_desc({0.0f, 0.0f, 0.0f}, {1.0f, 0.05f, 0.05f}, m2);
+      b.restitution = e;
+      const ObjectID ia = add(world, a);
+      const ObjectID ib = add(world, b);
+      for (int i = 0; i < 30; ++i) world.step(kDt);
+      const BodyState sa = state(world, ia);
+      const BodyState sb = state(world, ib);
+      const float va = (m1 - e * m2) * v / (m1 + m2);
+      const float vb = (1.0f + e) * m1 * v / (m1 + m2);
+      EXPECT_NEAR(sa.velocity.x, va, 0.02f * v) << "ratio " << ratio << " e " << e;
+      EXPECT_NEAR(sb.velocity.x, vb, 0.02f * v) << "ratio " << ratio << " e " << e;
+      EXPECT_LT(length(sa.angular_velocity) + length(sb.angular_velocity), 0.01f) << "ratio " << ratio << " e " << e;
+    }
   }
 }
 
