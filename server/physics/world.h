@@ -441,11 +441,16 @@ class World {
     MaterialPair material;
   };
 
-  // A dynamic body that moved more than half its inner extent this step (continuous collision).
+  // A dynamic body whose surface moved more than half its inner extent this step (continuous
+  // collision): by its displacement plus, for a shape that is not a sphere, its turn times its
+  // extent (the farthest a surface point can move by the rotation).
   struct FastBody {
     uint32_t dense = 0;
     Vec3 start;  // centre of mass at the start of the step [m]
     Vec3 delta;  // its displacement this step [m]
+    Quat start_orientation;  // at the start of the step
+    Vec3 axis{0.0f, 1.0f, 0.0f};  // unit, world frame: the step's rotation is `angle` about it
+    float angle = 0;              // [rad], in [0, pi]; 0 for a sphere (its turn moves no surface)
   };
 
   // One run of consecutive broadphase pairs collided on a pool thread (World::collide_pairs).

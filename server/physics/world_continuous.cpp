@@ -1,23 +1,27 @@
-// World's stage 6b: continuous collision. A dynamic body that moved more than half its inner extent
-// in this step ("fast", Box2D v3's test in b2FinalizeBodiesTask) is swept from its start position
-// to its end position, at its end orientation (a linear cast, as Jolt's EMotionQuality::LinearCast),
-// against the static bodies its swept box overlaps; a bullet (BodyDesc::bullet) is swept also
-// against the non-bullet dynamic and kinematic bodies, at their end poses (Box2D v3's bullets,
-// solved after the other bodies are final). If the body ends this step penetrating a shape it met
-// on the way (deeper than linear_slop along the axis of first contact, which includes having
-// passed right through it), it is moved back to the time of impact with a gap of about
-// linear_slop, keeping its velocity: the next step's speculative contact stops it at the surface.
-// A body that ends at or outside the surface (the solver already stopped it) is left alone, so
-// the stage changes nothing unless a body would tunnel or sink.
+// World's stage 6b: continuous collision. A dynamic body whose surface moved more than half its
+// inner extent in this step ("fast": its displacement plus, unless it is a sphere, its turn times
+// its extent; Box2D v3's test in b2FinalizeBodiesTask) is swept from its start pose to its end
+// pose, turning at a constant rate about the step's axis, against the static bodies (planes
+// included) its swept box overlaps; a bullet (BodyDesc::bullet) is swept also against the
+// non-bullet dynamic and kinematic bodies, at their end poses (Box2D v3's bullets, solved after
+// the other bodies are final; Jolt's EMotionQuality::LinearCast). If the body ends this step
+// penetrating a shape it met on the way (deeper than linear_slop along the axis of first contact,
+// which includes having passed right through it), it is moved back to the time of impact with a
+// gap of about linear_slop, plus the motion along the surface up to the contact, keeping its
+// velocity: the next step's speculative contact stops it at the surface, at the right place
+// sideways. A body that ends at or outside the surface (the solver already stopped it) is left
+// alone, so the stage changes nothing unless a body would tunnel or sink.
 //
 // Time of impact by conservative advancement along a separating axis (Mirtich, "Impulse-based
 // Dynamic Simulation of Rigid Body Systems", 1996, ch. 4; Catto, "Continuous Collision", GDC 2013):
 // at each iterate the separation d along the best of a few candidate axes n is a lower bound of
-// the distance, and under pure translation it falls at exactly dot(delta, n) per unit time, so
-// advancing by (d - target) / dot(delta, n) can never step past the first contact. A body already
-// touching a shape at the start of the step sweeps its core instead, a sphere of a quarter of its
-// inner extent (Box2D v3's fallback in b2ContinuousQueryCallback), so sliding fast along a floor
-// is not stopped but a centre that would cross a wall is.
+// the distance, and it falls by at most dot(delta, n) + angle * extent per unit time, so advancing
+// by (d - target) over that can never step past the first contact. A body already touching a
+// shape at the start of the step sweeps its core instead, a sphere of a quarter of its inner
+// extent (Box2D v3's fallback in b2ContinuousQueryCallback), so sliding fast along a floor is not
+// stopped but a centre that would cross a wall is; a turning body touching at the start is also
+// stopped at the latest pose no deeper than it started plus linear_slop (bisection), so a plank
+// pivoting on one end does not swing its other end through the floor (Jolt's HighSpeedTest).
 //
 // Deterministic: bodies in awake-list order, candidates in ascending slot order, on the calling
 // thread after every batch of the solve; non-bullets meet only static bodies and bullets only
@@ -45,8 +49,8 @@ constexpr int kMaxSweepIterations = 20;  // conservative advancement converges i
 constexpr uint32_t kMaxBulletSweepsPerStep = 64;
 constexpr float kCoreFraction = 0.25f;   // of the inner extent: the core swept when touching at t = 0
 
-// The largest dot(x, n) over the shape placed at `t` (n unit, world frame). Planes never reach
-// here (they are skipped: a half-space cannot be passed through).
+// The largest dot(x, n) over the shape placed at `t` (n unit, world frame). A plane gives its
+// origin's projection: only its own normal (gap) is ever asked of it.
 float support(const Shape& s, const Transform& t, Vec3 n) {
   const float base = dot(t.position, n);
   switch (s.kind) {
@@ -80,6 +84,10 @@ struct Gap {
 // axes with either sign (the face normals of boxes). Each candidate is a lower bound of the
 // distance, so their maximum is too.
 Gap gap(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float reach) {
+  if (b.kind == ShapeKind::Plane) {  // a half-space: only its normal separates (outward is local +y)
+    const Vec3 n = -rotate(tb.rotation, Vec3{0.0f, 1.0f, 0.0f});
+    return Gap{separation_along(a, ta, b, tb, n), n};
+  }
   Gap best{-1.0e30f, Vec3{0.0f, 1.0f, 0.0f}};
   auto consider = [&](Vec3 n) {
     const float d = separation_along(a, ta, b, tb, n);
@@ -107,21 +115,71 @@ struct Impact {
   Vec3 normal;     // axis of first contact, from the swept shape towards the obstacle
 };
 
-// The first time in [0, 1] at which shape `a` (orientation q, centre start + t * delta) comes within
-// `target` (+ tolerance) of shape b at tb; no hit if it never does within the step.
-Impact time_of_impact(const Shape& a, Quat q, Vec3 start, Vec3 delta, const Shape& b, const Transform& tb,
+// One fast body's motion over the step (World::FastBody's fields).
+struct SweptMotion {
+  Vec3 start;              // centre at the step's start [m]
+  Vec3 delta;              // displacement [m]
+  Quat start_orientation;
+  Vec3 axis;               // unit
+  float angle = 0;         // [rad] about axis
+};
+
+// The pose at fraction t of the step: the centre moves along delta, and the orientation turns by
+// t * angle about the fixed axis (a rotation at constant angular velocity, as one step's is).
+Transform pose_at(const SweptMotion& f, float t) {
+  if (f.angle == 0.0f) return Transform{f.start + f.delta * t, f.start_orientation};
+  return Transform{f.start + f.delta * t, normalize(quat_from_axis_angle(f.axis, f.angle * t) * f.start_orientation)};
+}
+
+// The first time in [0, 1] at which shape `a` (moving as `f`) comes within `target` (+ tolerance)
+// of shape b at tb; no hit if it never does within the step. The gap along a fixed axis n closes
+// at most at dot(delta, n) + angle * extent per unit t (the rotation moves no surface point by
+// more than its distance from the centre times the angle: Mirtich's bound for conservative
+// advancement), so advancing by the gap over that bound never steps past the first contact.
+// `extent`: a's largest distance from the centre to its surface [m] (0 for a sphere, whose turn
+// moves no surface point along any normal).
+Impact time_of_impact(const Shape& a, const SweptMotion& f, float extent, const Shape& b, const Transform& tb,
                       float target, float tolerance, float reach) {
+  const float turn = f.angle * extent;
   float t = 0.0f;
   for (int k = 0; k < kMaxSweepIterations; ++k) {
-    const Gap g = gap(a, Transform{start + delta * t, q}, b, tb, reach);
+    const Gap g = gap(a, pose_at(f, t), b, tb, reach);
     if (g.distance <= target + tolerance) return Impact{true, t, g.normal};
-    const float closing = dot(delta, g.normal);
+    const float closing = dot(f.delta, g.normal) + turn;
     if (!(closing > 0.0f)) return Impact{};  // moving apart along a separating axis: never meets
     t += (g.distance - target) / closing;
     if (!(t < 1.0f)) return Impact{};
   }
   // Not converged (a grazing pass): stop where the advancement got to, which is still apart.
-  return Impact{true, t, gap(a, Transform{start + delta * t, q}, b, tb, reach).normal};
+  return Impact{true, t, gap(a, pose_at(f, t), b, tb, reach).normal};
+}
+
+// How deep shape a at ta overlaps shape b at tb [m] (its deepest contact point; <= 0 apart).
+float overlap(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin) {
+  Manifold m;
+  if (!collide(a, ta, b, tb, margin, m)) return -margin;
+  float deepest = -margin;
+  for (int i = 0; i < m.point_count; ++i) deepest = std::max(deepest, -m.points[i].separation);
+  return deepest;
+}
+
+// A fraction of the step in [0, until] at which shape a, moving as f, overlaps b by at most
+// `allowed` and just after which it overlaps by more, by bisection (a at t = 0 is within it, and
+// at `until` beyond it): kBisections halvings.
+constexpr int kBisections = 10;
+float latest_within(const Shape& a, const SweptMotion& f, float until, const Shape& b, const Transform& tb,
+                    float margin, float allowed) {
+  float lo = 0.0f;
+  float hi = until;
+  for (int k = 0; k < kBisections; ++k) {
+    const float mid = 0.5f * (lo + hi);
+    if (overlap(a, pose_at(f, mid), b, tb, margin) > allowed) {
+      hi = mid;
+    } else {
+      lo = mid;
+    }
+  }
+  return lo;
 }
 
 }  // namespace
@@ -143,30 +201,61 @@ void World::sweep_fast_bodies() {
       if (info.sensor || info.bullet != bullets) continue;
       const Shape& shape = bodies_.shape[f.dense];
       Pose& pose = bodies_.pose[f.dense];
-      const Quat q = pose.orientation;
+      const Transform end_pose{pose.position, pose.orientation};
       const Vec3 end = pose.position;
+      const SweptMotion motion{f.start, f.delta, f.start_orientation, f.axis, f.angle};
+      const float extent = f.angle > 0.0f ? info.extent : 0.0f;
       const float reach = length(f.delta) + info.extent + margin;
       const Vec3 pad{info.extent + margin, info.extent + margin, info.extent + margin};
       const Aabb swept{min(f.start, end) - pad, max(f.start, end) + pad};
       const Shape core = make_sphere(kCoreFraction * detail::inner_extent(shape));
       float first = 1.0f;
+      Vec3 slide;  // added to the pose at `first`: the motion along the surface up to the contact
 
       auto sweep_against = [&](uint32_t other) {
         const BodyInfo& oi = bodies_.info[other];
         if (other == f.dense || oi.sensor || !should_collide(info.filter, oi.filter)) return;
         const Shape& os = bodies_.shape[other];
-        if (os.kind == ShapeKind::Plane) return;  // a half-space cannot be passed through
         const Transform to{bodies_.pose[other].position, bodies_.pose[other].orientation};
         const Shape* swept_shape = &shape;
-        Impact hit = time_of_impact(shape, q, f.start, f.delta, os, to, target, tolerance, reach);
+        Impact hit = time_of_impact(shape, motion, extent, os, to, target, tolerance, reach);
         if (hit.hit && hit.t == 0.0f) {  // touching at the start: sweep the core instead
           swept_shape = &core;
-          hit = time_of_impact(core, q, f.start, f.delta, os, to, target, tolerance, reach);
+          hit = time_of_impact(core, motion, 0.0f, os, to, target, tolerance, reach);
           if (hit.hit && hit.t == 0.0f) return;  // the centre starts inside: the solver's case
+          if (extent > 0.0f) {
+            // A turn can swing a far part of a long body through the surface it touches (a plank
+            // struck at one end pivots on it), which the core does not see: stop at the latest
+            // pose, up to the core's time of impact, no deeper than it started plus the slop.
+            float until = 1.0f;
+            if (hit.hit && separation_along(core, end_pose, os, to, hit.normal) < -target) until = hit.t;
+            const float allowed = std::max(overlap(shape, pose_at(motion, 0.0f), os, to, margin), 0.0f) + target;
+            if (overlap(shape, pose_at(motion, until), os, to, margin) > allowed) {
+              until = latest_within(shape, motion, until, os, to, margin, allowed);
+            }
+            if (until < first) {
+              first = until;
+              slide = Vec3{};
+            }
+            return;
+          }
         }
         if (!hit.hit || !(hit.t < first)) return;
         // Act only if the body ends the step sunk into (or through) the shape along that axis.
-        if (separation_along(*swept_shape, Transform{end, q}, os, to, hit.normal) < -target) first = hit.t;
+        if (separation_along(*swept_shape, end_pose, os, to, hit.normal) < -target) {
+          first = hit.t;
+          slide = Vec3{};
+          if (swept_shape != &shape) return;
+          // Backed off along the path, an oblique hit stops short of the contact sideways too (1 cm
+          // for Jolt's angled linear cast), and the off-centre contact then spins both bodies.
+          // Keep the motion along the surface up to where the path touches: the gap along the
+          // normal stays, the sideways lag goes (at most half the inner extent, and the step).
+          const float closing = dot(f.delta, hit.normal);
+          const float gap_left = separation_along(shape, pose_at(motion, hit.t), os, to, hit.normal);
+          if (!(closing > 0.0f) || !(gap_left > 0.0f)) return;
+          const Vec3 along = (f.delta - hit.normal * closing) * std::min(gap_left / closing, 1.0f - hit.t);
+          slide = clamp_length(along, 0.5f * detail::inner_extent(shape));
+        }
       };
 
       broadphase_.query(swept, candidates);
@@ -185,8 +274,10 @@ void World::sweep_fast_bodies() {
         }
       }
       if (first < 1.0f) {
-        pose.position = f.start + f.delta * first;
-        pose.aabb = fat_aabb(shape, Transform{pose.position, q}, margin);
+        const Transform back{pose_at(motion, first).position + slide, pose_at(motion, first).rotation};
+        pose.position = back.position;
+        pose.orientation = back.rotation;
+        pose.aabb = fat_aabb(shape, back, margin);
         ++profile_.continuous_hits;
       }
     }

@@ -3,6 +3,7 @@
 // threads when there is one, bit-identical to one thread), each batch runs the soft step
 // (solver.h), and the poses are written back.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -332,16 +333,34 @@ void World::write_back_poses(uint32_t movable) {
     p.orientation = normalize(b.delta_rotation * p.orientation);
     p.aabb = fat_aabb(bodies_.shape[d], Transform{p.position, p.orientation}, margin);
   });
-  // Fast: moved more than half its inner extent this step (Box2D v3's test in
-  // b2FinalizeBodiesTask); only dynamic bodies (inverse mass > 0) are swept. In awake order.
+  // Fast: its surface moved more than half its inner extent this step, by the displacement plus
+  // the turn times the extent (Box2D v3's test in b2FinalizeBodiesTask: |v| dt + |w| dt
+  // maxExtent); only dynamic bodies (inverse mass > 0) are swept. In awake order.
   std::vector<FastBody>& fast = scratch_.fast_bodies;
   fast.clear();
   for (uint32_t i = 0; i < movable; ++i) {
     const SolverBody& b = sb[i];
     if (b.inv_mass <= 0) continue;
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
-    const float inner = detail::inner_extent(bodies_.shape[d]);
-    if (length_squared(b.delta_position) > 0.25f * inner * inner) fast.push_back(FastBody{d, start[i], b.delta_position});
+    const Shape& shape = bodies_.shape[d];
+    const float inner = detail::inner_extent(shape);
+    FastBody f{d, start[i], b.delta_position};
+    // The step's rotation as an angle about an axis (the short way round).
+    const Quat q = b.delta_rotation.w < 0 ? Quat{-b.delta_rotation.x, -b.delta_rotation.y, -b.delta_rotation.z,
+                                                 -b.delta_rotation.w}
+                                          : b.delta_rotation;
+    const Vec3 v{q.x, q.y, q.z};
+    const float sine = length(v);
+    if (shape.kind != ShapeKind::Sphere && sine > 0.0f) {
+      f.angle = 2.0f * std::atan2(sine, q.w);
+      f.axis = v * (1.0f / sine);
+    }
+    const float turn = f.angle * bodies_.info[d].extent;
+    const bool moved = turn > 0.0f ? length(f.delta) + turn > 0.5f * inner
+                                   : length_squared(f.delta) > 0.25f * inner * inner;
+    if (!moved) continue;
+    f.start_orientation = normalize(conjugate(b.delta_rotation) * bodies_.pose[d].orientation);
+    fast.push_back(f);
   }
 }
 
