@@ -31,6 +31,7 @@ void match_points(const ContactRecord& prev, ContactRecord& cur, float match_dis
       if (!used[j] && prev.points[j].feature == cur.points[i].feature) {
         cur.points[i].normal_impulse = prev.points[j].normal_impulse;
         cur.points[i].friction_impulse = prev.points[j].friction_impulse;
+        cur.points[i].pseudo_impulse = prev.points[j].pseudo_impulse;
         used[j] = matched[i] = true;
         break;
       }
@@ -52,6 +53,7 @@ void match_points(const ContactRecord& prev, ContactRecord& cur, float match_dis
     if (best < 0) continue;
     cur.points[i].normal_impulse = prev.points[best].normal_impulse;
     cur.points[i].friction_impulse = prev.points[best].friction_impulse;
+    cur.points[i].pseudo_impulse = prev.points[best].pseudo_impulse;
     used[best] = true;
   }
 }

@@ -21,6 +21,9 @@ struct ContactPointState {
   /// Accumulated friction impulse of the last substep [N·s, world frame, tangent plane], applied
   /// to b (its negative to a); |friction_impulse| <= mu * normal_impulse.
   Vec3 friction_impulse;
+  /// Accumulated split-impulse push-out of the last substep [N·s], >= 0 (recovering contacts only;
+  /// solver.h): warm starts the push-out against a lasting pressure.
+  float pseudo_impulse = 0;
 };
 
 /// A contact manifold as the World keeps it between steps: the public summary plus every point.

@@ -348,6 +348,7 @@ void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const Solv
         p.tangent_mass[k] = row_mass(a, b, p.rt_a[k], p.it_a[k], p.rt_b[k], p.it_b[k]);
       }
       p.normal_impulse = cp.normal_impulse;
+      p.pseudo_impulse = m.recovering ? cp.pseudo_impulse : 0.0f;
       // Last step's friction seen in this step's basis: the part along a turned normal is dropped
       // and the rest stays inside this step's cone.
       p.tangent_impulse[0] = dot(cp.friction_impulse, m.tangent[0]);
@@ -397,7 +398,7 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
     warm_start_wide(scratch, bodies, immovable);
     for (const uint32_t m : scratch.overflow) warm_start(manifolds[m], bodies);
     if (scratch.any_recovering) {
-      reset_pseudo_impulses(scratch, manifolds);
+      warm_start_pseudo(scratch, bodies, immovable, manifolds);
       sweep(true);
       integrate_positions<true>(bodies, forces, scratch.in_contact, c.gravity, h);
     } else {
@@ -414,6 +415,7 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
     for (int i = 0; i < m.point_count; ++i) {
       const SolverPoint& p = m.points[i];
       rec.points[i].normal_impulse = p.normal_impulse;
+      rec.points[i].pseudo_impulse = p.pseudo_impulse;
       rec.points[i].friction_impulse = m.tangent[0] * p.tangent_impulse[0] + m.tangent[1] * p.tangent_impulse[1];
     }
   }

@@ -12,6 +12,9 @@
 // penetrating points solve the soft position bias on per-body pseudo velocities, in the same
 // Gauss-Seidel order, positions integrate real + pseudo velocity, and the pseudo velocity is
 // discarded, so the push-out never becomes kinetic energy; its real rows are rigid with bias 0.
+// The pseudo impulses are warm-started like the real ones (across substeps and, through the
+// contact record, steps), so a lasting pressure (an over-packed container) is held instead of
+// being re-solved from zero by one sweep a substep, which let it push bodies through walls.
 // (Split impulses on every contact made stacks creep: a ten-box stack moved 4.7 cm.)
 // Collisions with restitution are resolved first, as events that propagate down chains of
 // touching bodies (restitution.h); a Box2D-style restitution sweep at the end catches the rest.
@@ -81,7 +84,7 @@ struct SolverPoint {
   float normal_mass = 0;      ///< 1 / (J M^-1 J^T) along the normal [kg]
   float tangent_mass[2] = {}; ///< the same along each tangent [kg]
   float normal_impulse = 0;   ///< accumulated [N·s] of the current substep
-  float pseudo_impulse = 0;   ///< accumulated push-out on the pseudo velocities, this substep only
+  float pseudo_impulse = 0;   ///< accumulated push-out on the pseudo velocities (warm-started)
   float tangent_impulse[2] = {};
   float max_normal_impulse = 0;  ///< largest normal impulse applied this step (restitution test)
   float relative_velocity = 0;   ///< normal velocity at step start [m/s], < 0 approaching

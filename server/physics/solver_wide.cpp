@@ -121,6 +121,7 @@ void fill_lane(WideChunk& k, WidePoint* points, int j, const SolverManifold& m, 
     p.base_separation[j] = sp.base_separation;
     p.normal_mass[j] = sp.normal_mass;
     p.normal_impulse[j] = sp.normal_impulse;
+    p.pseudo_impulse[j] = sp.pseudo_impulse;
     p.max_normal_impulse[j] = sp.max_normal_impulse;
     p.active[j] = -1;
   }
@@ -364,10 +365,36 @@ void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable
   }
 }
 
-void reset_pseudo_impulses(SolverScratch& s, std::span<SolverManifold> manifolds) {
-  for (WidePoint& p : s.points) p.pseudo_impulse = splat(0.0f);
-  for (const uint32_t m : s.overflow) {
-    for (int i = 0; i < manifolds[m].point_count; ++i) manifolds[m].points[i].pseudo_impulse = 0;
+void warm_start_pseudo(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable,
+                       std::span<SolverManifold> manifolds) {
+  for (WideChunk& k : s.chunks) {
+    const WidePoint* points = s.points.data() + k.first_point;
+    WideBody a = gather(bodies, k.body_a, false, true);
+    WideBody b = gather(bodies, k.body_b, false, true);
+    for (int i = 0; i < k.points; ++i) {
+      const WidePoint& p = points[i];
+      const F lambda = p.pseudo_impulse;  // zero on lanes without the point or not pushing
+      a.vp = a.vp - k.normal * (lambda * a.inv_mass);
+      a.wp = a.wp - p.in_a * lambda;
+      b.vp = b.vp + k.normal * (lambda * b.inv_mass);
+      b.wp = b.wp + p.in_b * lambda;
+    }
+    scatter(bodies, k.body_a, k.lanes, movable, a, true);
+    scatter(bodies, k.body_b, k.lanes, movable, b, true);
+  }
+  for (const uint32_t index : s.overflow) {
+    const SolverManifold& m = manifolds[index];
+    SolverBody& a = bodies[m.body_a];
+    SolverBody& b = bodies[m.body_b];
+    for (int i = 0; i < m.point_count; ++i) {
+      const SolverPoint& p = m.points[i];
+      a.pseudo_velocity -= m.normal * (p.pseudo_impulse * a.inv_mass);
+      a.pseudo_angular_velocity -= p.in_a * p.pseudo_impulse;
+      b.pseudo_velocity += m.normal * (p.pseudo_impulse * b.inv_mass);
+      b.pseudo_angular_velocity += p.in_b * p.pseudo_impulse;
+    }
+    if (m.body_a >= movable) a.pseudo_velocity = a.pseudo_angular_velocity = Vec3{};
+    if (m.body_b >= movable) b.pseudo_velocity = b.pseudo_angular_velocity = Vec3{};
   }
 }
 
@@ -383,6 +410,7 @@ void store_wide_impulses(const SolverScratch& s, std::span<SolverManifold> manif
         sp.tangent_impulse[0] = p.tangent_impulse[0][j];
         sp.tangent_impulse[1] = p.tangent_impulse[1][j];
         sp.max_normal_impulse = p.max_normal_impulse[j];
+        sp.pseudo_impulse = p.pseudo_impulse[j];
       }
     }
   }

@@ -145,6 +145,7 @@ void io_record(Io& io, S& r) {
     io.u32(p.feature);
     io.f32(p.normal_impulse);
     io_vec(io, p.friction_impulse);
+    io.f32(p.pseudo_impulse);
   }
 }
 

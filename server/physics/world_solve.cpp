@@ -309,6 +309,7 @@ void World::restore_non_finite_groups(uint32_t movable) {
     ContactRecord& rec = contacts_[e.record];
     for (int k = 0; k < rec.point_count; ++k) {
       rec.points[k].normal_impulse = 0;
+      rec.points[k].pseudo_impulse = 0;
       rec.points[k].friction_impulse = Vec3{};
     }
   }
@@ -344,7 +345,10 @@ void World::write_back_poses(uint32_t movable) {
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
     const Shape& shape = bodies_.shape[d];
     const float inner = detail::inner_extent(shape);
-    FastBody f{d, start[i], b.delta_position};
+    FastBody f;
+    f.dense = d;
+    f.start = start[i];
+    f.delta = b.delta_position;
     // The step's rotation as an angle about an axis (the short way round).
     const Quat q = b.delta_rotation.w < 0 ? Quat{-b.delta_rotation.x, -b.delta_rotation.y, -b.delta_rotation.z,
                                                  -b.delta_rotation.w}

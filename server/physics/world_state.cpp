@@ -2,7 +2,8 @@
 // restored bit for bit (the approach of Jolt's StateRecorder: save the full state, then check
 // determinism by a hash). Checksum XXH64 (Y. Collet, xxHash, 2014).
 //
-// Byte layout, format version 3 (2 added the collision filter to info, 3 the contact recovering flag)
+// Byte layout, format version 4 (2 added the collision filter to info, 3 the contact recovering
+// flag, 4 each contact point's pseudo_impulse)
 // -----------------------------
 // Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
 // complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
@@ -46,7 +47,7 @@
 //                order: a ObjectID, b ObjectID, point 3 f32, normal 3 f32, depth f32,
 //                point_count u8 (1..4), sensor bool, recovering bool, then point_count points
 //                of point 3 f32, separation f32, feature u32, normal_impulse f32,
-//                friction_impulse 3 f32                                (47 + 36 per point)
+//                friction_impulse 3 f32, pseudo_impulse f32            (47 + 40 per point)
 //     events     the last step's events, then the pending End events of destroyed bodies, each
 //                E u32 then E of: type u8, a ObjectID, b ObjectID, point 3 f32, normal 3 f32 (41)
 //     islands    I u32; per sleeping island M u32 then member slot u32 [M] (wake order); then
@@ -91,13 +92,13 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 3;
+constexpr uint32_t kFormatVersion = 4;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
 // keeps the size, so this check cannot see it: the field list is the one place to add it.
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
-                  sizeof(BodyInfo) == 40 && sizeof(ContactPointState) == 36 && sizeof(ContactRecord) == 192 &&
+                  sizeof(BodyInfo) == 40 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
                   sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");
@@ -127,10 +128,10 @@ constexpr size_t kTrailerBytes = 8;
 // Serialised sizes [bytes], used to bound counts before allocating and to reserve on save.
 constexpr size_t kBodyBytes = 52 + 72 + 21 + 10 + 27;
 // A contact record: ids 16, point and normal 24, depth 4, point_count 1, sensor 1, recovering 1 =
-// 47 bytes, then 36 per point (io_record). An over-estimate here rejects valid states whose last
+// 47 bytes, then 40 per point (io_record). An over-estimate here rejects valid states whose last
 // lists are short.
-constexpr size_t kRecordMinBytes = 47 + 36;  // one point at least
-constexpr size_t kRecordMaxBytes = 47 + 36 * kMaxManifoldPoints;
+constexpr size_t kRecordMinBytes = 47 + 40;  // one point at least
+constexpr size_t kRecordMaxBytes = 47 + 40 * kMaxManifoldPoints;
 constexpr size_t kEventBytes = 41;
 constexpr size_t kMaterialPairBytes = 12;
 
@@ -442,9 +443,11 @@ std::string check_contacts(const Image& im, const std::vector<ContactRecord>& li
     for (int k = 0; k < r.point_count; ++k) {
       const ContactPointState& p = r.points[k];
       if (!is_finite(p.point) || !finite(p.separation) || !finite(p.normal_impulse) ||
-          !is_finite(p.friction_impulse)) {
+          !is_finite(p.friction_impulse) || !finite(p.pseudo_impulse)) {
         return fail("a manifold point is not finite");
       }
+      // Warm-started as is: a negative push-out would pull the bodies together once.
+      if (!(p.pseudo_impulse >= 0.0f)) return fail("a manifold point's pseudo_impulse is negative");
     }
     ++counts[da];
     ++counts[db];

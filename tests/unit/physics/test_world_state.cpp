@@ -329,7 +329,7 @@ TEST(WorldState, EmptyWorldRoundTrips) {
 }
 
 // Spheres resting on the ground: one-point contact records, the smallest kind, fill the end of the
-// blob. The restore's bound on a list's size must use a record's true minimum (47 + 36 bytes), or
+// blob. The restore's bound on a list's size must use a record's true minimum (47 + 40 bytes), or
 // it refuses this valid state as truncated.
 TEST(WorldState, OnePointContactsAtTheEndOfTheBlobRestore) {
   World world;
@@ -475,10 +475,10 @@ TEST(WorldState, WorldHashSeesEveryFieldSavedForTheStep) {
   const size_t contacts_at = awake_at + 4 + 4 * size_t{get_u32(blob, awake_at)};
   size_t at = contacts_at;
   uint32_t records = 0;
-  for (int list = 0; list < 2; ++list) {  // active, then resting: 47 bytes and 36 per point
+  for (int list = 0; list < 2; ++list) {  // active, then resting: 47 bytes and 40 per point
     const uint32_t n = get_u32(blob, at);
     at += 4;
-    for (uint32_t i = 0; i < n; ++i, ++records) at += 47 + 36 * size_t{blob[at + 44]};
+    for (uint32_t i = 0; i < n; ++i, ++records) at += 47 + 40 * size_t{blob[at + 44]};
   }
   const size_t contacts_end = at;
   for (int list = 0; list < 2; ++list) at += 4 + 41 * size_t{get_u32(blob, at)};  // events
