@@ -103,6 +103,7 @@ void fill_lane(WideChunk& k, WidePoint* points, int j, const SolverManifold& m, 
   k.mass_scale[j] = s.mass_scale;
   k.impulse_scale[j] = s.impulse_scale;
   k.recovering[j] = m.recovering ? -1 : 0;
+  k.any_recovering = k.any_recovering || m.recovering;
   for (int i = 0; i < m.point_count; ++i) {
     const SolverPoint& sp = m.points[i];
     WidePoint& p = points[i];
@@ -333,10 +334,12 @@ void warm_start_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t mo
 
 void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable, float inv_h,
                 float push_max_speed, bool use_bias) {
-  const bool split = use_bias && s.any_recovering;
   const F inv_h_w = splat(inv_h);
   const F min_bias = splat(-push_max_speed);
   for (WideChunk& k : s.chunks) {
+    // Only a chunk with a recovering lane touches the pseudo velocities (the split rows of its
+    // other lanes change nothing), so the rest skip them.
+    const bool split = use_bias && k.any_recovering;
     WidePoint* points = s.points.data() + k.first_point;
     WideBody a = gather(bodies, k.body_a, true, split);
     WideBody b = gather(bodies, k.body_b, true, split);
@@ -368,6 +371,7 @@ void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable
 void warm_start_pseudo(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable,
                        std::span<SolverManifold> manifolds) {
   for (WideChunk& k : s.chunks) {
+    if (!k.any_recovering) continue;  // its pseudo impulses are all zero
     const WidePoint* points = s.points.data() + k.first_point;
     WideBody a = gather(bodies, k.body_a, false, true);
     WideBody b = gather(bodies, k.body_b, false, true);
@@ -384,6 +388,7 @@ void warm_start_pseudo(SolverScratch& s, std::span<SolverBody> bodies, uint32_t 
   }
   for (const uint32_t index : s.overflow) {
     const SolverManifold& m = manifolds[index];
+    if (!m.recovering) continue;
     SolverBody& a = bodies[m.body_a];
     SolverBody& b = bodies[m.body_b];
     for (int i = 0; i < m.point_count; ++i) {

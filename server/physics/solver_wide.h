@@ -72,6 +72,7 @@ struct WideChunk {
   WideMask has_friction;                 // friction > 0: the scalar sweep skips the friction rows otherwise
   WideFloat bias_rate, mass_scale, impulse_scale;  // the lane's Softness (static or not)
   WideMask recovering;                   // SolverManifold::recovering: split-impulse push-out
+  bool any_recovering = false;           // some lane is: only such chunks touch pseudo velocities
   uint32_t first_point = 0;  // its `points` WidePoints start here in SolverScratch::points
 };
 
