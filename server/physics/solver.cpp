@@ -216,20 +216,20 @@ void solve(SolverManifold& m, std::span<SolverBody> bodies, const Softness& soft
     float bias = 0;
     float mass_scale = 1;
     float impulse_scale = 0;
-    if (separation > 0) {
-      bias = separation * inv_h;  // speculative: allow closing exactly the gap this substep
-    } else if (use_bias && !m.recovering) {
-      bias = std::max(s.bias_rate * separation, -push_max_speed);
-      mass_scale = s.mass_scale;
-      impulse_scale = s.impulse_scale;
-    } else if (use_bias) {
+    if (use_bias && m.recovering) {
       // A recovering contact (solver.h): split impulse. The soft push-out acts on the pseudo
       // velocities only; the real row below stays rigid with bias 0, so recovering an overlap
-      // adds no kinetic energy.
-      const float push = std::max(s.bias_rate * separation, -push_max_speed);
+      // adds no kinetic energy. A point that opened a gap releases its warm-started push-out
+      // (rigid, allowed to close exactly the gap this substep, as the real row's speculative
+      // case), or the stale impulse would keep pushing the bodies apart every substep.
+      const bool open = separation > 0;
+      const float push = open ? separation * inv_h : std::max(s.bias_rate * separation, -push_max_speed);
+      const float push_mass_scale = open ? 1.0f : s.mass_scale;
+      const float push_impulse_scale = open ? 0.0f : s.impulse_scale;
       const float vpn = dot(n, b.pseudo_velocity - a.pseudo_velocity) + dot(b.pseudo_angular_velocity, p.rn_b) -
                         dot(a.pseudo_angular_velocity, p.rn_a);
-      const float pseudo = -p.normal_mass * s.mass_scale * (vpn + push) - s.impulse_scale * p.pseudo_impulse;
+      const float pseudo =
+          -p.normal_mass * push_mass_scale * (vpn + push) - push_impulse_scale * p.pseudo_impulse;
       const float pseudo_total = std::max(p.pseudo_impulse + pseudo, 0.0f);
       const float pseudo_applied = pseudo_total - p.pseudo_impulse;
       p.pseudo_impulse = pseudo_total;
@@ -237,6 +237,13 @@ void solve(SolverManifold& m, std::span<SolverBody> bodies, const Softness& soft
       a.pseudo_angular_velocity -= p.in_a * pseudo_applied;
       b.pseudo_velocity += n * (pseudo_applied * b.inv_mass);
       b.pseudo_angular_velocity += p.in_b * pseudo_applied;
+    }
+    if (separation > 0) {
+      bias = separation * inv_h;  // speculative: allow closing exactly the gap this substep
+    } else if (use_bias && !m.recovering) {
+      bias = std::max(s.bias_rate * separation, -push_max_speed);
+      mass_scale = s.mass_scale;
+      impulse_scale = s.impulse_scale;
     }
     const float vn = row_velocity(a, b, n, p.rn_a, p.rn_b);
     const float impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;

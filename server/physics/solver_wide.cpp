@@ -254,10 +254,13 @@ void normal_row(WidePoint& p, const WideVec3& n, F dn, F bias_rate, F mass_scale
   const M speculative = separation > zero;
   M soft_on = use_bias ? ~speculative : M{0, 0, 0, 0};
   if constexpr (kSplit) {
-    const M push_on = p.active & recovering & ~speculative;
-    const F push = max_of(bias_rate * separation, min_bias);
+    // A point with a gap releases its warm-started push-out (solver.cpp).
+    const M push_on = p.active & recovering;
+    const F push = select(speculative, separation * inv_h, max_of(bias_rate * separation, min_bias));
+    const F push_mass_scale = select(speculative, splat(1.0f), mass_scale_soft);
+    const F push_impulse_scale = select(speculative, zero, impulse_scale_soft);
     const F vpn = dot(n, b.vp - a.vp) + dot(b.wp, p.rn_b) - dot(a.wp, p.rn_a);
-    const F pseudo = -p.normal_mass * mass_scale_soft * (vpn + push) - impulse_scale_soft * p.pseudo_impulse;
+    const F pseudo = -p.normal_mass * push_mass_scale * (vpn + push) - push_impulse_scale * p.pseudo_impulse;
     const F pseudo_total = max_of(p.pseudo_impulse + pseudo, zero);
     const F pseudo_applied = pseudo_total - p.pseudo_impulse;
     p.pseudo_impulse = select(push_on, pseudo_total, p.pseudo_impulse);
