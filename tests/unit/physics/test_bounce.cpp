@@ -185,5 +185,44 @@ TEST(Bounce, RodsMeetingEndOnExchangeMomentumByTheClosedForm) {
   }
 }
 
+// No energy from a landing: a 2 kg unit box with e = 1 (and e = 0.5) dropped from 2 m onto a
+// static floor at 24 tilts about two axes (corner, edge and face landings), frictionless, 2 s.
+// The kinetic plus potential energy may never grow by more than 5e-4 of the start.
+//
+// Disabled: not met on main, before or after the exact restitution block (the same figures with
+// the block iterated). Tilt 8 at e = 1 gains 0.47 J (1.2 %) in its impact step (KE +1.50 J, PE
+// -1.02 J; it leaves still falling at 1.13 m/s, spinning at 12 rad/s); tilts 2 and 19 gain 0.05 %.
+// Not yet traced. Ruled out: the end-of-step restitution (solver.cpp, apply_restitution; the
+// same gain without it). Suspects: the restitution pass's energy check, which sums each point's
+// work at its own time of impact, and the time-of-impact shift, which corrects the position but
+// not the rotation of an off-centre hit (restitution.h).
+TEST(Bounce, DISABLED_TiltedBoxLandingsGainNoEnergy) {
+  float worst = -1.0f;
+  for (const float e : {1.0f, 0.5f}) {
+    for (int k = 0; k < 24; ++k) {
+      World world;
+      add_ground(world, e);
+      BodyDesc d = box_desc({0.0f, 2.0f, 0.0f}, {0.5f, 0.5f, 0.5f}, 2.0f);
+      const float a = 0.13f * static_cast<float>(k);
+      const float b = 0.07f * static_cast<float>(k % 7);
+      d.orientation = normalize(Quat{std::sin(0.5f * a), 0.0f, std::sin(0.5f * b), std::cos(0.5f * a) + std::cos(0.5f * b)});
+      d.restitution = e;
+      d.friction = 0.0f;
+      d.angular_damping = 0.0f;
+      const ObjectID id = add(world, d);
+      (void)id;
+      const double start = total_energy(world);
+      double highest = start;
+      for (int i = 0; i < 60 * 2; ++i) {
+        world.step(kDt);
+        highest = std::max(highest, total_energy(world));
+      }
+      EXPECT_LE(highest, start * (1.0 + 5e-4)) << "e " << e << " tilt " << k;
+      worst = std::max(worst, static_cast<float>((highest - start) / start));
+    }
+  }
+  std::printf("[ measured ] tilted box landings: largest energy change %.2e of the start\n", worst);
+}
+
 }  // namespace
 }  // namespace impulse::physics::test
