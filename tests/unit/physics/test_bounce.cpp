@@ -187,19 +187,12 @@ TEST(Bounce, RodsMeetingEndOnExchangeMomentumByTheClosedForm) {
 
 // No energy from a landing: a 2 kg unit box with e = 1 (and e = 0.5) dropped from 2 m onto a
 // static floor at 24 tilts about two axes (corner, edge and face landings), frictionless, 2 s.
-// The kinetic plus potential energy may never grow by more than 5e-4 of the start.
-//
-// Disabled: not met on main, before or after the exact restitution block (the same figures with
-// the block iterated). Tilt 8 at e = 1 gains 0.47 J (1.2 %) in its impact step (KE +1.50 J, PE
-// -1.02 J; it leaves still falling at 1.13 m/s, spinning at 12 rad/s); tilts 2 and 19 gain 0.05 %.
-// Not yet traced. In the impact step the edge's two points are one still 1.07 cm apart (time of
-// impact +1.6 ms) and one already 9.3 mm deep at the step's start (-1.8 ms: the step before let
-// it in); the restitution pass resolves both with its energy check at zero gain, so the 0.47 J
-// appears after it, in the substeps. Ruled out: the end-of-step restitution (solver.cpp,
-// apply_restitution; the same gain without it). Suspect: the time-of-impact shift corrects the
-// position but not the rotation of an off-centre hit (restitution.h), so the 12 rad/s spin turns
-// the box over the whole step and the soft rows answer the corner it drives into the floor.
-TEST(Bounce, DISABLED_TiltedBoxLandingsGainNoEnergy) {
+// The kinetic plus potential energy may never grow by more than 5e-4 of the start. Tilt 8 at
+// e = 1 gained 1.2 % (0.47 J) in its impact step, and tilts 2 and 19 0.05 %: the restitution
+// pass moved the box back to its time of impact but not its turn, so the 12 rad/s spin of the
+// corner hit turned it over the whole step and drove its next corner into the floor. Bouncing
+// blocks now turn back by dw t too (restitution.h): largest change 1.4e-5.
+TEST(Bounce, TiltedBoxLandingsGainNoEnergy) {
   float worst = -1.0f;
   for (const float e : {1.0f, 0.5f}) {
     for (int k = 0; k < 24; ++k) {
