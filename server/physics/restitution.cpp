@@ -78,9 +78,10 @@ void solve_small(double k[kMaxManifoldPoints][kMaxManifoldPoints], double* rhs, 
 // extended to four points: at most 16 sets, largest first, so a face landing is one solve).
 // Find total impulses lambda >= 0 with vn_i' >= target_i and lambda_i (vn_i' - target_i) = 0 for
 // each active point, where vn' = vn + K (lambda - lambda_start) and K is the pair's effective-mass
-// matrix at the points (from the bodies' current inverse mass and inertia, so a body held still
-// in a shock sweep counts as immovable). Applies the increments and returns 1 if it applied one,
-// 0 if none was needed, -1 if no set passed (rounding; the caller iterates instead).
+// matrix at the points, from the prepared rows (SolverPoint::rn_a, in_a, ...: only bouncing blocks
+// come here, never a shock sweep's held body). Points with zero effective mass are left alone.
+// Applies the increments and returns 1 if it applied one, 0 if none was needed, -1 if no set
+// passed (rounding; the caller iterates instead).
 //
 // Why not Gauss-Seidel: along a long body the points' rows are nearly parallel (a 2 m rod
 // end-on: off-diagonal terms within 1.5 % of the diagonal), so four point-by-point iterations
@@ -91,18 +92,8 @@ int solve_block_exact(const SolverManifold& m, SolverBody& a, SolverBody& b, con
   const Vec3 n = m.normal;
   int index[kMaxManifoldPoints];
   int count = 0;
-  Vec3 ang_a[kMaxManifoldPoints], ang_b[kMaxManifoldPoints];  // I^-1 (r x n) of each body
-  Vec3 rn_a[kMaxManifoldPoints], rn_b[kMaxManifoldPoints];
   for (int i = 0; i < m.point_count; ++i) {
-    if (!active[i]) continue;
-    const SolverPoint& p = m.points[i];
-    rn_a[count] = cross(p.anchor_a, n);
-    rn_b[count] = cross(p.anchor_b, n);
-    ang_a[count] = a.inv_inertia * rn_a[count];
-    ang_b[count] = b.inv_inertia * rn_b[count];
-    const float diagonal = a.inv_mass + b.inv_mass + dot(rn_a[count], ang_a[count]) + dot(rn_b[count], ang_b[count]);
-    if (!(diagonal > 0)) continue;  // zero effective mass: left alone
-    index[count++] = i;
+    if (active[i] && m.points[i].normal_mass > 0) index[count++] = i;
   }
   if (count == 0) return 0;
   const double linear = static_cast<double>(a.inv_mass) + static_cast<double>(b.inv_mass);
@@ -111,8 +102,10 @@ int solve_block_exact(const SolverManifold& m, SolverBody& a, SolverBody& b, con
   double start[kMaxManifoldPoints];   // lambda now
   double scale = 1.0e-3;
   for (int r = 0; r < count; ++r) {
+    const SolverPoint& pr = m.points[index[r]];
     for (int c = 0; c < count; ++c) {
-      k[r][c] = linear + static_cast<double>(dot(rn_a[r], ang_a[c])) + static_cast<double>(dot(rn_b[r], ang_b[c]));
+      const SolverPoint& pc = m.points[index[c]];
+      k[r][c] = linear + static_cast<double>(dot(pr.rn_a, pc.in_a)) + static_cast<double>(dot(pr.rn_b, pc.in_b));
     }
     const int i = index[r];
     gap[r] = static_cast<double>(target[i]) - static_cast<double>(normal_velocity(a, b, m.points[i], n));

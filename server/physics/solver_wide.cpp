@@ -401,8 +401,6 @@ void warm_start_pseudo(SolverScratch& s, std::span<SolverBody> bodies, uint32_t 
       b.pseudo_velocity += m.normal * (p.pseudo_impulse * b.inv_mass);
       b.pseudo_angular_velocity += p.in_b * p.pseudo_impulse;
     }
-    if (m.body_a >= movable) a.pseudo_velocity = a.pseudo_angular_velocity = Vec3{};
-    if (m.body_b >= movable) b.pseudo_velocity = b.pseudo_angular_velocity = Vec3{};
   }
 }
 

@@ -23,6 +23,20 @@ class WorkerPool;
 
 namespace impulse::physics {
 
+namespace detail {
+// A dynamic body whose surface moved more than half its inner extent this step (World's
+// continuous collision): by its displacement plus, for a shape that is not a sphere, its turn
+// times its extent (the farthest a surface point can move by the rotation).
+struct FastBody {
+  uint32_t dense = 0;
+  Vec3 start;  // centre of mass at the start of the step [m]
+  Vec3 delta;  // its displacement this step [m]
+  Quat start_orientation;  // at the start of the step
+  Vec3 axis{0.0f, 1.0f, 0.0f};  // unit, world frame: the step's rotation is `angle` about it
+  float angle = 0;              // [rad], in [0, pi]; 0 for a sphere (its turn moves no surface)
+};
+}  // namespace detail
+
 /// Per-stage wall-clock timings of the last step [ms]. The stages are listed in world.cpp.
 struct StepProfile {
   // Each stage of World::step (world.cpp's header lists them), timed on its own [ms].
@@ -441,18 +455,6 @@ class World {
     MaterialPair material;
   };
 
-  // A dynamic body whose surface moved more than half its inner extent this step (continuous
-  // collision): by its displacement plus, for a shape that is not a sphere, its turn times its
-  // extent (the farthest a surface point can move by the rotation).
-  struct FastBody {
-    uint32_t dense = 0;
-    Vec3 start;  // centre of mass at the start of the step [m]
-    Vec3 delta;  // its displacement this step [m]
-    Quat start_orientation;  // at the start of the step
-    Vec3 axis{0.0f, 1.0f, 0.0f};  // unit, world frame: the step's rotation is `angle` about it
-    float angle = 0;              // [rad], in [0, pi]; 0 for a sphere (its turn moves no surface)
-  };
-
   // One run of consecutive broadphase pairs collided on a pool thread (World::collide_pairs).
   struct NarrowphaseRun {
     std::vector<ContactRecord> found;
@@ -489,7 +491,7 @@ class World {
     std::vector<uint32_t> unpark;             // slots woken this step, still parked in the broadphase
     std::vector<ContactRecord> front_found;   // contacts the wake front found, sorted
     std::vector<ContactEvent> front_events;
-    std::vector<FastBody> fast_bodies;    // continuous collision: this step's fast bodies
+    std::vector<detail::FastBody> fast_bodies;    // continuous collision: this step's fast bodies
     std::vector<uint32_t> sweep_candidates;  // continuous collision: broadphase query output
   } scratch_;
 

@@ -38,6 +38,7 @@
 namespace impulse::physics {
 
 using detail::fat_aabb;
+using detail::FastBody;
 
 namespace {
 
@@ -115,18 +116,9 @@ struct Impact {
   Vec3 normal;     // axis of first contact, from the swept shape towards the obstacle
 };
 
-// One fast body's motion over the step (World::FastBody's fields).
-struct SweptMotion {
-  Vec3 start;              // centre at the step's start [m]
-  Vec3 delta;              // displacement [m]
-  Quat start_orientation;
-  Vec3 axis;               // unit
-  float angle = 0;         // [rad] about axis
-};
-
 // The pose at fraction t of the step: the centre moves along delta, and the orientation turns by
 // t * angle about the fixed axis (a rotation at constant angular velocity, as one step's is).
-Transform pose_at(const SweptMotion& f, float t) {
+Transform pose_at(const FastBody& f, float t) {
   if (f.angle == 0.0f) return Transform{f.start + f.delta * t, f.start_orientation};
   return Transform{f.start + f.delta * t, normalize(quat_from_axis_angle(f.axis, f.angle * t) * f.start_orientation)};
 }
@@ -138,7 +130,7 @@ Transform pose_at(const SweptMotion& f, float t) {
 // advancement), so advancing by the gap over that bound never steps past the first contact.
 // `extent`: a's largest distance from the centre to its surface [m] (0 for a sphere, whose turn
 // moves no surface point along any normal).
-Impact time_of_impact(const Shape& a, const SweptMotion& f, float extent, const Shape& b, const Transform& tb,
+Impact time_of_impact(const Shape& a, const FastBody& f, float extent, const Shape& b, const Transform& tb,
                       float target, float tolerance, float reach) {
   const float turn = f.angle * extent;
   float t = 0.0f;
@@ -167,7 +159,7 @@ float overlap(const Shape& a, const Transform& ta, const Shape& b, const Transfo
 // `allowed` and just after which it overlaps by more, by bisection (a at t = 0 is within it, and
 // at `until` beyond it): kBisections halvings.
 constexpr int kBisections = 10;
-float latest_within(const Shape& a, const SweptMotion& f, float until, const Shape& b, const Transform& tb,
+float latest_within(const Shape& a, const FastBody& f, float until, const Shape& b, const Transform& tb,
                     float margin, float allowed) {
   float lo = 0.0f;
   float hi = until;
@@ -203,7 +195,6 @@ void World::sweep_fast_bodies() {
       Pose& pose = bodies_.pose[f.dense];
       const Transform end_pose{pose.position, pose.orientation};
       const Vec3 end = pose.position;
-      const SweptMotion motion{f.start, f.delta, f.start_orientation, f.axis, f.angle};
       const float extent = f.angle > 0.0f ? info.extent : 0.0f;
       const float reach = length(f.delta) + info.extent + margin;
       const Vec3 pad{info.extent + margin, info.extent + margin, info.extent + margin};
@@ -218,10 +209,10 @@ void World::sweep_fast_bodies() {
         const Shape& os = bodies_.shape[other];
         const Transform to{bodies_.pose[other].position, bodies_.pose[other].orientation};
         const Shape* swept_shape = &shape;
-        Impact hit = time_of_impact(shape, motion, extent, os, to, target, tolerance, reach);
+        Impact hit = time_of_impact(shape, f, extent, os, to, target, tolerance, reach);
         if (hit.hit && hit.t == 0.0f) {  // touching at the start: sweep the core instead
           swept_shape = &core;
-          hit = time_of_impact(core, motion, 0.0f, os, to, target, tolerance, reach);
+          hit = time_of_impact(core, f, 0.0f, os, to, target, tolerance, reach);
           if (hit.hit && hit.t == 0.0f) return;  // the centre starts inside: the solver's case
           if (extent > 0.0f) {
             // A turn can swing a far part of a long body through the surface it touches (a plank
@@ -229,9 +220,9 @@ void World::sweep_fast_bodies() {
             // pose, up to the core's time of impact, no deeper than it started plus the slop.
             float until = 1.0f;
             if (hit.hit && separation_along(core, end_pose, os, to, hit.normal) < -target) until = hit.t;
-            const float allowed = std::max(overlap(shape, pose_at(motion, 0.0f), os, to, margin), 0.0f) + target;
-            if (overlap(shape, pose_at(motion, until), os, to, margin) > allowed) {
-              until = latest_within(shape, motion, until, os, to, margin, allowed);
+            const float allowed = std::max(overlap(shape, pose_at(f, 0.0f), os, to, margin), 0.0f) + target;
+            if (overlap(shape, pose_at(f, until), os, to, margin) > allowed) {
+              until = latest_within(shape, f, until, os, to, margin, allowed);
             }
             if (until < first) {
               first = until;
@@ -251,7 +242,7 @@ void World::sweep_fast_bodies() {
           // Keep the motion along the surface up to where the path touches: the gap along the
           // normal stays, the sideways lag goes (at most half the inner extent, and the step).
           const float closing = dot(f.delta, hit.normal);
-          const float gap_left = separation_along(shape, pose_at(motion, hit.t), os, to, hit.normal);
+          const float gap_left = separation_along(shape, pose_at(f, hit.t), os, to, hit.normal);
           if (!(closing > 0.0f) || !(gap_left > 0.0f)) return;
           const Vec3 along = (f.delta - hit.normal * closing) * std::min(gap_left / closing, 1.0f - hit.t);
           slide = clamp_length(along, 0.5f * detail::inner_extent(shape));
@@ -274,7 +265,8 @@ void World::sweep_fast_bodies() {
         }
       }
       if (first < 1.0f) {
-        const Transform back{pose_at(motion, first).position + slide, pose_at(motion, first).rotation};
+        Transform back = pose_at(f, first);
+        back.position += slide;
         pose.position = back.position;
         pose.orientation = back.rotation;
         pose.aabb = fat_aabb(shape, back, margin);

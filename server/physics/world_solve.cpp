@@ -337,7 +337,7 @@ void World::write_back_poses(uint32_t movable) {
   // Fast: its surface moved more than half its inner extent this step, by the displacement plus
   // the turn times the extent (Box2D v3's test in b2FinalizeBodiesTask: |v| dt + |w| dt
   // maxExtent); only dynamic bodies (inverse mass > 0) are swept. In awake order.
-  std::vector<FastBody>& fast = scratch_.fast_bodies;
+  std::vector<detail::FastBody>& fast = scratch_.fast_bodies;
   fast.clear();
   for (uint32_t i = 0; i < movable; ++i) {
     const SolverBody& b = sb[i];
@@ -345,7 +345,7 @@ void World::write_back_poses(uint32_t movable) {
     const uint32_t d = slots_.dense_of_slot(awake_[i]);
     const Shape& shape = bodies_.shape[d];
     const float inner = detail::inner_extent(shape);
-    FastBody f;
+    detail::FastBody f;
     f.dense = d;
     f.start = start[i];
     f.delta = b.delta_position;
