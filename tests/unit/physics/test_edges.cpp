@@ -197,7 +197,7 @@ Confinement confine(float w, float h, const std::vector<Vec3>& centres, float se
 // Recovering contacts pushed out by split impulses re-solved from zero by one sweep a substep
 // never balanced that pressure: 15 spheres were through the 1 m walls after 5 s and 19 after 20 s
 // (the soft contacts before split impulses, ff59c23's parent, held them at 8.8 cm). Warm-started
-// split impulses hold: none escapes in 20 s, and the deepest is 13.0 cm in this test's 6 s
+// split impulses hold: none escapes in 20 s, and the deepest is 12.9 cm in this test's 6 s
 // (checked against 15 cm: deeper than the soft contacts, see docs/BENCHMARKS.md).
 TEST(PhysicsEdges, BoxTwoDsConfinedCrowdStaysInsideItsWalls) {
   std::vector<Vec3> centres;
