@@ -206,7 +206,8 @@ void solve(SolverManifold& m, std::span<SolverBody> bodies, const Softness& soft
   const Vec3 n = m.normal;
   const float dn = dot(b.delta_position - a.delta_position, n);
 
-  // Non-penetration first, then friction bounded by this substep's normal impulses.
+  // Non-penetration first, then (relax sweeps only, docs/ARCHITECTURE.md "Solver") friction
+  // bounded by this substep's normal impulses.
   for (int i = 0; i < m.point_count; ++i) {
     SolverPoint& p = m.points[i];
     // Separation now, from how far each body moved and (to first order) turned since the step
@@ -259,7 +260,7 @@ void solve(SolverManifold& m, std::span<SolverBody> bodies, const Softness& soft
     apply_row(a, b, n, p.in_a, p.in_b, applied);
   }
 
-  if (m.friction <= 0) return;
+  if (use_bias || m.friction <= 0) return;
   for (int i = 0; i < m.point_count; ++i) {
     SolverPoint& p = m.points[i];
     float t0 = p.tangent_impulse[0] - p.tangent_mass[0] * row_velocity(a, b, m.tangent[0], p.rt_a[0], p.rt_b[0]);

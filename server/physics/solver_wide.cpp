@@ -347,7 +347,8 @@ void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable
     WideBody a = gather(bodies, k.body_a, true, split);
     WideBody b = gather(bodies, k.body_b, true, split);
     const F dn = dot(b.dp - a.dp, k.normal);
-    // Non-penetration first, then friction bounded by this substep's normal impulses.
+    // Non-penetration first, then (relax sweeps only, docs/ARCHITECTURE.md "Solver") friction
+    // bounded by this substep's normal impulses.
     for (int i = 0; i < k.points; ++i) {
       WidePoint& p = points[i];
       const bool full = k.full[i];
@@ -359,11 +360,13 @@ void solve_wide(SolverScratch& s, std::span<SolverBody> bodies, uint32_t movable
         else normal_row<true, false>(p, k.normal, dn, k.bias_rate, k.mass_scale, k.impulse_scale, k.recovering, use_bias, inv_h_w, min_bias, a, b);
       }
     }
-    for (int i = 0; i < k.points; ++i) {
-      if (k.full_friction[i]) {
-        friction_row<false>(points[i], k, a, b);
-      } else {
-        friction_row<true>(points[i], k, a, b);
+    if (!use_bias) {
+      for (int i = 0; i < k.points; ++i) {
+        if (k.full_friction[i]) {
+          friction_row<false>(points[i], k, a, b);
+        } else {
+          friction_row<true>(points[i], k, a, b);
+        }
       }
     }
     scatter(bodies, k.body_a, k.lanes, movable, a, split);
