@@ -274,6 +274,9 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
   w.counter("impulse_snapshots_held_silent_total",
             "Snapshots not sent because their session had sent nothing for 2 s (they resume with its next datagram).",
             s.snapshots_held_silent);
+  w.counter("impulse_snapshots_held_throttled_total",
+            "Snapshots not sent because their session's account was over its share of the tick (7 of every 8 while throttled).",
+            s.snapshots_held_throttled);
   w.counter("impulse_bodies_put_to_sleep_over_budget_total",
             "Bodies put to sleep because their owner's bodies cost more than its share of a step over --tick-budget-ms.",
             s.bodies_put_to_sleep_over_budget);

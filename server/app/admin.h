@@ -44,6 +44,7 @@ struct MetricsSnapshot {
   uint64_t bodies_removed_non_finite = 0;
   uint64_t bodies_restored_non_finite = 0;
   uint64_t snapshots_held_silent = 0;
+  uint64_t snapshots_held_throttled = 0;
   uint64_t bodies_put_to_sleep_over_budget = 0;
   uint64_t step_ns = 0, record_ns = 0, events_ns = 0, snapshots_ns = 0;
   metrics::Histogram tick_seconds = make_tick_histogram();

@@ -245,6 +245,7 @@ struct Server::Impl {
     m.bodies_removed_non_finite = load(stats.bodies_removed_non_finite);
     m.bodies_restored_non_finite = load(stats.bodies_restored_non_finite);
     m.snapshots_held_silent = load(stats.snapshots_held_silent);
+    m.snapshots_held_throttled = load(stats.snapshots_held_throttled);
     m.bodies_put_to_sleep_over_budget = load(stats.bodies_put_to_sleep_over_budget);
     m.step_ns = load(stats.step_ns);
     m.record_ns = load(stats.record_ns);

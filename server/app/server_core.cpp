@@ -1027,6 +1027,12 @@ ServerCore::Account ServerCore::account_of(const Session& s) const {
   return Account{0, address_prefix(s.endpoint.address())};
 }
 
+bool ServerCore::throttled_send_skipped(const Session& s, TimePoint now) {
+  // By tick, so the events and the snapshot of one wake-up agree; offset by client id, so the
+  // throttled sessions' turns are spread over the kThrottledSendEvery ticks.
+  return (world_.tick() + s.client_id) % kThrottledSendEvery != 0 && over_budget(s, now);
+}
+
 bool ServerCore::over_budget(const Session& s, TimePoint now) {
   if (throttled_.empty()) return false;
   const auto it = throttled_.find(account_of(s));
@@ -1042,7 +1048,13 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
   // Each contact is charged to both of its bodies (only to awake ones below).
   const uint64_t work = world_.awake_count() + 2ull * kContactWork * world_.active_contact_count();
   const double step_ms = std::chrono::duration<double, std::milli>(step_time).count();
-  if (step_ms > config_.tick_budget_ms && work >= static_cast<uint64_t>(config_.tick_budget_min_work)) {
+  // The whole wake-up counts against the tick: a step within its budget whose events and
+  // snapshots (one write per session over every object in its area) overrun the tick still
+  // makes the server drop steps. The sends are the previous wake-up's (this one's are to come).
+  const double tick_ms = 1000.0 / config_.tick_hz;
+  const double wakeup_ms = step_ms + last_send_ms_;
+  if ((step_ms > config_.tick_budget_ms || wakeup_ms > tick_ms) &&
+      work >= static_cast<uint64_t>(config_.tick_budget_min_work)) {
     // Charge each account what its awake bodies cost this step: each 1, plus kContactWork per
     // contact (so a contact between two owners' awake bodies is charged to both). Runs for every
     // step over budget, at capacity too: O(1) lookups and array indices only.
@@ -1055,7 +1067,8 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
     }
     // The work this step could have had within the budget, shared fairly among the accounts (the
     // scene's bodies are nobody's and keep their part).
-    const uint64_t target = static_cast<uint64_t>(static_cast<double>(work) * config_.tick_budget_ms / step_ms);
+    const double fits = std::min(config_.tick_budget_ms / step_ms, tick_ms / wakeup_ms);
+    const uint64_t target = static_cast<uint64_t>(static_cast<double>(work) * fits);
     uint64_t charged = 0;
     account_costs_.clear();
     for (const uint64_t cost : slot_cost_) {
@@ -1064,8 +1077,8 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
       charged += cost;
     }
     const uint64_t scene = work > charged ? work - charged : 0;
-    const uint64_t level =
-        std::max(kMinShareWork, fair_share_level(account_costs_, target > scene ? target - scene : 0));
+    const uint64_t level = std::max(min_share_work(wakeup_ms, tick_ms),
+                                    fair_share_level(account_costs_, target > scene ? target - scene : 0));
     for (uint32_t slot = 0; slot < slot_cost_.size(); ++slot) {
       const uint64_t cost = slot_cost_[slot];
       if (cost <= level) continue;
@@ -1220,6 +1233,7 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
         stats_.events_queued.fetch_add(1, std::memory_order_relaxed);
       }
     }
+    if (throttled_send_skipped(s, now)) continue;  // queued, sent at its next turn
     const auto rtt = std::chrono::duration<double, std::milli>(s.acks.estimates().rtt_ms * 1.25);
     const auto resend_after =
         std::max<std::chrono::nanoseconds>(kMinEventResend, std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
@@ -1249,6 +1263,10 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
     if (!phase_due.empty() && (s.snapshot_phase >= phase_due.size() || phase_due[s.snapshot_phase] == 0)) continue;
     if (now - s.last_heard > kSilentSessionSnapshotHold) {
       stats_.snapshots_held_silent.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (throttled_send_skipped(s, now)) {
+      stats_.snapshots_held_throttled.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     s.bytes_out.refill(now);
@@ -1338,6 +1356,8 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     };
     stats_.step_ns.fetch_add(ns(t_events - t_step), std::memory_order_relaxed);
     stats_.record_ns.fetch_add(record_ns, std::memory_order_relaxed);
+    // A pinned step time (tests) stands for the whole wake-up.
+    last_send_ms_ = step_time_for_test_.count() > 0 ? 0.0 : std::chrono::duration<double, std::milli>(t_end - t_events).count();
     stats_.events_ns.fetch_add(ns(t_snapshots - t_events), std::memory_order_relaxed);
     stats_.snapshots_ns.fetch_add(ns(t_end - t_snapshots), std::memory_order_relaxed);
     publish_stats();

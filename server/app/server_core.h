@@ -54,6 +54,13 @@ inline constexpr std::chrono::seconds kSilentSessionSnapshotHold{2};
 /// How long a client over its share of the tick stays throttled (tick_budget.h): its pushes and
 /// creates are answered OverBudget, and any of its bodies that wake are put back to sleep.
 inline constexpr std::chrono::seconds kThrottleHold{2};
+static_assert(kThrottleHold.count() == static_cast<long>(kServerSleepHoldSeconds),
+              "a throttled client's bodies are held asleep as long as it is throttled");
+/// A throttled account's sessions get one in this many of their snapshots and event datagram
+/// rounds (7.5 Hz at 60 Hz), events still queued reliably. Each session costs a snapshot write
+/// over every object in its area of interest: 256 throttled sessions of attack B cost 22 ms of
+/// snapshots and 11 ms of events a tick at full rate (docs/BENCHMARKS.md, "Tick budget").
+inline constexpr uint32_t kThrottledSendEvery = 8;
 
 class ServerCore {
  public:
@@ -284,6 +291,9 @@ class ServerCore {
   }
   Account account_of(const Session& s) const;
   bool over_budget(const Session& s, TimePoint now);
+  /// Whether this wake-up skips the session's snapshot and event sends: its account is
+  /// throttled, and only the ticks t with (t + client id) % kThrottledSendEvery == 0 send.
+  bool throttled_send_skipped(const Session& s, TimePoint now);
   void charge_tick_budget(std::chrono::nanoseconds step_time, TimePoint now);
   void sleep_throttled_bodies(TimePoint now);
   std::map<Account, TimePoint> throttled_;     // account -> throttled until
@@ -293,6 +303,7 @@ class ServerCore {
   std::map<Account, uint32_t> account_slots_;
   std::vector<Account> slot_accounts_;
   std::vector<uint64_t> slot_cost_;            // charge_tick_budget's scratch, by slot
+  double last_send_ms_ = 0;                    // the last wake-up's events and snapshots [ms]
   std::vector<uint8_t> slot_throttled_;        // sleep_throttled_bodies' scratch, by slot
   std::vector<uint64_t> account_costs_;        // the same costs, for fair_share_level
   std::chrono::nanoseconds step_time_for_test_{0};

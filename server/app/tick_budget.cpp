@@ -23,4 +23,10 @@ uint64_t fair_share_level(std::span<const uint64_t> costs, uint64_t target) {
   return UINT64_MAX;
 }
 
+uint64_t min_share_work(double step_ms, double tick_ms) {
+  if (!(step_ms > tick_ms) || !(tick_ms > 0)) return kMinShareWork;
+  const double scaled = static_cast<double>(kMinShareWork) * tick_ms / step_ms;
+  return std::max(kMinShareWorkOverrun, static_cast<uint64_t>(scaled));
+}
+
 }  // namespace impulse::server

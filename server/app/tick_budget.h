@@ -1,5 +1,5 @@
 // The tick budget: what one client's bodies may cost of a step. When a step runs over its
-// budget, each account (a token's client id, or an anonymous client's address prefix) is charged
+// budget (or the whole wake-up, step plus events plus snapshots, over its tick), each account (a token's client id, or an anonymous client's address prefix) is charged
 // what its bodies cost that step, and the accounts above their fair share (max-min fairness, by
 // water-filling: Bertsekas and Gallager, "Data Networks", 2nd ed., section 6.5.2) are throttled:
 // their awake bodies are put to sleep and their pushes refused for a while. Accounts under the
@@ -22,6 +22,15 @@ inline constexpr uint32_t kContactWork = 3;
 /// together (the capacity benchmark: 256 clients, about 20 bodies and 80 units each), their
 /// shares are equal and all would be over the level; none of them is anyone's attack.
 inline constexpr uint64_t kMinShareWork = 256;
+
+/// The floor under the fair share [work units] for a step of `step_ms` in ticks of `tick_ms`:
+/// kMinShareWork while the step fits in its tick, and shrinking in proportion once it does not
+/// (at least kMinShareWorkOverrun). A step longer than its tick means the server drops steps
+/// for everyone: 256 accounts of 19 converging bullet spheres each, every one under the floor,
+/// held the step at 60 ms with nobody throttled.
+uint64_t min_share_work(double step_ms, double tick_ms);
+/// The least the floor shrinks to [work units]: a player's handful of bodies in a few contacts.
+inline constexpr uint64_t kMinShareWorkOverrun = 16;
 
 /// The fair-share level for `costs` [work units] so that the accounts' costs, each capped at the
 /// level, sum to at most `target`: the largest L with sum(min(cost_i, L)) <= target. Accounts

@@ -52,6 +52,7 @@ struct BodyInfo {
   uint32_t contact_count = 0;  ///< contacts (active + resting) the body is part of
   uint32_t island = 0;         ///< sleeping island index while asleep (dynamic bodies only)
   Filter filter;               ///< collision filter (should_collide in types.h)
+  uint64_t held_until = 0;     ///< while sleeping and tick < this, no contact wakes it (put_to_sleep)
 };
 
 /// The columns, all indexed by the dense index of SlotMap; every column has size() elements.

@@ -384,7 +384,7 @@ Error World::destroy_object(ObjectID id) {
         pending_events_.push_back(make_event(ContactEventType::End, c));
         const uint32_t partner = slots_.find(c.a == id ? c.b : c.a);
         --bodies_.info[partner].contact_count;
-        wake_body(partner);
+        if (tick_ >= bodies_.info[partner].held_until) wake_body(partner);  // a held body stays put
       }
       list->resize(keep);
     }
@@ -406,6 +406,11 @@ bool World::is_valid(ObjectID id) const { return slots_.contains(id); }
 uint32_t World::contact_count_of(ObjectID id) const {
   const uint32_t dense = slots_.find(id);
   return dense == SlotMap::kNone ? 0 : bodies_.info[dense].contact_count;
+}
+
+bool World::is_held_asleep(ObjectID id) const {
+  const uint32_t dense = slots_.find(id);
+  return dense != SlotMap::kNone && bodies_.info[dense].sleeping && tick_ < bodies_.info[dense].held_until;
 }
 
 bool World::is_awake(ObjectID id) const {
@@ -477,6 +482,7 @@ void World::wake_body(uint32_t dense, std::vector<uint32_t>* unpark) {
     BodyInfo& k = bodies_.info[dense];
     k.sleeping = false;
     k.sleep_timer = 0;
+    k.held_until = 0;
     add_awake(dense);
     leave_parked(slots_.slot_at(dense));
     resting_dirty_ = true;
@@ -491,6 +497,7 @@ void World::wake_body(uint32_t dense, std::vector<uint32_t>* unpark) {
     if (!mi.sleeping || mi.island != island) continue;
     mi.sleeping = false;
     mi.sleep_timer = 0;
+    mi.held_until = 0;  // a command, or an island-mate touched: the hold is over
     add_awake(d);
     leave_parked(slot);
   }
@@ -673,7 +680,7 @@ bool World::collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, ui
   // touches it (Box2D's rule: touching an awake body links the islands).
   auto wakes = [&](uint32_t sleeper, uint32_t other) {
     const BodyInfo& si = bodies_.info[sleeper];
-    if (!si.sleeping || si.kind != BodyKind::Dynamic || is_parked(other)) return false;
+    if (!si.sleeping || si.kind != BodyKind::Dynamic || is_parked(other) || tick_ < si.held_until) return false;
     if (bodies_.info[other].kind == BodyKind::Dynamic) return true;
     const Motion& mo = bodies_.motion[other];
     return mo.velocity != Vec3{} || mo.angular_velocity != Vec3{};
@@ -741,7 +748,8 @@ void World::update_events() {
       // The previous list only holds pairs with an awake body, so a sleeping side just lost a
       // contact with an awake body: whatever held it up may have moved away.
       for (const uint32_t d : {da, db}) {
-        if (bodies_.info[d].sleeping && bodies_.info[d].kind == BodyKind::Dynamic) {
+        const BodyInfo& si = bodies_.info[d];
+        if (si.sleeping && si.kind == BodyKind::Dynamic && tick_ >= si.held_until) {
           scratch_.wake_requests.push_back(d);
         }
       }

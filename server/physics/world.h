@@ -195,8 +195,14 @@ class World {
   /// become zero and it leaves the step, as a body of an island that fell asleep (a singleton
   /// island). It wakes as any sleeping body does: touched by an awake body, or a command. For
   /// the server's tick budget (a client whose bodies cost more than its share).
+  /// `hold_steps` > 0 also holds it asleep for that many steps: no contact wakes it (an awake
+  /// body touching it meets an immovable body, as a static one), only a command does. Without
+  /// the hold, the bodies a throttled client had sent into a crowd were woken again by the crowd
+  /// in the next step. A body asleep already keeps the later of its old and new hold.
   /// @return StaleId, NotDynamic (static body) or Ok (also when it was asleep already).
-  Error put_to_sleep(ObjectID id);
+  Error put_to_sleep(ObjectID id, uint32_t hold_steps = 0);
+  /// Whether a body is held asleep (put_to_sleep's hold) at this tick. False for a stale id.
+  bool is_held_asleep(ObjectID id) const;
   /// Sets the coefficients used for every contact between material ids a and b (either order),
   /// instead of the mixing rules. Takes effect at the next step. O(log pairs).
   /// @return InvalidArgument (friction not finite or < 0, restitution outside [0, 1]) or Ok.

@@ -106,11 +106,13 @@ Error World::set_velocity(ObjectID id, Vec3 velocity) {
   return Error::Ok;
 }
 
-Error World::put_to_sleep(ObjectID id) {
+Error World::put_to_sleep(ObjectID id, uint32_t hold_steps) {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return Error::StaleId;
-  if (bodies_.info[dense].kind == BodyKind::Static) return Error::NotDynamic;
-  if (bodies_.info[dense].sleeping) return Error::Ok;
+  BodyInfo& info = bodies_.info[dense];
+  if (info.kind == BodyKind::Static) return Error::NotDynamic;
+  if (hold_steps > 0) info.held_until = std::max(info.held_until, tick_ + hold_steps);
+  if (info.sleeping) return Error::Ok;
   const uint32_t members[1] = {dense};
   sleep_island(members);
   freeze_pending_ = true;  // its contacts with parked bodies freeze at the next step's start

@@ -123,6 +123,7 @@ void io_info(Io& io, S& i) {
   io.u32(i.filter.category);
   io.u32(i.filter.mask);
   io.i32(i.filter.group);
+  io.u64(i.held_until);
 }
 
 template <class Io, class S>

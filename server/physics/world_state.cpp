@@ -2,8 +2,8 @@
 // restored bit for bit (the approach of Jolt's StateRecorder: save the full state, then check
 // determinism by a hash). Checksum XXH64 (Y. Collet, xxHash, 2014).
 //
-// Byte layout, format version 4 (2 added the collision filter to info, 3 the contact recovering
-// flag, 4 each contact point's pseudo_impulse)
+// Byte layout, format version 5 (2 added the collision filter to info, 3 the contact recovering
+// flag, 4 each contact point's pseudo_impulse, 5 each body's held_until)
 // -----------------------------
 // Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
 // complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
@@ -41,7 +41,8 @@
 //                info     kind u8, sleeping bool, flags u8 (bit 0 sensor, bit 1 bullet; before the
 //                         bullet flag this byte was the sensor bool), sleep_timer f32, mass f32,
 //                         extent f32, awake_index u32, contact_count u32, island u32,
-//                         filter category u32, mask u32, group i32                          (39)
+//                         filter category u32, mask u32, group i32, held_until u64 (the
+//                         tick before which no contact wakes it, put_to_sleep)              (47)
 //     awake      A u32; slot u32 [A] in awake-list order (the order the step visits bodies)
 //     contacts   the active list, then the resting list, each R u32 then R records in (a, b)
 //                order: a ObjectID, b ObjectID, point 3 f32, normal 3 f32, depth f32,
@@ -92,13 +93,13 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 4;
+constexpr uint32_t kFormatVersion = 5;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
 // keeps the size, so this check cannot see it: the field list is the one place to add it.
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
-                  sizeof(BodyInfo) == 40 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
+                  sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
                   sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");

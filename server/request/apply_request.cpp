@@ -1,6 +1,8 @@
 // One switch from request type to World command, used by the live server and by the replay.
 #include "server/request/apply_request.h"
 
+#include <cmath>
+
 #include "shared/wire/messages.h"
 
 namespace impulse::server {
@@ -11,7 +13,7 @@ AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r, fl
   AppliedRequest out;
   out.id = r.id;
   if (r.type == kServerSleep) {  // outside wire::Message's range: not a case of the switch
-    out.error = world.put_to_sleep(r.id);
+    out.error = world.put_to_sleep(r.id, static_cast<uint32_t>(std::lround(kServerSleepHoldSeconds / dt)));
     return out;
   }
   switch (r.type) {

@@ -18,8 +18,11 @@ namespace impulse::server {
 /// Not a client message: the server itself puts body `id` to sleep (World::put_to_sleep) because
 /// its owner's bodies cost more of the tick than the owner's share (server/app/tick_budget.h).
 /// It travels through the same journal as requests, so a recording replays it; the value lies
-/// outside wire::Message's range (no client can send it).
+/// outside wire::Message's range (no client can send it). The body is held asleep for
+/// kServerSleepHoldSeconds (World::put_to_sleep's hold): no contact wakes it meanwhile.
 inline constexpr wire::Message kServerSleep = static_cast<wire::Message>(200);
+/// [s] How long kServerSleep holds a body asleep: the server's throttle hold (kThrottleHold).
+inline constexpr float kServerSleepHoldSeconds = 2.0f;
 /// Whether a recorded request of this type changes the world (wire::changes_world, or kServerSleep).
 bool changes_world_recorded(wire::Message type);
 

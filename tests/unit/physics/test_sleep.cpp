@@ -410,5 +410,55 @@ TEST(Sleep, AShotIntoSleepingBoxesWakesTheRowAndDoesNotPassThrough) {
   ASSERT_GE(hit_step, 0) << "the shot never reached the row";
 }
 
+// put_to_sleep's hold (the server's tick budget): a held body is an immovable obstacle that no
+// contact wakes, neither a 20 m/s sphere striking it nor the crowd around it, until the hold
+// ends; then the next touch wakes it as usual. A command wakes it at once and ends the hold.
+// Swept over strike speeds and mass ratios: the held body never moves, the striker rebounds
+// from it as from a static box (|v| never grows: no energy from the hold).
+TEST(Sleep, AHeldBodyIsWokenByNoContactUntilItsHoldEnds) {
+  for (const float speed : {1.0f, 5.0f, 20.0f}) {
+    for (const float mass : {0.1f, 1.0f, 100.0f}) {
+      World world(WorldSettings{.gravity = {0, 0, 0}});
+      const ObjectID held = add(world, box_desc({0.0f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.5f}, 1.0f));
+      BodyDesc d = sphere_desc({-1.0f, 0.0f, 0.0f}, 0.25f, mass, 0.5f);
+      d.velocity = {speed, 0.0f, 0.0f};
+      const ObjectID ball = add(world, d);
+      const int hold = 90;
+      ASSERT_EQ(world.put_to_sleep(held, hold), Error::Ok);
+      const Vec3 at = state(world, held).position;
+      bool touched = false;
+      for (int i = 0; i < hold - 1; ++i) {
+        world.step(kDt);
+        touched = touched || world.are_colliding(held, ball);
+        ASSERT_TRUE(state(world, held).sleeping) << "speed " << speed << " mass " << mass << " step " << i;
+        ASSERT_TRUE(world.is_held_asleep(held));
+        ASSERT_TRUE(same_bits(state(world, held).position, at));
+        ASSERT_LE(length(state(world, ball).velocity), speed * (1 + 1e-5f));
+      }
+      EXPECT_TRUE(touched) << "speed " << speed;
+      EXPECT_LT(state(world, ball).velocity.x, 0.0f) << "the ball rebounds from the held box";
+      // The hold over, a touch wakes it: send the ball back at it.
+      world.step(kDt);
+      EXPECT_FALSE(world.is_held_asleep(held));
+      ASSERT_EQ(world.set_velocity(ball, {speed, 0.0f, 0.0f}), Error::Ok);
+      bool woke = false;
+      for (int i = 0; i < 240 && !woke; ++i) {
+        world.step(kDt);
+        woke = !state(world, held).sleeping;
+      }
+      EXPECT_TRUE(woke) << "speed " << speed << " mass " << mass;
+    }
+  }
+  // A command ends the hold.
+  World world;
+  add_ground(world);
+  const ObjectID box = add(world, box_desc({0.0f, 0.5f, 0.0f}));
+  ASSERT_EQ(world.put_to_sleep(box, 600), Error::Ok);
+  EXPECT_TRUE(world.is_held_asleep(box));
+  ASSERT_EQ(world.apply_impulse(box, {0.0f, 2.0f, 0.0f}), Error::Ok);
+  EXPECT_FALSE(world.is_held_asleep(box));
+  EXPECT_FALSE(state(world, box).sleeping);
+}
+
 }  // namespace
 }  // namespace impulse::physics

@@ -38,7 +38,7 @@ constexpr size_t kSettingsAt = kHeaderBytes;
 constexpr size_t kRestingDirtyAt = kSettingsAt + 87 + 8;
 constexpr size_t kSlotMapAt = kRestingDirtyAt + 1;
 constexpr size_t kGenerationsAt = kSlotMapAt + 16;
-constexpr size_t kBodyBytes = 194;  // info grew by the collision filter (12 bytes)
+constexpr size_t kBodyBytes = 202;  // info grew by the collision filter (12 bytes) and held_until (8)
 
 std::vector<uint8_t> save(const World& world) {
   std::vector<uint8_t> blob;

@@ -3,6 +3,8 @@
 // under --authority owner, a Connect at a live session's address pays its minimum size and
 // receive budget and is answered only with its cookie before the session is confirmed, duplicates
 // of answered requests count against the request rate, and the send budget's debt is bounded.
+#include <limits>
+
 #include "server/app/tick_budget.h"
 #include "tests/support/timing_checks.h"
 #include "unit/server/core_fixture.h"
@@ -431,6 +433,84 @@ TEST_P(TickBudgetTest, AttackersOverTheirShareSleepAndAreRefusedAndThePlayerIsNo
 }
 
 INSTANTIATE_TEST_SUITE_P(Attackers, TickBudgetTest, ::testing::Values(2, 4, 8));
+
+TEST(TickBudget, TheFloorUnderTheShareShrinksOnlyWhenTheStepOverrunsItsTick) {
+  const double tick = 1000.0 / 60.0;
+  EXPECT_EQ(min_share_work(5.0, tick), kMinShareWork);
+  EXPECT_EQ(min_share_work(tick, tick), kMinShareWork);
+  EXPECT_EQ(min_share_work(2.0 * tick, tick), kMinShareWork / 2);
+  EXPECT_EQ(min_share_work(1e6, tick), kMinShareWorkOverrun);
+  EXPECT_EQ(min_share_work(std::numeric_limits<double>::quiet_NaN(), tick), kMinShareWork);
+  for (double step = 1.0; step < 400.0; step *= 1.1) {
+    EXPECT_LE(min_share_work(step * 1.1, tick), min_share_work(step, tick)) << "a longer step never raises it";
+  }
+}
+
+// Attack B from many addresses, by mechanism: 32 accounts of 12 spheres each, every one under
+// kMinShareWork, meet while the step is pinned at three ticks. The floor shrinks with the
+// overrun, so they are throttled; their bodies are held asleep (World::put_to_sleep's hold), so
+// the crowd they were sent into does not wake them again, and the player is untouched.
+class ManyAccountsTest : public CoreTest {
+ protected:
+  static ServerConfig many_config() {
+    ServerConfig c = test_config();
+    c.max_clients = 40;
+    c.tick_budget_ms = 10;
+    c.tick_budget_min_work = 50;
+    c.client_timeout_s = 60;
+    return c;
+  }
+  ManyAccountsTest() : CoreTest(many_config()) { core_.set_step_time_for_test(std::chrono::milliseconds(50)); }
+};
+
+TEST_F(ManyAccountsTest, AccountsEachUnderTheFloorAreThrottledWhenTheStepOverrunsAndStayAsleep) {
+  constexpr int kAttackers = 32;
+  constexpr int kSpheres = 12;
+  const Endpoint player = at("198.51.100.1", 1);
+  ASSERT_NE(connect(player), 0u);
+  wire::CreateObjectArgs box;
+  box.shape = wire::ShapeKind::Box;
+  box.position = {100.0f, 0, 0};
+  box.velocity = {0, 0, 3};
+  const ObjectID own = create(player, box);
+  ASSERT_FALSE(own.is_null());
+  std::vector<Endpoint> hostile;
+  std::vector<ObjectID> spheres;
+  for (int a = 0; a < kAttackers; ++a) {
+    hostile.push_back(at("203.0.113." + std::to_string(a + 1), static_cast<uint16_t>(10 + a)));
+    ASSERT_NE(connect(hostile.back()), 0u);
+    for (int k = 0; k < kSpheres; ++k) {
+      const int n = a * kSpheres + k;  // an 8 x 8 x 6 lattice, 1.5 m apart
+      wire::CreateObjectArgs sphere;
+      sphere.position = {1.5f * static_cast<float>(n % 8 - 4), 10.0f + 1.5f * static_cast<float>((n / 8) % 8 - 4),
+                         1.5f * static_cast<float>(n / 64 - 3)};
+      sphere.asleep = true;
+      spheres.push_back(create(hostile.back(), sphere));
+      ASSERT_FALSE(spheres.back().is_null());
+    }
+  }
+  for (size_t i = 0; i < spheres.size(); ++i) {
+    const Endpoint& from = hostile[i / kSpheres];
+    const Vec3 p = core_.world().get_object(spheres[i])->position;
+    receive(from, wire::build_set_velocity(fbb_, next_id(from), spheres[i],
+                                           normalize_or(Vec3{0, 10, 0} - p, Vec3{0, 1, 0}) * 20.0f));
+  }
+  uint64_t held_seen = 0;
+  for (int i = 0; i < 45; ++i) {
+    advance(kStep);
+    for (const ObjectID id : spheres) held_seen += core_.world().is_held_asleep(id) ? 1 : 0;
+  }
+  EXPECT_GE(core_.rejects().count(RejectReason::OverBudget), static_cast<uint64_t>(kAttackers) / 2);
+  size_t awake = 0;
+  for (const ObjectID id : spheres) awake += core_.world().get_object(id)->sleeping ? 0 : 1;
+  EXPECT_EQ(awake, 0u) << "of " << spheres.size() << " spheres";
+  EXPECT_GT(held_seen, 0u);
+  // Put to sleep about once each: a held body is not woken and put back every tick.
+  EXPECT_LE(stats_.bodies_put_to_sleep_over_budget.load(), 2 * spheres.size());
+  const auto b = core_.world().get_object(own);
+  EXPECT_FALSE(b->sleeping) << "the player's body was put to sleep";
+  EXPECT_NEAR(b->velocity.z, 3.0f, 1e-4f);
+}
 
 // Attack B as measured in the review, on the sans-IO core with real step times: 19, 64 or 256
 // anonymous addresses share 4,864 asleep bullet spheres (256, 76 or 19 each; the server-wide cap
