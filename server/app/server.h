@@ -97,6 +97,12 @@ struct ServerConfig {
   /// --tick-budget-min-work: below this many work units (awake bodies + 3 per contact) a step is
   /// never charged, however long it took (a stalled machine is no client's doing).
   int tick_budget_min_work = 1500;
+  /// --max-wakes-per-tick: sleeping bodies the pushes of one tick may wake, shared fairly among
+  /// the clients pushing (max-min, as the tick budget); a push over its client's share is
+  /// answered OverBudget and may be resent next tick. 0 = no limit. Attack B woke 4,097 bullet
+  /// spheres at 60 m/s in one tick: 21-48 ms of step, events and snapshots for that tick alone,
+  /// before any step could be charged (docs/BENCHMARKS.md, "Tick budget"); 512 is an eighth.
+  int max_wakes_per_tick = 512;
   /// --on-disconnect: what happens to a client's objects when its session ends (Disconnect or
   /// timeout; not when a token's client id replaces its own session): "destroy" (default: a
   /// departed player's things leave with it, and nothing accumulates) or "keep".

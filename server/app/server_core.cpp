@@ -36,6 +36,8 @@ bool adds_work(wire::Message type) {
   }
 }
 
+constexpr std::string_view kWakesOverBudgetMessage =
+    "this tick's pushes would wake more sleeping bodies than your share of --max-wakes-per-tick; resend next tick";
 constexpr std::string_view kOverBudgetMessage =
     "your bodies cost more than your share of the server's tick (--tick-budget-ms): they were put to sleep, and "
     "pushes and creates are refused for 2 s; use fewer bodies, or keep them apart";
@@ -1053,8 +1055,8 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
   // makes the server drop steps. The sends are the previous wake-up's (this one's are to come).
   const double tick_ms = 1000.0 / config_.tick_hz;
   const double wakeup_ms = step_ms + last_send_ms_;
-  if ((step_ms > config_.tick_budget_ms || wakeup_ms > tick_ms) &&
-      work >= static_cast<uint64_t>(config_.tick_budget_min_work)) {
+  overrun_streak_ = wakeup_ms > tick_ms ? overrun_streak_ + 1 : 0;
+  if (step_ms > config_.tick_budget_ms && work >= static_cast<uint64_t>(config_.tick_budget_min_work)) {
     // Charge each account what its awake bodies cost this step: each 1, plus kContactWork per
     // contact (so a contact between two owners' awake bodies is charged to both). Runs for every
     // step over budget, at capacity too: O(1) lookups and array indices only.
@@ -1077,7 +1079,7 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
       charged += cost;
     }
     const uint64_t scene = work > charged ? work - charged : 0;
-    const uint64_t level = std::max(min_share_work(wakeup_ms, tick_ms),
+    const uint64_t level = std::max(min_share_work(wakeup_ms, tick_ms, overrun_streak_),
                                     fair_share_level(account_costs_, target > scene ? target - scene : 0));
     for (uint32_t slot = 0; slot < slot_cost_.size(); ++slot) {
       const uint64_t cost = slot_cost_[slot];
@@ -1173,7 +1175,13 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
   ResultCode code = auth;
   ObjectID id = r.id;
   std::string_view message = refusal;
-  if (auth == ResultCode::Ok) {
+  const bool over_wakes = auth == ResultCode::Ok && wake_level_ != UINT64_MAX && wakes_a_sleeper(r) &&
+                          wake_granted_[owners_[r.id.index].budget_slot]++ >= wake_level_;
+  if (over_wakes) {
+    code = ResultCode::OverBudget;
+    message = kWakesOverBudgetMessage;
+    rejects_.note(RejectReason::OverBudget, r.from, "sleeping bodies woken in one tick (--max-wakes-per-tick)", now);
+  } else if (auth == ResultCode::Ok) {
     const AppliedRequest applied = apply_to_world(world_, r, dt_);
     const WorldOutcome outcome = describe(applied.error, r.type);
     code = outcome.code;
@@ -1206,7 +1214,38 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
   send(*s, wire::build_request_result(fbb_, r.request_id, code, id, message), now, out);
 }
 
+bool ServerCore::wakes_a_sleeper(const PendingRequest& r) const {
+  // A client's own body (the scene's bodies are nobody's account), asleep now.
+  return adds_work(r.type) && r.type != Message::CreateObject && r.id.index < owners_.size() &&
+         owners_[r.id.index].client_id != 0 && owners_[r.id.index].generation == r.id.generation &&
+         world_.get_object(r.id).has_value() && !world_.is_awake(r.id);
+}
+
+void ServerCore::plan_wakes() {
+  // --max-wakes-per-tick: the pushes queued for this tick that would wake a sleeping body, by
+  // the account that owns it (only pushes its owner may make: others are refused anyway), and
+  // each account's max-min fair share of the allowance (tick_budget.h).
+  wake_level_ = UINT64_MAX;
+  if (config_.max_wakes_per_tick <= 0) return;
+  wake_wanted_.assign(slot_accounts_.size(), 0);
+  uint64_t total = 0;
+  std::string_view ignored;
+  for (const PendingRequest& r : queue_) {
+    if (!wakes_a_sleeper(r) || authorize(r, &ignored) != ResultCode::Ok) continue;
+    ++wake_wanted_[owners_[r.id.index].budget_slot];
+    ++total;
+  }
+  if (total <= static_cast<uint64_t>(config_.max_wakes_per_tick)) return;
+  account_costs_.clear();
+  for (const uint64_t wanted : wake_wanted_) {
+    if (wanted > 0) account_costs_.push_back(wanted);
+  }
+  wake_level_ = fair_share_level(account_costs_, static_cast<uint64_t>(config_.max_wakes_per_tick));
+  wake_granted_.assign(slot_accounts_.size(), 0);
+}
+
 void ServerCore::apply_requests(TimePoint now, Outbox& out) {
+  plan_wakes();
   for (const PendingRequest& r : queue_) apply_request(r, now, out);
   // After the queue, so requests a client sent before it left cannot leave objects behind.
   if (!departed_.empty()) destroy_departed();

@@ -295,6 +295,13 @@ class ServerCore {
   /// throttled, and only the ticks t with (t + client id) % kThrottledSendEvery == 0 send.
   bool throttled_send_skipped(const Session& s, TimePoint now);
   void charge_tick_budget(std::chrono::nanoseconds step_time, TimePoint now);
+  // --max-wakes-per-tick: whether a queued push targets a sleeping body, and each account's
+  // share of this tick's wakes (plan_wakes, before the queue is applied).
+  bool wakes_a_sleeper(const PendingRequest& r) const;
+  void plan_wakes();
+  uint64_t wake_level_ = UINT64_MAX;           // UINT64_MAX: every wake this tick is granted
+  std::vector<uint64_t> wake_wanted_;          // by budget slot
+  std::vector<uint64_t> wake_granted_;         // by budget slot
   void sleep_throttled_bodies(TimePoint now);
   std::map<Account, TimePoint> throttled_;     // account -> throttled until
   // Each account gets a slot the first time it creates a body, so the per-body accounting of a
@@ -304,6 +311,7 @@ class ServerCore {
   std::vector<Account> slot_accounts_;
   std::vector<uint64_t> slot_cost_;            // charge_tick_budget's scratch, by slot
   double last_send_ms_ = 0;                    // the last wake-up's events and snapshots [ms]
+  uint32_t overrun_streak_ = 0;                // wake-ups in a row longer than the tick
   std::vector<uint8_t> slot_throttled_;        // sleep_throttled_bodies' scratch, by slot
   std::vector<uint64_t> account_costs_;        // the same costs, for fair_share_level
   std::chrono::nanoseconds step_time_for_test_{0};

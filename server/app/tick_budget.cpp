@@ -3,6 +3,7 @@
 #include "server/app/tick_budget.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -23,9 +24,10 @@ uint64_t fair_share_level(std::span<const uint64_t> costs, uint64_t target) {
   return UINT64_MAX;
 }
 
-uint64_t min_share_work(double step_ms, double tick_ms) {
-  if (!(step_ms > tick_ms) || !(tick_ms > 0)) return kMinShareWork;
-  const double scaled = static_cast<double>(kMinShareWork) * tick_ms / step_ms;
+uint64_t min_share_work(double wakeup_ms, double tick_ms, uint32_t streak) {
+  if (!(wakeup_ms > tick_ms) || !(tick_ms > 0) || streak <= kOverrunGrace) return kMinShareWork;
+  const int halvings = static_cast<int>(std::min<uint32_t>(streak - kOverrunGrace - 1, 16));
+  const double scaled = std::ldexp(static_cast<double>(kMinShareWork) * tick_ms / wakeup_ms, -halvings);
   return std::max(kMinShareWorkOverrun, static_cast<uint64_t>(scaled));
 }
 

@@ -357,6 +357,7 @@ class TickBudgetTest : public CoreTest, public ::testing::WithParamInterface<int
     c.max_clients = 16;
     c.tick_budget_ms = 10;
     c.tick_budget_min_work = 50;
+    c.max_wakes_per_tick = 0;  // every push wakes its body: this is the cost-based throttle's test
     c.client_timeout_s = 60;  // the set-up takes up to 4 s of ticks without pings
     return c;
   }
@@ -436,13 +437,17 @@ INSTANTIATE_TEST_SUITE_P(Attackers, TickBudgetTest, ::testing::Values(2, 4, 8));
 
 TEST(TickBudget, TheFloorUnderTheShareShrinksOnlyWhenTheStepOverrunsItsTick) {
   const double tick = 1000.0 / 60.0;
-  EXPECT_EQ(min_share_work(5.0, tick), kMinShareWork);
-  EXPECT_EQ(min_share_work(tick, tick), kMinShareWork);
-  EXPECT_EQ(min_share_work(2.0 * tick, tick), kMinShareWork / 2);
-  EXPECT_EQ(min_share_work(1e6, tick), kMinShareWorkOverrun);
-  EXPECT_EQ(min_share_work(std::numeric_limits<double>::quiet_NaN(), tick), kMinShareWork);
+  const uint32_t past = kOverrunGrace + 1;  // the first overrun of a streak past the grace
+  EXPECT_EQ(min_share_work(5.0, tick, past), kMinShareWork);
+  EXPECT_EQ(min_share_work(tick, tick, past), kMinShareWork);
+  EXPECT_EQ(min_share_work(2.0 * tick, tick, kOverrunGrace), kMinShareWork) << "within the grace";
+  EXPECT_EQ(min_share_work(2.0 * tick, tick, past), kMinShareWork / 2);
+  EXPECT_EQ(min_share_work(2.0 * tick, tick, past + 1), kMinShareWork / 4) << "halved for each further overrun";
+  EXPECT_EQ(min_share_work(2.0 * tick, tick, past + 4), kMinShareWorkOverrun);
+  EXPECT_EQ(min_share_work(1e6, tick, past), kMinShareWorkOverrun);
+  EXPECT_EQ(min_share_work(std::numeric_limits<double>::quiet_NaN(), tick, past), kMinShareWork);
   for (double step = 1.0; step < 400.0; step *= 1.1) {
-    EXPECT_LE(min_share_work(step * 1.1, tick), min_share_work(step, tick)) << "a longer step never raises it";
+    EXPECT_LE(min_share_work(step * 1.1, tick, past), min_share_work(step, tick, past)) << "a longer wake-up never raises it";
   }
 }
 
@@ -510,6 +515,77 @@ TEST_F(ManyAccountsTest, AccountsEachUnderTheFloorAreThrottledWhenTheStepOverrun
   const auto b = core_.world().get_object(own);
   EXPECT_FALSE(b->sleeping) << "the player's body was put to sleep";
   EXPECT_NEAR(b->velocity.z, 3.0f, 1e-4f);
+}
+
+// --max-wakes-per-tick: the pushes of one tick that would wake sleeping bodies share the
+// allowance max-min fairly. An attacker pushing 60 of its sleeping spheres in one tick gets its
+// share of 16 and OverBudget for the rest (each may be resent next tick); a player pushing its
+// one sleeping box in the same tick is under its share and never refused. Pushes on awake
+// bodies are not counted.
+class WakeAllowanceTest : public CoreTest {
+ protected:
+  static ServerConfig wake_config() {
+    ServerConfig c = test_config();
+    c.max_wakes_per_tick = 16;
+    c.tick_budget_ms = 0;  // the cost-based throttle off: only the wake allowance acts
+    return c;
+  }
+  WakeAllowanceTest() : CoreTest(wake_config()) {}
+};
+
+TEST_F(WakeAllowanceTest, PushesThatWakeSleepersShareTheAllowanceFairly) {
+  const Endpoint player = at("198.51.100.1", 1);
+  const Endpoint attacker = at("203.0.113.7", 2);
+  ASSERT_NE(connect(player), 0u);
+  ASSERT_NE(connect(attacker), 0u);
+  wire::CreateObjectArgs box;
+  box.shape = wire::ShapeKind::Box;
+  box.position = {40.0f, 0.5f, 0.0f};
+  box.asleep = true;
+  const ObjectID own = create(player, box);
+  ASSERT_FALSE(own.is_null());
+  std::vector<ObjectID> spheres;
+  for (int k = 0; k < 60; ++k) {
+    wire::CreateObjectArgs sphere;
+    sphere.position = {2.0f * static_cast<float>(k % 10), 5.0f, 2.0f * static_cast<float>(k / 10)};
+    sphere.asleep = true;
+    spheres.push_back(create(attacker, sphere));
+    ASSERT_FALSE(spheres.back().is_null());
+  }
+  std::vector<Sent> sent;
+  for (const ObjectID id : spheres) {
+    for (Sent& s : receive(attacker, wire::build_set_velocity(fbb_, next_id(attacker), id, {0, 1, 0}))) sent.push_back(std::move(s));
+  }
+  for (Sent& s : receive(player, wire::build_set_velocity(fbb_, next_id(player), own, {0, 0, 1}))) sent.push_back(std::move(s));
+  for (Sent& s : advance(kStep)) sent.push_back(std::move(s));
+  size_t ok = 0, over = 0, player_ok = 0;
+  for (const Sent& s : sent) {
+    const auto* r = s.envelope()->message_as_RequestResult();
+    if (r == nullptr) continue;
+    if (s.to == player) {
+      player_ok += r->code() == ResultCode::Ok ? 1 : 0;
+      continue;
+    }
+    ok += r->code() == ResultCode::Ok ? 1 : 0;
+    over += r->code() == ResultCode::OverBudget ? 1 : 0;
+  }
+  EXPECT_EQ(player_ok, 1u) << "the player's one wake is under its share";
+  EXPECT_EQ(ok, 15u) << "the attacker's share: (16 - 1) / 1";
+  EXPECT_EQ(over, 45u);
+  size_t awake = 0;
+  for (const ObjectID id : spheres) awake += core_.world().get_object(id)->sleeping ? 0 : 1;
+  EXPECT_EQ(awake, 15u);
+  EXPECT_FALSE(core_.world().get_object(own)->sleeping);
+  // A push on an awake body is not a wake: the 15 may be pushed again, all of them, at once.
+  sent.clear();
+  for (const ObjectID id : spheres) {
+    if (core_.world().get_object(id)->sleeping) continue;
+    for (Sent& s : receive(attacker, wire::build_set_velocity(fbb_, next_id(attacker), id, {0, 2, 0}))) sent.push_back(std::move(s));
+  }
+  for (Sent& s : advance(kStep)) sent.push_back(std::move(s));
+  size_t again = 0;
+  for (const auto* r : results(sent)) again += r->code() == ResultCode::Ok ? 1 : 0;
+  EXPECT_EQ(again, 15u);
 }
 
 // Attack B as measured in the review, on the sans-IO core with real step times: 19, 64 or 256
