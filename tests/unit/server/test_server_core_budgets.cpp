@@ -328,6 +328,16 @@ TEST_F(SessionSlotTest, AConfirmedSessionThatGoesSilentStopsGettingSnapshotsAfte
 
 // --- The tick budget (server/app/tick_budget.h) -------------------------------------------------
 
+// The player's box in the attack-B tests: flying along +z at 3 m/s, away from the attack, so
+// that a throttle that touched it would show as a sleeping box or a changed velocity.
+wire::CreateObjectArgs flying_box(Vec3 position) {
+  wire::CreateObjectArgs box;
+  box.shape = wire::ShapeKind::Box;
+  box.position = position;
+  box.velocity = {0, 0, 3};
+  return box;
+}
+
 TEST(TickBudget, FairShareLevelIsMaxMinFair) {
   const std::vector<uint64_t> costs{100, 1, 2, 100};
   EXPECT_EQ(fair_share_level(costs, 1000), UINT64_MAX) << "the costs fit: nobody is over";
@@ -380,11 +390,7 @@ TEST_P(TickBudgetTest, AttackersOverTheirShareSleepAndAreRefusedAndThePlayerIsNo
   ASSERT_NE(connect(player), 0u);
   std::vector<ObjectID> own;
   for (int i = 0; i < 2; ++i) {
-    wire::CreateObjectArgs box;
-    box.shape = wire::ShapeKind::Box;
-    box.position = {100.0f + 5.0f * static_cast<float>(i), 0, 0};
-    box.velocity = {0, 0, 3};
-    own.push_back(create(player, box));
+    own.push_back(create(player, flying_box({100.0f + 5.0f * static_cast<float>(i), 0, 0})));
     ASSERT_FALSE(own.back().is_null());
   }
   std::vector<Endpoint> hostile;
@@ -473,11 +479,7 @@ TEST_F(ManyAccountsTest, AccountsEachUnderTheFloorAreThrottledWhenTheStepOverrun
   constexpr int kSpheres = 12;
   const Endpoint player = at("198.51.100.1", 1);
   ASSERT_NE(connect(player), 0u);
-  wire::CreateObjectArgs box;
-  box.shape = wire::ShapeKind::Box;
-  box.position = {100.0f, 0, 0};
-  box.velocity = {0, 0, 3};
-  const ObjectID own = create(player, box);
+  const ObjectID own = create(player, flying_box({100.0f, 0, 0}));
   ASSERT_FALSE(own.is_null());
   std::vector<Endpoint> hostile;
   std::vector<ObjectID> spheres;
@@ -613,11 +615,7 @@ TEST_P(TickBudgetTiming, AttackBFromManyAddressesStaysWithinTheTick) {
   const int per_address = 4864 / addresses;
   const Endpoint player = at("198.51.100.1", 1);
   ASSERT_NE(connect(player), 0u);
-  wire::CreateObjectArgs box;
-  box.shape = wire::ShapeKind::Box;
-  box.position = {300, 0, 0};
-  box.velocity = {0, 0, 3};
-  const ObjectID own = create(player, box);
+  const ObjectID own = create(player, flying_box({300, 0, 0}));
   ASSERT_FALSE(own.is_null());
   std::vector<Endpoint> hostile;
   std::vector<ObjectID> spheres;
