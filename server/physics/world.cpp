@@ -24,7 +24,7 @@
 //                  within the step (collide_pair): a manifold of up to 4 points.
 //                  Pairs without a dynamic body or sensor, and sensor-sensor pairs, are skipped.
 //                  A sleeping dynamic body touched (not as a sensor) by an awake dynamic body or a
-//                  moving kinematic body is marked for waking. With a worker pool, runs of
+//                  moving kinematic body is marked for waking, unless held (put_to_sleep's hold). With a worker pool, runs of
 //                  consecutive pairs collide on its threads and are appended in pair order.
 //                                                    reads: pose, shape, info   writes: found
 //  3. events       Merge join of the previous contact list and `found`: Begin/End events (merged
