@@ -1176,7 +1176,7 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
   ObjectID id = r.id;
   std::string_view message = refusal;
   const bool over_wakes = auth == ResultCode::Ok && wake_level_ != UINT64_MAX && wakes_a_sleeper(r) &&
-                          wake_granted_[owners_[r.id.index].budget_slot]++ >= wake_level_;
+                          !take_wake(owners_[r.id.index].budget_slot);
   if (over_wakes) {
     code = ResultCode::OverBudget;
     message = kWakesOverBudgetMessage;
@@ -1218,7 +1218,7 @@ bool ServerCore::wakes_a_sleeper(const PendingRequest& r) const {
   // A client's own body (the scene's bodies are nobody's account), asleep now.
   return adds_work(r.type) && r.type != Message::CreateObject && r.id.index < owners_.size() &&
          owners_[r.id.index].client_id != 0 && owners_[r.id.index].generation == r.id.generation &&
-         world_.get_object(r.id).has_value() && !world_.is_awake(r.id);
+         world_.is_asleep(r.id);
 }
 
 void ServerCore::plan_wakes() {
@@ -1242,6 +1242,13 @@ void ServerCore::plan_wakes() {
   }
   wake_level_ = fair_share_level(account_costs_, static_cast<uint64_t>(config_.max_wakes_per_tick));
   wake_granted_.assign(slot_accounts_.size(), 0);
+}
+
+bool ServerCore::take_wake(uint32_t slot) {
+  // An account first seen in this queue (its first body created, asleep, a few requests ago) was
+  // not planned for: it takes its grants under the same level.
+  if (slot >= wake_granted_.size()) wake_granted_.resize(slot_accounts_.size(), 0);
+  return wake_granted_[slot]++ < wake_level_;
 }
 
 void ServerCore::apply_requests(TimePoint now, Outbox& out) {

@@ -299,6 +299,7 @@ class ServerCore {
   // share of this tick's wakes (plan_wakes, before the queue is applied).
   bool wakes_a_sleeper(const PendingRequest& r) const;
   void plan_wakes();
+  bool take_wake(uint32_t slot);  // one wake granted to this budget slot, if under wake_level_
   uint64_t wake_level_ = UINT64_MAX;           // UINT64_MAX: every wake this tick is granted
   std::vector<uint64_t> wake_wanted_;          // by budget slot
   std::vector<uint64_t> wake_granted_;         // by budget slot

@@ -24,8 +24,9 @@
 //                  within the step (collide_pair): a manifold of up to 4 points.
 //                  Pairs without a dynamic body or sensor, and sensor-sensor pairs, are skipped.
 //                  A sleeping dynamic body touched (not as a sensor) by an awake dynamic body or a
-//                  moving kinematic body is marked for waking, unless held (put_to_sleep's hold). With a worker pool, runs of
-//                  consecutive pairs collide on its threads and are appended in pair order.
+//                  moving kinematic body is marked for waking, unless held (put_to_sleep's hold).
+//                  With a worker pool, runs of consecutive pairs collide on its threads and are
+//                  appended in pair order.
 //                                                    reads: pose, shape, info   writes: found
 //  3. events       Merge join of the previous contact list and `found`: Begin/End events (merged
 //                  with the End events of bodies destroyed since the last step), per-body contact
@@ -411,6 +412,11 @@ uint32_t World::contact_count_of(ObjectID id) const {
 bool World::is_held_asleep(ObjectID id) const {
   const uint32_t dense = slots_.find(id);
   return dense != SlotMap::kNone && bodies_.info[dense].sleeping && tick_ < bodies_.info[dense].held_until;
+}
+
+bool World::is_asleep(ObjectID id) const {
+  const uint32_t dense = slots_.find(id);
+  return dense != SlotMap::kNone && bodies_.info[dense].kind != BodyKind::Static && bodies_.info[dense].sleeping;
 }
 
 bool World::is_awake(ObjectID id) const {

@@ -144,6 +144,8 @@ class World {
   bool is_valid(ObjectID id) const;
   /// Whether `id` is a live dynamic or kinematic body that is awake (simulated this step). O(1).
   bool is_awake(ObjectID id) const;
+  /// Whether `id` is a live dynamic or kinematic body that sleeps (parked, not simulated). O(1).
+  bool is_asleep(ObjectID id) const;
   /// Touching pairs (manifolds) `id` is part of after the last step, awake or resting; 0 for an
   /// unknown id. O(1).
   uint32_t contact_count_of(ObjectID id) const;

@@ -530,6 +530,7 @@ class WakeAllowanceTest : public CoreTest {
     ServerConfig c = test_config();
     c.max_wakes_per_tick = 16;
     c.tick_budget_ms = 0;  // the cost-based throttle off: only the wake allowance acts
+    c.max_clients = 3;
     return c;
   }
   WakeAllowanceTest() : CoreTest(wake_config()) {}
@@ -588,6 +589,44 @@ TEST_F(WakeAllowanceTest, PushesThatWakeSleepersShareTheAllowanceFairly) {
   size_t again = 0;
   for (const auto* r : results(sent)) again += r->code() == ResultCode::Ok ? 1 : 0;
   EXPECT_EQ(again, 15u);
+}
+
+// An account the plan never saw: a newcomer's first body, created asleep, and a push on its
+// (predictable) id, both in the queue of a tick whose wakes are over the allowance. The push is
+// planned for nobody, so it takes its grant under the same level: answered Ok, the body awake.
+TEST_F(WakeAllowanceTest, AnAccountFirstSeenInTheQueueTakesItsShareToo) {
+  const Endpoint attacker = at("203.0.113.7", 2);
+  const Endpoint newcomer = at("198.51.100.9", 3);
+  ASSERT_NE(connect(attacker), 0u);
+  ASSERT_NE(connect(newcomer), 0u);
+  std::vector<ObjectID> spheres;
+  for (int k = 0; k < 40; ++k) {
+    wire::CreateObjectArgs sphere;
+    sphere.position = {2.0f * static_cast<float>(k % 10), 5.0f, 2.0f * static_cast<float>(k / 10)};
+    sphere.asleep = true;
+    spheres.push_back(create(attacker, sphere));
+    ASSERT_FALSE(spheres.back().is_null());
+  }
+  for (const ObjectID id : spheres) receive(attacker, wire::build_set_velocity(fbb_, next_id(attacker), id, {0, 1, 0}));
+  // Slots were only ever taken (nothing destroyed): the next body gets the next index, generation 1.
+  const ObjectID predicted{core_.world().object_count(), 1};
+  wire::CreateObjectArgs box;
+  box.shape = wire::ShapeKind::Box;
+  box.position = {-30.0f, 0.5f, 0.0f};
+  box.asleep = true;
+  std::vector<Sent> sent = receive(newcomer, wire::build_create_object(fbb_, next_id(newcomer), box));
+  const uint32_t push_id = next_id(newcomer);
+  for (Sent& s : receive(newcomer, wire::build_set_velocity(fbb_, push_id, predicted, {0, 0, 1}))) sent.push_back(std::move(s));
+  for (Sent& s : advance(kStep)) sent.push_back(std::move(s));
+  const wire::RequestResult* push = nullptr;
+  for (const auto* r : results(sent)) {
+    if (r->request_id() == push_id) push = r;
+  }
+  ASSERT_NE(push, nullptr);
+  EXPECT_EQ(push->code(), ResultCode::Ok);
+  const auto b = core_.world().get_object(predicted);
+  ASSERT_TRUE(b.has_value()) << "the id was not the predicted one";
+  EXPECT_FALSE(b->sleeping);
 }
 
 // Attack B as measured in the review, on the sans-IO core with real step times: 19, 64 or 256
