@@ -1,6 +1,7 @@
 // The tick budget: what one client's bodies may cost of a step. When a step runs over its
-// budget (or the whole wake-up, step plus events plus snapshots, over its tick), each account (a token's client id, or an anonymous client's address prefix) is charged
-// what its bodies cost that step, and the accounts above their fair share (max-min fairness, by
+// budget, each account (a token's client id, or an anonymous client's address prefix) is charged
+// what its bodies cost that step (the share then fits the whole wake-up, step plus events plus
+// snapshots, into the tick), and the accounts above their fair share (max-min fairness, by
 // water-filling: Bertsekas and Gallager, "Data Networks", 2nd ed., section 6.5.2) are throttled:
 // their awake bodies are put to sleep and their pushes refused for a while. Accounts under the
 // share (a player with a few bodies) are never touched.
@@ -26,10 +27,11 @@ inline constexpr uint64_t kMinShareWork = 256;
 /// The floor under the fair share [work units] for a wake-up of `wakeup_ms` in ticks of
 /// `tick_ms`, the `streak`-th wake-up in a row over its tick: kMinShareWork while it fits or the
 /// streak is within kOverrunGrace, else shrunk in proportion to the overrun and halved for each
-/// further overrun in the streak (at least kMinShareWorkOverrun). A wake-up longer than its tick means the server drops steps for
-/// everyone: 256 accounts of 19 converging bullet spheres each, every one under the floor, held
-/// the step at 60 ms with nobody throttled, and with the proportional floor alone the wake-ups
-/// stayed at 27 ms (p50) for good. One late wake-up (a stalled machine) barely moves it.
+/// further overrun in the streak (at least kMinShareWorkOverrun). A wake-up longer than its tick
+/// means the server drops steps for everyone: 256 accounts of 19 converging bullet spheres each,
+/// every one under the floor, held the step at 60 ms with nobody throttled, and with a floor
+/// only proportional to the overrun the wake-ups stayed at 27 ms (p50) for good. A short run of
+/// late wake-ups (a stalled machine) does not move it.
 uint64_t min_share_work(double wakeup_ms, double tick_ms, uint32_t streak = 1);
 /// Wake-ups in a row over the tick before the floor yields: the capacity benchmark (256 players,
 /// 5,000 bodies, every one under the floor) overran in short runs on a busy 2-core machine, and
