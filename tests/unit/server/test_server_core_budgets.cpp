@@ -360,18 +360,24 @@ TEST(TickBudget, FairShareLevelIsMaxMinFair) {
 // pinned at twice the budget), so each account is charged its awake bodies and contacts: the
 // attackers, over their fair share, are put to sleep and refused; the player, far under it,
 // is not touched, and after kThrottleHold the attackers may push again.
-class TickBudgetTest : public CoreTest, public ::testing::WithParamInterface<int> {
+// The cost-based throttle's fixtures: a 10 ms budget, charged from 50 work units.
+class BudgetFixture : public CoreTest {
  protected:
-  static ServerConfig budget_config() {
+  static ServerConfig budget_config(int max_clients) {
     ServerConfig c = test_config();
-    c.max_clients = 16;
+    c.max_clients = max_clients;
     c.tick_budget_ms = 10;
     c.tick_budget_min_work = 50;
-    c.max_wakes_per_tick = 0;  // every push wakes its body: this is the cost-based throttle's test
-    c.client_timeout_s = 60;  // the set-up takes up to 4 s of ticks without pings
+    c.max_wakes_per_tick = 0;  // every push wakes its body: these are the cost-based throttle's tests
+    c.client_timeout_s = 60;   // the set-up takes up to 4 s of ticks without pings
     return c;
   }
-  TickBudgetTest() : CoreTest(budget_config()) { core_.set_step_time_for_test(std::chrono::milliseconds(20)); }
+  explicit BudgetFixture(int max_clients) : CoreTest(budget_config(max_clients)) {}
+};
+
+class TickBudgetTest : public BudgetFixture, public ::testing::WithParamInterface<int> {
+ protected:
+  TickBudgetTest() : BudgetFixture(16) { core_.set_step_time_for_test(std::chrono::milliseconds(20)); }
   ResultCode push(const Endpoint& from, ObjectID id, Vec3 v) {
     // A refusal is answered at once; an accepted push after the step.
     std::vector<Sent> sent = receive(from, wire::build_set_velocity(fbb_, next_id(from), id, v));
@@ -458,20 +464,12 @@ TEST(TickBudget, TheFloorUnderTheShareShrinksOnlyWhenTheStepOverrunsItsTick) {
 }
 
 // Attack B from many addresses, by mechanism: 32 accounts of 12 spheres each, every one under
-// kMinShareWork, meet while the step is pinned at three ticks. The floor shrinks with the
-// overrun, so they are throttled; their bodies are held asleep (World::put_to_sleep's hold), so
+// kMinShareWork, meet while the step is pinned at three ticks. After kOverrunGrace such
+// wake-ups in a row the floor yields to the overrun, so they are throttled; their bodies are held asleep (World::put_to_sleep's hold), so
 // the crowd they were sent into does not wake them again, and the player is untouched.
-class ManyAccountsTest : public CoreTest {
+class ManyAccountsTest : public BudgetFixture {
  protected:
-  static ServerConfig many_config() {
-    ServerConfig c = test_config();
-    c.max_clients = 40;
-    c.tick_budget_ms = 10;
-    c.tick_budget_min_work = 50;
-    c.client_timeout_s = 60;
-    return c;
-  }
-  ManyAccountsTest() : CoreTest(many_config()) { core_.set_step_time_for_test(std::chrono::milliseconds(50)); }
+  ManyAccountsTest() : BudgetFixture(40) { core_.set_step_time_for_test(std::chrono::milliseconds(50)); }
 };
 
 TEST_F(ManyAccountsTest, AccountsEachUnderTheFloorAreThrottledWhenTheStepOverrunsAndStayAsleep) {
