@@ -275,7 +275,8 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
             "Snapshots not sent because their session had sent nothing for 2 s (they resume with its next datagram).",
             s.snapshots_held_silent);
   w.counter("impulse_snapshots_held_throttled_total",
-            "Snapshots not sent because their session's account was over its share of the tick (7 of every 8 while throttled).",
+            "Snapshots not sent because their session's sends were reduced: its account was over its share of the tick (7 of every 8), "
+            "or its snapshots cost more than its share of a wake-up over 75% of the tick (up to 7 of every 8).",
             s.snapshots_held_throttled);
   w.counter("impulse_bodies_put_to_sleep_over_budget_total",
             "Bodies put to sleep because their owner's bodies cost more than its share of a step over --tick-budget-ms.",

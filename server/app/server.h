@@ -204,7 +204,7 @@ struct ServerStats {
   std::atomic<uint64_t> snapshot_bytes{0};     ///< snapshot datagram bytes sent, all clients
   /// Snapshots not sent because their session had been silent for kSilentSessionSnapshotHold.
   std::atomic<uint64_t> snapshots_held_silent{0};
-  std::atomic<uint64_t> snapshots_held_throttled{0};  ///< skipped: the session's account was throttled
+  std::atomic<uint64_t> snapshots_held_throttled{0};  ///< skipped: the session's sends were reduced
   /// Bodies put to sleep because their owner was over its share of the tick (tick_budget.h).
   std::atomic<uint64_t> bodies_put_to_sleep_over_budget{0};
   std::atomic<uint64_t> event_bytes{0};        ///< collision-event datagram bytes sent, all clients (as snapshot_bytes: before sealing)

@@ -148,6 +148,11 @@ InterestArea to_interest_area(const wire::InterestArgs& a) {
 constexpr float kEventInterestMargin = 2.0f;  // [m], as the snapshot hysteresis
 constexpr std::chrono::milliseconds kMinEventResend{50};
 constexpr size_t kMaxEventDatagramsPerUpdate = 4;
+// New events queued for one session in one update, at most: over 8 updates of its sends (4
+// datagrams of at most 15 events each an update). More can only grow a backlog that the channel
+// drops from anyway (kMaxPendingEvents), and queueing every event of a crowd's collision burst
+// for each of 257 sessions took 47 ms of one wake-up. The rest are not numbered: no gap.
+constexpr size_t kMaxNewEventsPerSession = 512;
 // A snapshot is sent even when the budget is spent, this small, so acks and exits keep flowing.
 constexpr size_t kMinSnapshotBudgetBytes = 64;
 // Runs of due sessions per pool thread in write_snapshots (several, so uneven writes balance).
@@ -1029,10 +1034,71 @@ ServerCore::Account ServerCore::account_of(const Session& s) const {
   return Account{0, address_prefix(s.endpoint.address())};
 }
 
+uint32_t ServerCore::send_every(const Session& s, TimePoint now) {
+  const uint32_t own = now < s.send_every_until ? s.send_every : 1;
+  return over_budget(s, now) ? std::max(own, kThrottledSendEvery) : own;
+}
+
 bool ServerCore::throttled_send_skipped(const Session& s, TimePoint now) {
-  // By tick, so the events and the snapshot of one wake-up agree; offset by client id, so the
-  // throttled sessions' turns are spread over the kThrottledSendEvery ticks.
-  return (world_.tick() + s.client_id) % kThrottledSendEvery != 0 && over_budget(s, now);
+  // By round of snapshot phases, so a session's events and its one snapshot of the round agree,
+  // and a session gets its turn whatever its phase (by tick, a phase of the wrong parity never
+  // would); offset by client id, so the reduced sessions' turns are spread over the rounds.
+  const uint32_t every = send_every(s, now);
+  if (every <= 1) return false;
+  const uint64_t round = world_.tick() / static_cast<uint64_t>(snapshot_phases());
+  return (round + s.client_id) % every != 0;
+}
+
+void ServerCore::share_sends(std::chrono::nanoseconds wakeup, std::chrono::nanoseconds sends, int steps, TimePoint now) {
+  if (send_time_for_test_.count() > 0) {
+    sends = send_time_for_test_;
+    wakeup = step_time_for_test_ * steps + sends;
+  }
+  const double tick_ms = 1000.0 * steps / config_.tick_hz;
+  const double wakeup_ms = std::chrono::duration<double, std::milli>(wakeup).count();
+  const double send_ms = std::chrono::duration<double, std::milli>(sends).count();
+  const std::span<Session> sessions = sessions_.sessions();
+  bool reduced = false;
+  for (const Session& s : sessions) reduced = reduced || s.send_every > 1;
+  // Nothing to share out or to give back: the common case costs one pass over the sessions.
+  if (!(wakeup_ms > kSendShareLoad * tick_ms) && !reduced) return;
+  send_costs_.clear();
+  send_everys_.clear();
+  for (const Session& s : sessions) {
+    send_costs_.push_back(s.snapshot_visits);
+    send_everys_.push_back(send_every(s, now));
+  }
+  // The sends' time left once the rest of the wake-up (requests, steps) is in: a wake-up over the
+  // aim gives fits < 1 (tighten), one under it fits > 1 (loosen, after the holds).
+  const double fits = send_ms > 0 ? (kSendShareLoad * tick_ms - (wakeup_ms - send_ms)) / send_ms : 1e9;
+  const uint64_t level = send_share_level(send_costs_, send_everys_, fits);
+  uint32_t newly = 0, now_reduced = 0;
+  uint64_t worst = 0;
+  for (Session& s : sessions) {
+    const uint32_t every = send_every_for(s.snapshot_visits, level);
+    if (every >= s.send_every) {
+      if (every > 1) {  // tighten, or hold as it is while the load lasts
+        newly += s.send_every == 1 ? 1 : 0;
+        s.send_every = every;
+        s.send_every_until = now + kSendShareHold;
+      }
+    } else if (now >= s.send_every_until) {  // loosen once the hold has passed
+      s.send_every = every;
+      s.send_every_until = every > 1 ? now + kSendShareHold : TimePoint{};
+    }
+    if (s.send_every > 1) {
+      ++now_reduced;
+      worst = std::max<uint64_t>(worst, s.snapshot_visits);
+    }
+  }
+  if (newly > 0) {
+    rejects_.note(RejectReason::OverBudget,
+                  fmt::format("a {:.1f} ms wake-up ({:.1f} ms of events and snapshots) over {:.0f}% of its {:.1f} ms: {} "
+                              "sessions over the send share of {} visits a snapshot get fewer snapshot rounds ({} now, "
+                              "the costliest {} visits)",
+                              wakeup_ms, send_ms, 100 * kSendShareLoad, tick_ms, newly, level, now_reduced, worst),
+                  now);
+  }
 }
 
 bool ServerCore::over_budget(const Session& s, TimePoint now) {
@@ -1055,7 +1121,17 @@ void ServerCore::charge_tick_budget(std::chrono::nanoseconds step_time, TimePoin
   // makes the server drop steps. The sends are the previous wake-up's (this one's are to come).
   const double tick_ms = 1000.0 / config_.tick_hz;
   const double wakeup_ms = step_ms + last_send_ms_;
-  overrun_streak_ = wakeup_ms > tick_ms ? overrun_streak_ + 1 : 0;
+  if (wakeup_ms > tick_ms) {
+    ++overrun_streak_;
+    // A streak whose lateness adds up to a whole tick is a step the server drops: the grace ends.
+    // Each wake-up adds at most a quarter tick, so a lone stall (spawning thousands of bodies at
+    // once, a descheduled thread) is not enough: it takes four wake-ups in a row 25% late.
+    overrun_debt_ms_ += std::min(wakeup_ms - tick_ms, 0.25 * tick_ms);
+    if (overrun_debt_ms_ >= tick_ms) overrun_streak_ = std::max(overrun_streak_, kOverrunGrace + 1);
+  } else {
+    overrun_streak_ = 0;
+    overrun_debt_ms_ = 0;
+  }
   if (step_ms > config_.tick_budget_ms && work >= static_cast<uint64_t>(config_.tick_budget_min_work)) {
     // Charge each account what its awake bodies cost this step: each 1, plus kContactWork per
     // contact (so a contact between two owners' awake bodies is charged to both). Runs for every
@@ -1271,14 +1347,23 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
   // Each session gets the new events inside its area of interest, then everything due for a
   // (re)send, in as few datagrams as they need.
   const size_t per_datagram = wire::collision_events_per_datagram();
+  event_points_.clear();
+  for (const wire::CollisionEvent& e : events_) event_points_.push_back(wire::to_vec3(e.point()));
+  uint64_t over_cap = 0;
+  uint32_t sessions_over_cap = 0;
   for (Session& s : sessions_.sessions()) {
-    for (const wire::CollisionEvent& e : events_) {
-      const Vec3 p = wire::to_vec3(e.point());
-      if (inside_interest(s.interest, p, kEventInterestMargin)) {
-        s.events.push(e);
-        stats_.events_queued.fetch_add(1, std::memory_order_relaxed);
+    size_t queued = 0;
+    for (size_t k = 0; k < events_.size(); ++k) {
+      if (!inside_interest(s.interest, event_points_[k], kEventInterestMargin)) continue;
+      if (queued == kMaxNewEventsPerSession) {
+        ++over_cap;
+        continue;
       }
+      s.events.push(events_[k]);
+      ++queued;
     }
+    sessions_over_cap += queued == kMaxNewEventsPerSession ? 1 : 0;
+    stats_.events_queued.fetch_add(queued, std::memory_order_relaxed);
     if (throttled_send_skipped(s, now)) continue;  // queued, sent at its next turn
     const auto rtt = std::chrono::duration<double, std::milli>(s.acks.estimates().rtt_ms * 1.25);
     const auto resend_after =
@@ -1293,6 +1378,12 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
       s.events.mark_sent(sequence, now);
       stats_.event_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
     }
+  }
+  if (over_cap > 0) {
+    rejects_.note(RejectReason::EventsDropped,
+                  fmt::format("{} events over the per-session cap of {} an update, for {} sessions", over_cap,
+                              kMaxNewEventsPerSession, sessions_over_cap),
+                  now);
   }
 }
 
@@ -1335,7 +1426,8 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
   pool_.for_each(runs, [&](size_t run) {
     for (size_t k = run * due / runs; k < (run + 1) * due / runs; ++k) {
       const DueSnapshot& d = due_snapshots_[k];
-      sessions[d.session].snapshots->write(snapshot_source_, d.sequence, d.budget, &snapshot_payloads_[k]);
+      Session& s = sessions[d.session];
+      s.snapshot_visits = s.snapshots->write(snapshot_source_, d.sequence, d.budget, &snapshot_payloads_[k]).visits;
     }
   });
 
@@ -1362,6 +1454,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
   const int steps = take_due_steps(clock_, now);
   if (steps > 0) {
     using SteadyClock = std::chrono::steady_clock;
+    const auto t_wakeup = SteadyClock::now();
     uint64_t record_ns = 0;  // of the steps' time, spent hashing and encoding for the recorder
     apply_requests(now, out);
     events_.clear();
@@ -1406,6 +1499,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     last_send_ms_ = step_time_for_test_.count() > 0 ? 0.0 : std::chrono::duration<double, std::milli>(t_end - t_events).count();
     stats_.events_ns.fetch_add(ns(t_snapshots - t_events), std::memory_order_relaxed);
     stats_.snapshots_ns.fetch_add(ns(t_end - t_snapshots), std::memory_order_relaxed);
+    if (sessions_.size() > 0) share_sends(t_end - t_wakeup, t_end - t_events, steps, now);
     publish_stats();
   }
   expire_sessions(now, out);

@@ -61,6 +61,9 @@ static_assert(kThrottleHold.count() == static_cast<long>(kServerSleepHoldSeconds
 /// over every object in its area of interest: 256 throttled sessions of attack B cost 22 ms of
 /// snapshots and 11 ms of events a tick at full rate (docs/BENCHMARKS.md, "Tick budget").
 inline constexpr uint32_t kThrottledSendEvery = 8;
+/// How long a session's reduced send rate holds before the send share may raise it again: the
+/// share tightens at once and loosens only this often, so it does not swing every tick.
+inline constexpr std::chrono::seconds kSendShareHold{1};
 
 class ServerCore {
  public:
@@ -79,6 +82,9 @@ class ServerCore {
   void set_unix_time_source(uint64_t (*now_unix_s)()) { unix_now_ = now_unix_s; }
   /// Tests: the tick budget reads this step time instead of the measured one (0 = measure).
   void set_step_time_for_test(std::chrono::nanoseconds step_time) { step_time_for_test_ = step_time; }
+  /// Tests: the send share reads this time of the events and snapshots, and the pinned step time
+  /// (set_step_time_for_test) for the rest of the wake-up, instead of measuring (0 = measure).
+  void set_send_time_for_test(std::chrono::nanoseconds send_time) { send_time_for_test_ = send_time; }
 
   /// Creates `bodies` in order. On a World error returns false with *error naming the body index.
   bool add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error);
@@ -291,9 +297,16 @@ class ServerCore {
   }
   Account account_of(const Session& s) const;
   bool over_budget(const Session& s, TimePoint now);
-  /// Whether this wake-up skips the session's snapshot and event sends: its account is
-  /// throttled, and only the ticks t with (t + client id) % kThrottledSendEvery == 0 send.
+  /// One in how many snapshot and event rounds the session gets now: kThrottledSendEvery while
+  /// its account is throttled, its send_every while that holds, else 1.
+  uint32_t send_every(const Session& s, TimePoint now);
+  /// Whether this wake-up skips the session's snapshot and event sends: with e = send_every > 1,
+  /// only the rounds r (r = tick / snapshot_phases(), one snapshot of the session each) with
+  /// (r + client id) % e == 0 send, so the reduced sessions' turns are spread over the rounds.
   bool throttled_send_skipped(const Session& s, TimePoint now);
+  /// The send share (tick_budget.h): after a wake-up of `wakeup` whose events and snapshots took
+  /// `sends`, over `steps` ticks, sets each session's send_every from its snapshot cost.
+  void share_sends(std::chrono::nanoseconds wakeup, std::chrono::nanoseconds sends, int steps, TimePoint now);
   void charge_tick_budget(std::chrono::nanoseconds step_time, TimePoint now);
   // --max-wakes-per-tick: whether a queued push targets a sleeping body, and each account's
   // share of this tick's wakes (plan_wakes, before the queue is applied).
@@ -313,9 +326,14 @@ class ServerCore {
   std::vector<uint64_t> slot_cost_;            // charge_tick_budget's scratch, by slot
   double last_send_ms_ = 0;                    // the last wake-up's events and snapshots [ms]
   uint32_t overrun_streak_ = 0;                // wake-ups in a row longer than the tick
+  double overrun_debt_ms_ = 0;                 // the streak's lateness, summed [ms]
   std::vector<uint8_t> slot_throttled_;        // sleep_throttled_bodies' scratch, by slot
   std::vector<uint64_t> account_costs_;        // the same costs, for fair_share_level
   std::chrono::nanoseconds step_time_for_test_{0};
+  std::chrono::nanoseconds send_time_for_test_{0};
+  std::vector<Vec3> event_points_;             // write_events' scratch: events_' points, world frame [m]
+  std::vector<uint64_t> send_costs_;           // share_sends' scratch, by session
+  std::vector<uint32_t> send_everys_;          // share_sends' scratch, by session
   std::map<uint32_t, uint32_t> live_objects_;  // client id -> live objects it owns (ordered: deterministic)
   // Anonymous mode: IP address -> live objects of its sessions, so a new port or a reconnect
   // does not reset the quota (--max-objects-per-address).

@@ -31,4 +31,18 @@ uint64_t min_share_work(double wakeup_ms, double tick_ms, uint32_t streak) {
   return std::max(kMinShareWorkOverrun, static_cast<uint64_t>(scaled));
 }
 
+uint32_t send_every_for(uint64_t cost, uint64_t level) {
+  if (cost <= level) return 1;
+  if (level == 0) return kMaxSendEvery;
+  return static_cast<uint32_t>(std::min<uint64_t>(kMaxSendEvery, (cost + level - 1) / level));
+}
+
+uint64_t send_share_level(std::span<const uint64_t> costs, std::span<const uint32_t> every, double fits) {
+  double now = 0;  // what the sessions cost a round as they are served now [visits]
+  for (size_t i = 0; i < costs.size(); ++i) now += static_cast<double>(costs[i]) / std::max<uint32_t>(1, every[i]);
+  const double target = std::max(0.0, now * fits);
+  const uint64_t level = target >= 1.8e19 ? UINT64_MAX : fair_share_level(costs, static_cast<uint64_t>(target));
+  return std::max(kMinSendShareVisits, level);
+}
+
 }  // namespace impulse::server

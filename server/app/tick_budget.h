@@ -46,4 +46,34 @@ inline constexpr uint64_t kMinShareWorkOverrun = 16;
 /// O(n log n) in a scratch copy; the order of `costs` does not matter.
 uint64_t fair_share_level(std::span<const uint64_t> costs, uint64_t target);
 
+// The send share: what one session's snapshots and events may cost of a wake-up. A session's
+// cost is the object indices its last snapshot write visited (everything that changed in its
+// area, plus its backlog of due records), and its events grow with the same area. 257 sessions
+// whose areas cover a crowd of 4,864 flying bodies cost 25 ms of snapshots and 9 ms of events a
+// tick, with the step at 5 ms: no account's bodies were over their share of the step, and the
+// server dropped steps for everyone. When a wake-up passes kSendShareLoad of its ticks, the
+// sessions above the fair share of the sends (max-min, as the tick budget) get one in
+// send_every_for(cost, level) of their snapshot and event rounds; events stay queued and reliable.
+
+/// The part of the tick a wake-up aims for once sends are shared: the rest absorbs the noise of a
+/// 2-core machine (the tick p99 target is the whole tick).
+inline constexpr double kSendShareLoad = 0.75;
+/// No session's sends are reduced below this cost [visits per write], whatever its share: a
+/// player's area of 20 m holds a few hundred bodies (the capacity benchmark's bots: 20 m areas
+/// about 20-body piles).
+inline constexpr uint64_t kMinSendShareVisits = 1024;
+/// The most rounds a session's sends are spread over: 1 in 8 is 3.75 snapshots/s at the default
+/// 30 Hz, still enough to show the session its own bodies and keep its acks flowing.
+inline constexpr uint32_t kMaxSendEvery = 8;
+
+/// One in how many rounds a session of `cost` visits gets, with the share at `level`: 1 when
+/// cost <= level, else ceil(cost / level), at most kMaxSendEvery.
+uint32_t send_every_for(uint64_t cost, uint64_t level);
+
+/// The fair share of the sends [visits per write] when sessions of `costs`, each now served one
+/// round in `every[i]`, must cost `fits` times what they cost now (fits = the tick time left for
+/// sends over the sends' time): the level L with sum(min(cost_i, L)) = fits * sum(cost_i /
+/// every[i]), at least kMinSendShareVisits. `costs` and `every` have the same size.
+uint64_t send_share_level(std::span<const uint64_t> costs, std::span<const uint32_t> every, double fits);
+
 }  // namespace impulse::server

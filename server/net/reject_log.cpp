@@ -71,7 +71,8 @@ const char* to_string(RejectReason reason) {
       return "Connect replayed: its key share already made a session (dropped unanswered)";
     case RejectReason::NotController: return "replay control from a spectator that is not a controller";
     case RejectReason::OverBudget:
-      return "client over its share of the tick (--tick-budget-ms): its bodies put to sleep, pushes refused";
+      return "client over its share of the tick (--tick-budget-ms): its bodies put to sleep and pushes refused, "
+             "or its snapshot rounds reduced";
     case RejectReason::Count: break;
   }
   return "unknown";

@@ -54,7 +54,8 @@ enum class RejectReason : uint8_t {
                       ///< (World::restored_non_finite)
   ReplayedConnect,  ///< a Connect whose key share already made a session (security::SpentKeyShares)
   NotController,    ///< a spectator's ReplayControl on a serve whose timeline it may not control
-  OverBudget,       ///< a client over its share of the tick: its bodies slept, its pushes refused
+  OverBudget,       ///< a client over its share of the tick: its bodies slept, its pushes refused, or a
+                    ///< session over its share of the sends: fewer snapshot rounds
   Count,
 };
 const char* to_string(RejectReason reason);

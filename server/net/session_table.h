@@ -90,6 +90,13 @@ struct Session {
   /// sessions are spread over the tick_hz / snapshot_hz ticks between snapshots, so each tick
   /// writes a share of them instead of one tick writing all.
   uint16_t snapshot_phase = 0;
+  /// Object indices visited by this session's last snapshot write (SnapshotWriteStats::visits):
+  /// what serving it costs, for its share of an overrunning tick (ServerCore, send share).
+  uint32_t snapshot_visits = 0;
+  /// Until send_every_until, the session gets one in send_every of its snapshot and event rounds
+  /// (1 = all): its snapshots cost more than its share of a tick that overran.
+  uint32_t send_every = 1;
+  TimePoint send_every_until{};
 };
 
 /// Fixed-capacity table of sessions. Sessions are stored densely (iteration order is insertion

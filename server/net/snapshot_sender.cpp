@@ -456,6 +456,7 @@ SnapshotWriteStats SnapshotSender::write(const SnapshotSource& source, uint32_t 
     take_until(static_cast<uint32_t>(tracks_.size()));
     // Held indices whose rows did not change need no visit: unchanged, they stay as they are.
   }
+  stats.visits = static_cast<uint32_t>(visits_.size());
   visit_all_ = false;
   seen_lineage_ = source.lineage;
   seen_build_ = source.build;

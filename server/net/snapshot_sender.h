@@ -136,6 +136,9 @@ struct SnapshotWriteStats {
   uint32_t exits = 0;
   uint32_t deferred = 0;  ///< records due (relevant and changed, or pending exits) left out by the budget
   uint32_t bytes = 0;     ///< payload size
+  /// Object indices this write visited (step 1 below): its cost, about 8 ns each on a 2-core
+  /// machine when the tracks are out of cache (docs/BENCHMARKS.md, "Tick budget").
+  uint32_t visits = 0;
 };
 
 /// Writes one client's snapshot payloads (one SnapshotSender per client) and learns from its acks.

@@ -4,6 +4,7 @@
 #include "unit/server/core_fixture.h"
 
 #include <limits>
+#include <set>
 
 #include "server/net/handshake.h"
 
@@ -458,6 +459,41 @@ TEST_F(CoreTest, CollisionEventsAreResentUntilAckedAndCarryASequence) {
   for (int i = 0; i < kTickHz; ++i) {
     for (const Sent& s : advance(kStep)) EXPECT_NE(s.type(), Message::CollisionEvents) << "resent after its ack";
   }
+}
+
+// A crowd's collision burst: 600 spheres land on the ground in one step. One update queues at most
+// 512 new events for a session (server_core.cpp, kMaxNewEventsPerSession); the rest are counted
+// and never numbered, so the client's sequence has no gap, and every queued event arrives.
+TEST_F(CoreTest, ABurstOfEventsIsQueuedUpToTheSessionCapWithoutAGap) {
+  auto_ack_ = true;
+  std::vector<physics::BodyDesc> crowd;
+  for (int i = 0; i < 600; ++i) {
+    physics::BodyDesc b;
+    b.shape = physics::make_sphere(0.4f);
+    b.position = {-36.0f + 1.5f * static_cast<float>(i % 25), 0.45f, -36.0f + 1.5f * static_cast<float>(i / 25)};
+    crowd.push_back(b);
+  }
+  std::string error;
+  ASSERT_TRUE(core_.add_bodies(crowd, &error)) << error;
+  const Endpoint a = endpoint(5000);
+  ASSERT_NE(connect(a), 0u);
+  std::set<uint32_t> sequences;
+  size_t copies = 0;
+  for (int i = 0; i < 3 * kTickHz; ++i) {
+    for (const Sent& s : advance(kStep)) {
+      for (const wire::CollisionEvent& e : events_of(s)) {
+        sequences.insert(e.sequence());
+        ++copies;
+      }
+    }
+    receive(a, wire::build_ping(fbb_, 0));
+  }
+  ASSERT_FALSE(sequences.empty());
+  EXPECT_EQ(sequences.size(), 512u) << "the landing's 600 Begin events, capped";
+  EXPECT_EQ(*sequences.begin(), 1u);
+  EXPECT_EQ(*sequences.rbegin(), sequences.size()) << "a gap in the client's sequence";
+  EXPECT_GE(copies, sequences.size());
+  EXPECT_GE(core_.rejects().count(RejectReason::EventsDropped), 1u) << "the 88 over the cap are counted";
 }
 
 TEST_F(CoreTest, SnapshotsHoldOnlyTheAreaOfInterestAndShrinkOnceAcked) {
