@@ -370,7 +370,7 @@ void prepare_manifolds(std::span<SolverManifold> manifolds, std::span<const Solv
 
 void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
                      std::span<const BodyForces> forces, std::span<ContactRecord> records,
-                     const SolverConfig& c, SolverScratch& scratch) {
+                     const SolverConfig& c, SolverScratch& scratch, std::span<SolverJoint> joints) {
   const int substeps = std::max(c.substeps, 1);
   const float h = c.dt / static_cast<float>(substeps);
   const float inv_h = 1.0f / h;
@@ -395,7 +395,9 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
   const auto immovable = static_cast<uint32_t>(movable);
   build_wide_contacts(manifolds, immovable, soft, static_soft, c.wide, scratch);
   mark_in_contact(manifolds, bodies, acceleration, c.dt, scratch.in_contact);
+  const Softness joint_soft = joint_softness(h);
   auto sweep = [&](bool use_bias) {
+    if (!joints.empty()) solve_joints(joints, bodies, joint_soft, h, use_bias);
     solve_wide(scratch, bodies, immovable, inv_h, c.contact_push_max_speed, use_bias);
     for (const uint32_t m : scratch.overflow) {
       solve(manifolds[m], bodies, soft, static_soft, inv_h, c.contact_push_max_speed, use_bias);
@@ -403,6 +405,7 @@ void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> 
   };
   for (int s = 0; s < substeps; ++s) {
     integrate_velocities(bodies, forces, h, c);
+    if (!joints.empty()) warm_start_joints(joints, bodies);
     warm_start_wide(scratch, bodies, immovable);
     for (const uint32_t m : scratch.overflow) warm_start(manifolds[m], bodies);
     if (scratch.any_recovering) {

@@ -33,6 +33,7 @@
 
 #include "server/physics/body_columns.h"
 #include "server/physics/contact_list.h"
+#include "server/physics/joint.h"
 #include "server/physics/narrowphase.h"
 
 namespace impulse::physics {
@@ -173,8 +174,10 @@ Vec3 implicit_gyroscopic(Vec3 w, Vec3 inertia, float h);
 /// followed by the immovable one (last). The warm start and the sweeps run colour by colour,
 /// kSolverLanes manifolds at a time (solver_wide.h), which is Gauss-Seidel in manifold order.
 /// `scratch` is reused memory, owned by the caller.
+/// `joints` (joint.h), in joint order, are warm-started and solved in the same substeps, before
+/// the contacts of each sweep (their accumulated impulses are left in the SolverJoints).
 void solve_soft_step(std::span<SolverManifold> manifolds, std::span<SolverBody> bodies,
                      std::span<const BodyForces> forces, std::span<ContactRecord> records,
-                     const SolverConfig& config, SolverScratch& scratch);
+                     const SolverConfig& config, SolverScratch& scratch, std::span<SolverJoint> joints = {});
 
 }  // namespace impulse::physics

@@ -370,6 +370,7 @@ Error World::destroy_object(ObjectID id) {
 
   // A sleeping body leaves its island; the rest of the island wakes below (its support changed).
   if (bodies_.info[dense].sleeping) wake_body(dense);
+  if (live_joints_ > 0) destroy_joints_of(id);
 
   if (bodies_.info[dense].contact_count > 0) {
     // Drop its contacts from both lists (one compaction pass each), end them with the next step's
@@ -618,6 +619,7 @@ bool World::collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, ui
   // Collision filter (types.h, Box2D's b2ShouldShapesCollide): for contacts and sensors alike,
   // so a sensor's mask chooses what it detects.
   if (!should_collide(ia.filter, ib.filter)) return false;
+  if (!no_collide_pairs_.empty() && jointed_without_collision(slots_.id_at(da), slots_.id_at(db))) return false;
   // No response is defined without a dynamic body (kinematic-static, kinematic-kinematic),
   // but a sensor reports any body that is not static: a kinematic door entering a static
   // trigger volume (Jolt's SensorTests, TestKinematicVsSensor), or a kinematic sensor meeting a

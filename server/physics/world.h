@@ -140,6 +140,25 @@ class World {
   /// Cost O(1) for a body without contacts, else O(contacts in the world).
   /// @return StaleId (world unchanged) or Ok.
   Error destroy_object(ObjectID id);
+  /// Creates a joint (joint.h) between body_a and body_b, or body_a and the static world when
+  /// body_b is null, at their poses now. Jointed dynamic bodies form one island (they sleep and
+  /// wake together); sleeping ones are woken. Unless collide_connected, the two bodies stop
+  /// colliding with each other. Joints are not in save_state's format 5 yet: a world with joints
+  /// does not save them (and World::joint_count says so).
+  /// @return StaleId (a body is not live), InvalidArgument (the same body twice, neither body
+  ///         dynamic, a value not finite or out of range, a zero hinge axis, a distance joint with
+  ///         coincident ends), or Ok and the joint's id; the world is unchanged unless Ok.
+  struct JointResult {
+    ObjectID id;
+    Error error = Error::Ok;
+  };
+  JointResult create_joint(const JointDesc& desc);
+  /// Destroys a joint and wakes its bodies. @return StaleId or Ok.
+  Error destroy_joint(ObjectID joint);
+  /// A copy of a joint (its accumulated impulses of the last step included), or nullopt.
+  std::optional<JointRecord> get_joint(ObjectID joint) const;
+  /// Live joints. O(1).
+  uint32_t joint_count() const { return live_joints_; }
   /// True when id names a live object.
   bool is_valid(ObjectID id) const;
   /// Whether `id` is a live dynamic or kinematic body that is awake (simulated this step). O(1).
@@ -397,6 +416,13 @@ class World {
   /// island sleeps, and step start after put_to_sleep).
   void freeze_parked_contacts();
   void solve(float dt);
+  // Joints (world_joints.cpp): the solver index of a joint's body (the immovable one when it is
+  // parked or absent); the joints' edges for the batches and islands; the impulses stored back.
+  uint32_t joint_solver_index(ObjectID body, uint32_t movable) const;
+  SolverJoint prepare_joint(uint32_t record, uint32_t ia, uint32_t ib) const;
+  bool jointed_without_collision(ObjectID a, ObjectID b) const;
+  void destroy_joints_of(ObjectID body);
+  void rebuild_joint_filter();
   // The solve's parts (world_solve.cpp), in order: solver bodies and forces from the awake list
   // (returns their count); the solved contacts; their batches (returns how many: 1 = on this
   // thread); the soft step per batch; the poses written back.
@@ -424,6 +450,18 @@ class World {
   // Each keeps its manifold points with their impulses for warm starting.
   std::vector<ContactRecord> contacts_;
   std::vector<ContactRecord> resting_;
+  // Joints: slots with generations (a destroyed joint's slot is reused, bottom of the free list
+  // last), solved in slot order.
+  struct JointSlot {
+    JointRecord joint;
+    uint32_t generation = 0;  // of the live joint, or of the last one when free
+    bool live = false;
+  };
+  std::vector<JointSlot> joints_;
+  std::vector<uint32_t> free_joints_;
+  uint32_t live_joints_ = 0;
+  // (min, max) u64 ids of jointed pairs that must not collide, sorted, for collide_pair.
+  std::vector<std::pair<uint64_t, uint64_t>> no_collide_pairs_;
   bool freeze_pending_ = false;  // put_to_sleep (or restore_state) since the last step: freeze at its start
   bool resting_dirty_ = false;                // a body woke since the resting list was last partitioned
   std::vector<ContactEvent> events_;          // of the last step, sorted
@@ -453,6 +491,7 @@ class World {
     std::vector<Vec3> centers;              // [bodies + 1]
     std::vector<BodyForces> forces;         // [bodies]
     std::vector<SolverManifold> manifolds;  // in contact order, local body indices
+    std::vector<SolverJoint> joints;        // in joint order, local body indices
     uint64_t weight = 0;                    // bodies + manifold points, for balancing
     SolverScratch solver;                   // the wide sweeps' colouring and rows
   };
@@ -471,6 +510,7 @@ class World {
 
   // Per-step scratch, reused so the step does not allocate in steady state.
   struct Scratch {
+    std::vector<SolverEdge> joint_edges;  // this step's solved joints (record = joint slot)
     std::vector<uint32_t> moving_ids;
     std::vector<Aabb> moving_aabbs;
     std::vector<ProxyPair> pairs;

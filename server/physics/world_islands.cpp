@@ -61,6 +61,11 @@ void World::update_islands(float dt) {
     if (e.a >= n || e.b >= n || a_kinematic || b_kinematic) continue;
     union_find_join(parent, e.a, e.b);
   }
+  // Jointed dynamic bodies are one island: they sleep together (and wake together, as members).
+  for (const SolverEdge& e : scratch_.joint_edges) {
+    if (e.a >= n || e.b >= n || is_kinematic(e.a) || is_kinematic(e.b)) continue;
+    union_find_join(parent, e.a, e.b);
+  }
 
   // Minimum sleep timer per island root.
   std::vector<float>& min_timer = scratch_.island_min_timer;

@@ -126,6 +126,17 @@ void World::gather_solver_edges(uint32_t movable) {
     points += rec.point_count;
   }
   profile_.point_count = points;
+  // The joints, in slot order, each with a body that can move.
+  std::vector<SolverEdge>& joint_edges = scratch_.joint_edges;
+  joint_edges.clear();
+  if (live_joints_ == 0) return;
+  for (uint32_t k = 0; k < joints_.size(); ++k) {
+    if (!joints_[k].live) continue;
+    const uint32_t ia = joint_solver_index(joints_[k].joint.a, movable);
+    const uint32_t ib = joint_solver_index(joints_[k].joint.b, movable);
+    if (sb[ia].inv_mass == 0 && sb[ib].inv_mass == 0) continue;
+    joint_edges.push_back(SolverEdge{ia, ib, k, MaterialPair{}});
+  }
 }
 
 size_t World::batch_solver_edges(uint32_t movable) {
@@ -151,10 +162,14 @@ size_t World::batch_solver_edges(uint32_t movable) {
   for (size_t k = 0; k < batch_count; ++k) {
     batches[k].bodies.clear();
     batches[k].manifolds.clear();
+    batches[k].joints.clear();
     batches[k].weight = 0;
   }
   if (parallel) {
     for (const SolverEdge& e : edges) {
+      if (e.a < movable && e.b < movable) union_find_join(parent, e.a, e.b);
+    }
+    for (const SolverEdge& e : scratch_.joint_edges) {
       if (e.a < movable && e.b < movable) union_find_join(parent, e.a, e.b);
     }
     // A root is its group's lowest body (unions keep parent[x] <= x), so one ascending pass points
@@ -169,6 +184,7 @@ size_t World::batch_solver_edges(uint32_t movable) {
     for (const SolverEdge& e : edges) {
       weight[parent[e.a < movable ? e.a : e.b]] += contacts_[e.record].point_count;
     }
+    for (const SolverEdge& e : scratch_.joint_edges) weight[parent[e.a < movable ? e.a : e.b]] += 3;
     // Greedy, heaviest group first (Graham's LPT rule): each group to the lightest batch so far
     // (ties: the lower batch). Heaviest first also keeps a dominant group (a settled pile) in
     // batch 0 every step: visited in group order, it landed in whichever batch was lightest when
@@ -213,6 +229,13 @@ size_t World::batch_solver_edges(uint32_t movable) {
     m.immovable_partner = sb[e.a].inv_mass == 0 || sb[e.b].inv_mass == 0;
     m.recovering = contacts_[e.record].recovering;
   }
+  for (const SolverEdge& e : scratch_.joint_edges) {
+    SolverBatch& batch = batches[batch_of(e.a < movable ? e.a : e.b)];
+    const uint32_t immovable = parallel ? static_cast<uint32_t>(batch.bodies.size()) : movable;
+    SolverJoint& j = batch.joints.emplace_back(prepare_joint(e.record, e.a, e.b));
+    j.body_a = e.a >= movable ? immovable : (parallel ? local[e.a] : e.a);
+    j.body_b = e.b >= movable ? immovable : (parallel ? local[e.b] : e.b);
+  }
   return batch_count;
 }
 
@@ -250,14 +273,25 @@ void World::run_solver_batches(float dt, size_t batch_count) {
     batch.solver_bodies[count] = SolverBody{};  // zero velocity, inverse mass and inertia
     batch.centers[count] = Vec3{};
     prepare_manifolds(batch.manifolds, batch.solver_bodies, batch.centers, contacts_, batch.solver);
-    solve_soft_step(batch.manifolds, batch.solver_bodies, batch.forces, contacts_, config, batch.solver);
+    solve_soft_step(batch.manifolds, batch.solver_bodies, batch.forces, contacts_, config, batch.solver, batch.joints);
     for (size_t j = 0; j < count; ++j) sb[batch.bodies[j]] = batch.solver_bodies[j];
   };
   if (batch_count > 1) {  // the pool's batches (one batch: on this thread, in place)
     pool_->for_each(batch_count, solve_batch);
   } else {
     prepare_manifolds(batches[0].manifolds, sb, centers, contacts_, batches[0].solver);
-    solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config, batches[0].solver);
+    solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config, batches[0].solver, batches[0].joints);
+  }
+  // The joints' impulses, for the next step's warm start (each batch's joints are its own).
+  for (size_t k = 0; k < batch_count; ++k) {
+    for (const SolverJoint& j : batches[k].joints) {
+      JointRecord& r = joints_[j.record].joint;
+      r.linear_impulse = j.linear_impulse;
+      r.angular_impulse = j.angular_impulse;
+      r.axial_impulse = j.axial_impulse;
+      r.lower_impulse = j.lower_impulse;
+      r.upper_impulse = j.upper_impulse;
+    }
   }
 }
 
@@ -283,8 +317,10 @@ void World::restore_non_finite_groups(uint32_t movable) {
   // Rare path (allocation allowed): the contact groups of the solve, as batch_solver_edges forms them.
   std::vector<uint32_t>& parent = scratch_.solver_parent;
   union_find_reset(parent, movable);
-  for (const SolverEdge& e : scratch_.solver_edges) {
-    if (e.a < movable && e.b < movable) union_find_join(parent, e.a, e.b);
+  for (const std::vector<SolverEdge>* list : {&scratch_.solver_edges, &scratch_.joint_edges}) {
+    for (const SolverEdge& e : *list) {
+      if (e.a < movable && e.b < movable) union_find_join(parent, e.a, e.b);
+    }
   }
   std::vector<uint8_t> bad_group(movable, 0);
   for (uint32_t i = first_bad; i < movable; ++i) {
@@ -312,6 +348,13 @@ void World::restore_non_finite_groups(uint32_t movable) {
       rec.points[k].pseudo_impulse = 0;
       rec.points[k].friction_impulse = Vec3{};
     }
+  }
+  for (const SolverEdge& e : scratch_.joint_edges) {
+    const uint32_t body = e.a < movable ? e.a : e.b;
+    if (bad_group[union_find_root(parent, body)] == 0) continue;
+    JointRecord& r = joints_[e.record].joint;
+    r.linear_impulse = r.angular_impulse = Vec3{};
+    r.axial_impulse = r.lower_impulse = r.upper_impulse = 0;
   }
   restored_non_finite_total_ += restored_non_finite_.size();
 }

@@ -677,6 +677,11 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   free_islands_.assign(im.free_islands.begin(), im.free_islands.end());
   material_pairs_.assign(im.material_pairs.begin(), im.material_pairs.end());
   removed_non_finite_.clear();
+  // Format 5 carries no joints (World::create_joint): the restored world has none.
+  joints_.clear();
+  free_joints_.clear();
+  live_joints_ = 0;
+  no_collide_pairs_.clear();
   invalidate_queries();
   return true;
 }

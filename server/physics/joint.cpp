@@ -1,0 +1,239 @@
+// Joint rows for the soft step (joint.h). Every row has the same shape as a contact row: the
+// relative velocity along it (Cdot), with use_bias a soft position bias on its error (C), and an
+// impulse -mass_scale * K^-1 (Cdot + bias) - impulse_scale * accumulated, accumulated for warm
+// starting (Catto, "Solver2D", 2024; Box2D v3's b2SolveRevoluteJoint and b2SolveDistanceJoint).
+// The anchors and axes turn with each body's rotation since the step began (delta_rotation), as
+// Box2D v3's joints do with deltaRotation, so one preparation per step serves every substep.
+#include "server/physics/joint.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "server/physics/solver.h"
+
+namespace impulse::physics {
+namespace {
+
+// Box2D v3's b2DefaultWorldDef: jointHertz 60, jointDampingRatio 2.
+constexpr float kJointHertz = 60.0f;
+constexpr float kJointDampingRatio = 2.0f;
+
+// The change of the anchors' relative velocity for an impulse x on B at rB and -x on A at rA:
+// (1/mA + 1/mB) x + (IA^-1 (rA x x)) x rA + (IB^-1 (rB x x)) x rB.
+Vec3 point_response(const SolverBody& a, const SolverBody& b, Vec3 ra, Vec3 rb, Vec3 x) {
+  return x * (a.inv_mass + b.inv_mass) + cross(a.inv_inertia * cross(ra, x), ra) +
+         cross(b.inv_inertia * cross(rb, x), rb);
+}
+
+// x with (c0 c1 c2) x = rhs, by Cramer's rule; zero when the matrix is singular (both bodies
+// immovable along some direction: nothing to solve there).
+Vec3 solve3(Vec3 c0, Vec3 c1, Vec3 c2, Vec3 rhs) {
+  const Vec3 c12 = cross(c1, c2);
+  const float det = dot(c0, c12);
+  if (!(std::fabs(det) > 1e-30f)) return Vec3{};
+  const float inv = 1.0f / det;
+  return Vec3{dot(rhs, c12) * inv, dot(c0, cross(rhs, c2)) * inv, dot(c0, cross(c1, rhs)) * inv};
+}
+
+void apply_linear(SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, Vec3 p) {
+  a.velocity = a.velocity - p * a.inv_mass;
+  a.angular_velocity = a.angular_velocity - a.inv_inertia * cross(ra, p);
+  b.velocity = b.velocity + p * b.inv_mass;
+  b.angular_velocity = b.angular_velocity + b.inv_inertia * cross(rb, p);
+}
+
+void apply_angular(SolverBody& a, SolverBody& b, Vec3 l) {
+  a.angular_velocity = a.angular_velocity - a.inv_inertia * l;
+  b.angular_velocity = b.angular_velocity + b.inv_inertia * l;
+}
+
+Vec3 anchor_velocity(const SolverBody& body, Vec3 r) { return body.velocity + cross(body.angular_velocity, r); }
+
+// B's anchor minus A's, now [m].
+Vec3 separation(const SolverJoint& j, const SolverBody& a, const SolverBody& b, Vec3 ra, Vec3 rb) {
+  return (b.delta_position - a.delta_position) + (rb - ra) + j.delta_center;
+}
+
+struct Rows {  // what one sweep applies to a row block: bias factor, mass scale, impulse scale
+  float bias_rate = 0, mass_scale = 1, impulse_scale = 0;
+};
+Rows rows_of(const Softness& soft, bool use_bias) {
+  return use_bias ? Rows{soft.bias_rate, soft.mass_scale, soft.impulse_scale} : Rows{};
+}
+
+// The point block: the anchors coincide (three rows, solved together).
+void solve_point(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, Rows rows) {
+  const Vec3 cdot = anchor_velocity(b, rb) - anchor_velocity(a, ra);
+  const Vec3 bias = separation(j, a, b, ra, rb) * rows.bias_rate;
+  const Vec3 x = solve3(point_response(a, b, ra, rb, {1, 0, 0}), point_response(a, b, ra, rb, {0, 1, 0}),
+                        point_response(a, b, ra, rb, {0, 0, 1}), cdot + bias);
+  const Vec3 p = x * -rows.mass_scale - j.linear_impulse * rows.impulse_scale;
+  j.linear_impulse = j.linear_impulse + p;
+  apply_linear(a, b, ra, rb, p);
+}
+
+// The hinge's two angular rows: C_k = a . b_k for A's axis a and B's perpendiculars b_k, whose
+// rate is (wB - wA) . (b_k x a) (Jolt's HingeRotationConstraintPart).
+void hinge_rows(const SolverJoint& j, const SolverBody& a, const SolverBody& b, Vec3* u0, Vec3* u1, float* c0,
+                float* c1) {
+  const Vec3 axis = rotate(a.delta_rotation, j.axis_a);
+  const Vec3 p0 = rotate(b.delta_rotation, j.perp_b[0]);
+  const Vec3 p1 = rotate(b.delta_rotation, j.perp_b[1]);
+  *u0 = cross(p0, axis);
+  *u1 = cross(p1, axis);
+  *c0 = dot(axis, p0);
+  *c1 = dot(axis, p1);
+}
+
+void solve_hinge_angular(SolverJoint& j, SolverBody& a, SolverBody& b, Rows rows) {
+  Vec3 u0, u1;
+  float c0, c1;
+  hinge_rows(j, a, b, &u0, &u1, &c0, &c1);
+  const Vec3 w = b.angular_velocity - a.angular_velocity;
+  const Vec3 iu0 = a.inv_inertia * u0 + b.inv_inertia * u0;
+  const Vec3 iu1 = a.inv_inertia * u1 + b.inv_inertia * u1;
+  const float k00 = dot(u0, iu0), k01 = dot(u0, iu1), k11 = dot(u1, iu1);
+  const float det = k00 * k11 - k01 * k01;
+  if (!(det > 1e-30f)) return;
+  const float r0 = dot(w, u0) + c0 * rows.bias_rate;
+  const float r1 = dot(w, u1) + c1 * rows.bias_rate;
+  const float inv = 1.0f / det;
+  const float l0 = -rows.mass_scale * (k11 * r0 - k01 * r1) * inv - rows.impulse_scale * j.angular_impulse.x;
+  const float l1 = -rows.mass_scale * (k00 * r1 - k01 * r0) * inv - rows.impulse_scale * j.angular_impulse.y;
+  j.angular_impulse.x += l0;
+  j.angular_impulse.y += l1;
+  apply_angular(a, b, u0 * l0 + u1 * l1);
+}
+
+// The weld's three angular rows: the rotation from where B should be to where it is, as the
+// vector part of q_B q_target^-1 doubled (small-angle), with rate wB - wA.
+void solve_fixed_angular(SolverJoint& j, SolverBody& a, SolverBody& b, Rows rows) {
+  const Quat target = a.delta_rotation * j.target;
+  const Quat now = b.delta_rotation * j.orientation_b;
+  Quat e = now * conjugate(target);
+  if (e.w < 0) e = Quat{-e.x, -e.y, -e.z, -e.w};
+  const Vec3 c{2.0f * e.x, 2.0f * e.y, 2.0f * e.z};
+  const Vec3 w = b.angular_velocity - a.angular_velocity;
+  auto response = [&](Vec3 x) { return a.inv_inertia * x + b.inv_inertia * x; };
+  const Vec3 x = solve3(response({1, 0, 0}), response({0, 1, 0}), response({0, 0, 1}), w + c * rows.bias_rate);
+  const Vec3 l = x * -rows.mass_scale - j.angular_impulse * rows.impulse_scale;
+  j.angular_impulse = j.angular_impulse + l;
+  apply_angular(a, b, l);
+}
+
+// The distance joint along the anchors' line: rigid, or a spring plus a lower and an upper limit
+// (Box2D v3's b2SolveDistanceJoint: a limit with room left only stops the approach within the
+// substep; the spring acts in the relax sweeps too, it is physical).
+void solve_distance(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, const Softness& soft, float h,
+                    bool use_bias) {
+  const Vec3 d = separation(j, a, b, ra, rb);
+  const float len = length(d);
+  if (!(len > 1e-6f)) return;  // coincident anchors: no direction to act along
+  const Vec3 n = d * (1.0f / len);
+  const Vec3 ran = cross(ra, n), rbn = cross(rb, n);
+  const float k = a.inv_mass + b.inv_mass + dot(ran, a.inv_inertia * ran) + dot(rbn, b.inv_inertia * rbn);
+  if (!(k > 0)) return;
+  const float mass = 1.0f / k;
+  auto cdot = [&] { return dot(n, anchor_velocity(b, rb) - anchor_velocity(a, ra)); };
+  if (j.rigid) {
+    const Rows rows = rows_of(soft, use_bias);
+    const float lambda = -rows.mass_scale * mass * (cdot() + (len - j.length) * rows.bias_rate) -
+                         rows.impulse_scale * j.axial_impulse;
+    j.axial_impulse += lambda;
+    apply_linear(a, b, ra, rb, n * lambda);
+    return;
+  }
+  if (j.spring) {
+    const Softness spring = make_softness(j.spring_hertz, j.spring_damping_ratio, h);
+    const float lambda = -spring.mass_scale * mass * (cdot() + (len - j.length) * spring.bias_rate) -
+                         spring.impulse_scale * j.axial_impulse;
+    j.axial_impulse += lambda;
+    apply_linear(a, b, ra, rb, n * lambda);
+  }
+  const float inv_h = 1.0f / h;
+  auto limit = [&](float c, float sign, float* accumulated) {
+    // c >= 0 is the room left; sign +1 for the lower limit (push apart), -1 for the upper.
+    Rows rows;
+    if (c > 0) {
+      rows.bias_rate = 0;  // speculative: only what would close the room within the substep
+    } else if (use_bias) {
+      rows = rows_of(soft, true);
+    }
+    const float bias = c > 0 ? c * inv_h : c * rows.bias_rate;
+    float lambda = -rows.mass_scale * mass * (sign * cdot() + bias) - rows.impulse_scale * *accumulated;
+    const float total = std::max(*accumulated + lambda, 0.0f);
+    lambda = total - *accumulated;
+    *accumulated = total;
+    apply_linear(a, b, ra, rb, n * (sign * lambda));
+  };
+  limit(len - j.min_length, 1.0f, &j.lower_impulse);
+  limit(j.max_length - len, -1.0f, &j.upper_impulse);
+}
+
+}  // namespace
+
+Softness joint_softness(float h) { return make_softness(std::min(kJointHertz, 0.25f / h), kJointDampingRatio, h); }
+
+void warm_start_joints(std::span<const SolverJoint> joints, std::span<SolverBody> bodies) {
+  for (const SolverJoint& j : joints) {
+    SolverBody& a = bodies[j.body_a];
+    SolverBody& b = bodies[j.body_b];
+    const Vec3 ra = rotate(a.delta_rotation, j.anchor_a);
+    const Vec3 rb = rotate(b.delta_rotation, j.anchor_b);
+    switch (j.kind) {
+      case JointKind::Point:
+        apply_linear(a, b, ra, rb, j.linear_impulse);
+        break;
+      case JointKind::Hinge: {
+        apply_linear(a, b, ra, rb, j.linear_impulse);
+        Vec3 u0, u1;
+        float c0, c1;
+        hinge_rows(j, a, b, &u0, &u1, &c0, &c1);
+        apply_angular(a, b, u0 * j.angular_impulse.x + u1 * j.angular_impulse.y);
+        break;
+      }
+      case JointKind::Fixed:
+        apply_linear(a, b, ra, rb, j.linear_impulse);
+        apply_angular(a, b, j.angular_impulse);
+        break;
+      case JointKind::Distance: {
+        const Vec3 d = separation(j, a, b, ra, rb);
+        const float len = length(d);
+        if (!(len > 1e-6f)) break;
+        const float total = j.axial_impulse + j.lower_impulse - j.upper_impulse;
+        apply_linear(a, b, ra, rb, d * (total / len));
+        break;
+      }
+    }
+  }
+}
+
+void solve_joints(std::span<SolverJoint> joints, std::span<SolverBody> bodies, const Softness& soft, float h,
+                  bool use_bias) {
+  const Rows rows = rows_of(soft, use_bias);
+  for (SolverJoint& j : joints) {
+    SolverBody& a = bodies[j.body_a];
+    SolverBody& b = bodies[j.body_b];
+    const Vec3 ra = rotate(a.delta_rotation, j.anchor_a);
+    const Vec3 rb = rotate(b.delta_rotation, j.anchor_b);
+    switch (j.kind) {
+      case JointKind::Point:
+        solve_point(j, a, b, ra, rb, rows);
+        break;
+      case JointKind::Hinge:
+        // Angular rows first, then the point (Box2D v3's revolute order: the point last, it matters most).
+        solve_hinge_angular(j, a, b, rows);
+        solve_point(j, a, b, ra, rb, rows);
+        break;
+      case JointKind::Fixed:
+        solve_fixed_angular(j, a, b, rows);
+        solve_point(j, a, b, ra, rb, rows);
+        break;
+      case JointKind::Distance:
+        solve_distance(j, a, b, ra, rb, soft, h, use_bias);
+        break;
+    }
+  }
+}
+
+}  // namespace impulse::physics

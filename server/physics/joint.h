@@ -1,0 +1,108 @@
+// Joints: constraints between two bodies (or a body and the static world), solved by the contact
+// solver's soft step in the same substeps (solver.h): prepared once a step, warm-started, solved
+// with a soft position bias, then relaxed without it. The rows follow Box2D v3's joints (Catto,
+// "Solver2D", 2024, and box2d/src/*_joint.c) carried to 3D: a point row block with the 3x3
+// effective mass solved directly, the hinge's two angular rows of Jolt's
+// HingeRotationConstraintPart (axis on A against two perpendiculars on B), the weld's three
+// angular rows on the relative rotation error, and the distance joint's spring and limit rows.
+// Soft joint stiffness: 60 Hz and damping ratio 2, at most a quarter of the substep rate (Box2D
+// v3's jointHertz and jointDampingRatio, and its cap).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "server/physics/types.h"
+#include "shared/math.h"
+#include "shared/object_id.h"
+
+namespace impulse::physics {
+
+struct SolverBody;  // solver.h
+struct Softness;    // solver.h
+
+enum class JointKind : uint8_t {
+  Point,     ///< ball and socket: the two anchors stay together, any rotation
+  Hinge,     ///< revolute: a point, and the bodies turn only about one shared axis
+  Distance,  ///< the anchors stay between min_length and max_length apart, with an optional spring
+  Fixed,     ///< weld: neither relative translation nor rotation
+};
+
+/// What World::create_joint takes. Anchors and the axis are given in the world frame at creation;
+/// the joint keeps them in each body's frame, so the bodies' poses at creation are the joint's
+/// rest pose.
+struct JointDesc {
+  JointKind kind = JointKind::Point;
+  ObjectID body_a;  ///< a live dynamic or kinematic body
+  ObjectID body_b;  ///< a live body, or null: attached to the static world at the anchor
+  /// The joint point [m], world frame: shared by both bodies (Point, Hinge, Fixed), or A's end of
+  /// the rod (Distance).
+  Vec3 anchor;
+  Vec3 anchor_b;  ///< Distance only: B's end [m], world frame
+  Vec3 axis{0, 1, 0};  ///< Hinge only: the turning axis, world frame; normalised (length > 1e-6)
+  /// Distance only [m]: the allowed range of |anchor_b - anchor|, 0 <= min <= max. Both 0 (the
+  /// default): rigid at the length at creation.
+  float min_length = 0;
+  float max_length = 0;
+  /// Distance only: a spring towards the length at creation, within [min_length, max_length],
+  /// of this frequency [Hz] (>= 0; 0 = no spring: rigid, or free between the limits when they
+  /// differ) and damping ratio (>= 0).
+  float spring_hertz = 0;
+  float spring_damping_ratio = 0;
+  /// Whether the two bodies still collide with each other (Box2D's collideConnected; off by
+  /// default, as in Box2D and Jolt).
+  bool collide_connected = false;
+};
+
+/// One joint as the World stores it (and its warm-start impulses). Frames: local_* in each body's
+/// frame relative to its centre of mass, or the world frame for a null body.
+struct JointRecord {
+  JointKind kind = JointKind::Point;
+  ObjectID a, b;
+  Vec3 local_a, local_b;    ///< anchors [m]
+  Vec3 axis_a, axis_b;      ///< Hinge: the axis in each body's frame (unit)
+  Quat relative;            ///< Fixed: B's orientation in A's frame at creation (qA^-1 qB)
+  float length = 0;         ///< Distance: the rest length at creation [m]
+  float min_length = 0, max_length = 0;
+  float spring_hertz = 0, spring_damping_ratio = 0;
+  bool collide_connected = false;
+  // Accumulated impulses of the last step, for warm starting [N·s], [N·m·s].
+  Vec3 linear_impulse;      ///< point block, world frame
+  Vec3 angular_impulse;     ///< Fixed: world frame; Hinge: (row 1, row 2, unused)
+  float axial_impulse = 0;  ///< Distance: rigid or spring row
+  float lower_impulse = 0, upper_impulse = 0;  ///< Distance limits (each >= 0)
+};
+
+/// A joint prepared for one step. Bodies index the solver-body array (the immovable one for a
+/// static, sleeping or absent body).
+struct SolverJoint {
+  JointKind kind = JointKind::Point;
+  uint32_t body_a = 0, body_b = 0;
+  uint32_t record = 0;
+  Vec3 anchor_a, anchor_b;  ///< anchor minus centre at step start, world frame [m]
+  Vec3 delta_center;        ///< B's centre minus A's at step start [m]
+  Vec3 axis_a;              ///< Hinge: A's axis at step start, world frame
+  Vec3 perp_b[2];           ///< Hinge: two unit perpendiculars of B's axis at step start, world frame
+  Quat target;              ///< Fixed: A's orientation at step start times JointRecord::relative
+  Quat orientation_b;       ///< Fixed: B's orientation at step start
+  float length = 0, min_length = 0, max_length = 0;
+  bool rigid = false;       ///< Distance: min == max, one row
+  bool spring = false;      ///< Distance: spring_hertz > 0
+  float spring_hertz = 0, spring_damping_ratio = 0;
+  Vec3 linear_impulse, angular_impulse;
+  float axial_impulse = 0, lower_impulse = 0, upper_impulse = 0;
+};
+
+/// The joints' softness for substep length h: 60 Hz and damping ratio 2, at most h^-1 / 4.
+Softness joint_softness(float h);
+
+/// Applies each joint's accumulated impulses at the start of a substep, in joint order.
+void warm_start_joints(std::span<const SolverJoint> joints, std::span<SolverBody> bodies);
+
+/// One Gauss-Seidel sweep over the joints in order. With use_bias the rows push their position
+/// error out softly (soft); without it (relax) they only remove relative velocity along them.
+/// `h` is the substep [s]. The distance spring acts in both.
+void solve_joints(std::span<SolverJoint> joints, std::span<SolverBody> bodies, const Softness& soft, float h,
+                  bool use_bias);
+
+}  // namespace impulse::physics

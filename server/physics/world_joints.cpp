@@ -1,0 +1,203 @@
+// World's joints (joint.h): creation and validation, destruction (with either body), the pair
+// filter for jointed bodies that must not collide, and each step's preparation for the solver.
+#include <algorithm>
+#include <cmath>
+
+#include "server/physics/world.h"
+#include "server/physics/world_internal.h"
+
+namespace impulse::physics {
+
+namespace {
+
+bool finite_non_negative(float v) { return std::isfinite(v) && v >= 0.0f; }
+
+std::pair<uint64_t, uint64_t> pair_key(ObjectID a, ObjectID b) {
+  const uint64_t x = to_wire(a), y = to_wire(b);
+  return x < y ? std::pair{x, y} : std::pair{y, x};
+}
+
+}  // namespace
+
+World::JointResult World::create_joint(const JointDesc& desc) {
+  JointResult result;
+  const uint32_t da = slots_.find(desc.body_a);
+  const uint32_t db = desc.body_b.is_null() ? SlotMap::kNone : slots_.find(desc.body_b);
+  if (da == SlotMap::kNone || (!desc.body_b.is_null() && db == SlotMap::kNone)) {
+    result.error = Error::StaleId;
+    return result;
+  }
+  result.error = Error::InvalidArgument;
+  if (desc.body_a == desc.body_b) return result;
+  const bool a_dynamic = bodies_.info[da].kind == BodyKind::Dynamic;
+  const bool b_dynamic = db != SlotMap::kNone && bodies_.info[db].kind == BodyKind::Dynamic;
+  if (!a_dynamic && !b_dynamic) return result;
+  const float bound = settings_.max_coordinate;
+  auto in_world = [&](Vec3 p) {
+    return is_finite(p) && std::fabs(p.x) <= bound && std::fabs(p.y) <= bound && std::fabs(p.z) <= bound;
+  };
+  if (!in_world(desc.anchor)) return result;
+
+  JointRecord j;
+  j.kind = desc.kind;
+  j.a = desc.body_a;
+  j.b = desc.body_b;
+  j.collide_connected = desc.collide_connected;
+  const Pose& pa = bodies_.pose[da];
+  const Quat qa = pa.orientation;
+  const Quat qb = db != SlotMap::kNone ? bodies_.pose[db].orientation : Quat{};
+  // A body's point in its own frame; the world's in the world frame.
+  auto local_b = [&](Vec3 world) {
+    return db != SlotMap::kNone ? inverse_rotate(qb, world - bodies_.pose[db].position) : world;
+  };
+  j.local_a = inverse_rotate(qa, desc.anchor - pa.position);
+  j.local_b = local_b(desc.anchor);
+  switch (desc.kind) {
+    case JointKind::Point:
+      break;
+    case JointKind::Hinge: {
+      const float len = is_finite(desc.axis) ? length(desc.axis) : 0.0f;
+      if (!(len > 1e-6f)) return result;
+      const Vec3 axis = desc.axis * (1.0f / len);
+      j.axis_a = inverse_rotate(qa, axis);
+      j.axis_b = inverse_rotate(qb, axis);
+      break;
+    }
+    case JointKind::Fixed:
+      j.relative = normalize(conjugate(qa) * qb);
+      break;
+    case JointKind::Distance: {
+      if (!in_world(desc.anchor_b)) return result;
+      if (!finite_non_negative(desc.min_length) || !finite_non_negative(desc.max_length) ||
+          desc.min_length > desc.max_length || desc.max_length > 2.0f * bound) {
+        return result;
+      }
+      if (!finite_non_negative(desc.spring_hertz) || !finite_non_negative(desc.spring_damping_ratio)) return result;
+      const float now = length(desc.anchor_b - desc.anchor);
+      if (!(now > 1e-6f)) return result;  // no direction to act along
+      j.local_b = local_b(desc.anchor_b);
+      const bool fixed_length = desc.min_length == 0.0f && desc.max_length == 0.0f;
+      j.min_length = fixed_length ? now : desc.min_length;
+      j.max_length = fixed_length ? now : desc.max_length;
+      j.length = std::clamp(now, j.min_length, j.max_length);
+      j.spring_hertz = desc.spring_hertz;
+      j.spring_damping_ratio = desc.spring_damping_ratio;
+      break;
+    }
+    default:
+      return result;
+  }
+
+  uint32_t slot;
+  if (!free_joints_.empty()) {
+    slot = free_joints_.back();
+    free_joints_.pop_back();
+    ++joints_[slot].generation;
+  } else {
+    slot = static_cast<uint32_t>(joints_.size());
+    joints_.push_back(JointSlot{});
+    joints_[slot].generation = 1;
+  }
+  joints_[slot].joint = j;
+  joints_[slot].live = true;
+  ++live_joints_;
+  // Jointed bodies sleep and wake together: a sleeping one wakes (with its island).
+  if (bodies_.info[da].sleeping) wake_body(da);
+  if (db != SlotMap::kNone && bodies_.info[db].sleeping) wake_body(db);
+  if (!j.collide_connected && !j.b.is_null()) rebuild_joint_filter();
+  invalidate_queries();
+  result.id = ObjectID{slot, joints_[slot].generation};
+  result.error = Error::Ok;
+  return result;
+}
+
+Error World::destroy_joint(ObjectID joint) {
+  if (joint.index >= joints_.size() || !joints_[joint.index].live || joints_[joint.index].generation != joint.generation) {
+    return Error::StaleId;
+  }
+  JointSlot& slot = joints_[joint.index];
+  slot.live = false;
+  --live_joints_;
+  free_joints_.push_back(joint.index);
+  for (const ObjectID body : {slot.joint.a, slot.joint.b}) {
+    const uint32_t d = body.is_null() ? SlotMap::kNone : slots_.find(body);
+    if (d != SlotMap::kNone && bodies_.info[d].sleeping) wake_body(d);
+  }
+  rebuild_joint_filter();
+  return Error::Ok;
+}
+
+std::optional<JointRecord> World::get_joint(ObjectID joint) const {
+  if (joint.index >= joints_.size() || !joints_[joint.index].live || joints_[joint.index].generation != joint.generation) {
+    return std::nullopt;
+  }
+  return joints_[joint.index].joint;
+}
+
+void World::destroy_joints_of(ObjectID body) {
+  for (uint32_t k = 0; k < joints_.size(); ++k) {
+    const JointSlot& slot = joints_[k];
+    if (slot.live && (slot.joint.a == body || slot.joint.b == body)) destroy_joint(ObjectID{k, slot.generation});
+  }
+}
+
+void World::rebuild_joint_filter() {
+  no_collide_pairs_.clear();
+  for (const JointSlot& slot : joints_) {
+    if (slot.live && !slot.joint.collide_connected && !slot.joint.b.is_null()) {
+      no_collide_pairs_.push_back(pair_key(slot.joint.a, slot.joint.b));
+    }
+  }
+  std::sort(no_collide_pairs_.begin(), no_collide_pairs_.end());
+}
+
+bool World::jointed_without_collision(ObjectID a, ObjectID b) const {
+  return std::binary_search(no_collide_pairs_.begin(), no_collide_pairs_.end(), pair_key(a, b));
+}
+
+uint32_t World::joint_solver_index(ObjectID body, uint32_t movable) const {
+  if (body.is_null()) return movable;
+  const uint32_t d = slots_.find(body);
+  return is_parked(d) ? movable : scratch_.solver_index[d];
+}
+
+SolverJoint World::prepare_joint(uint32_t record, uint32_t ia, uint32_t ib) const {
+  const JointRecord& j = joints_[record].joint;
+  SolverJoint s;
+  s.kind = j.kind;
+  s.body_a = ia;
+  s.body_b = ib;
+  s.record = record;
+  const Pose& pa = bodies_.pose[slots_.find(j.a)];
+  Vec3 center_b;
+  Quat qb;
+  if (!j.b.is_null()) {
+    const Pose& pb = bodies_.pose[slots_.find(j.b)];
+    center_b = pb.position;
+    qb = pb.orientation;
+  }
+  s.anchor_a = rotate(pa.orientation, j.local_a);
+  s.anchor_b = rotate(qb, j.local_b);  // the world's anchor as it is, about the origin
+  s.delta_center = center_b - pa.position;
+  if (j.kind == JointKind::Hinge) {
+    s.axis_a = rotate(pa.orientation, j.axis_a);
+    tangent_basis(rotate(qb, j.axis_b), s.perp_b[0], s.perp_b[1]);
+  }
+  s.target = pa.orientation * j.relative;
+  s.orientation_b = qb;
+  s.length = j.length;
+  s.min_length = j.min_length;
+  s.max_length = j.max_length;
+  s.rigid = j.kind == JointKind::Distance && j.min_length == j.max_length;
+  s.spring = j.spring_hertz > 0.0f;
+  s.spring_hertz = j.spring_hertz;
+  s.spring_damping_ratio = j.spring_damping_ratio;
+  s.linear_impulse = j.linear_impulse;
+  s.angular_impulse = j.angular_impulse;
+  s.axial_impulse = j.axial_impulse;
+  s.lower_impulse = j.lower_impulse;
+  s.upper_impulse = j.upper_impulse;
+  return s;
+}
+
+}  // namespace impulse::physics

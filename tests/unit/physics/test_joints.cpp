@@ -1,0 +1,341 @@
+// Joints (server/physics/joint.h) checked against closed forms: pendulum periods, a welded pair in
+// free fall, a hinge that turns about its axis only, momentum kept by internal forces, and the
+// rules around them (islands, collision between jointed bodies, errors, threads).
+#include <cmath>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "server/physics/world.h"
+#include "shared/parallel.h"
+#include "unit/physics/world_test_helpers.h"
+
+namespace impulse::physics {
+namespace {
+
+using test::add;
+using test::sphere_desc;
+using test::state;
+
+constexpr float kDt = 1.0f / 60.0f;
+constexpr float kG = 9.81f;
+constexpr float kPi = 3.14159265358979f;
+
+World::JointResult joint(World& w, JointKind kind, ObjectID a, ObjectID b, Vec3 anchor) {
+  JointDesc d;
+  d.kind = kind;
+  d.body_a = a;
+  d.body_b = b;
+  d.anchor = anchor;
+  return w.create_joint(d);
+}
+
+// The time between the first and the last of `crossings` upward zero crossings of x(t), over the
+// periods between them [s]; interpolated within the step.
+double period_of(World& w, ObjectID bob, int periods) {
+  std::vector<double> up;
+  float previous = state(w, bob).position.x;
+  for (int k = 1; k < 20000 && static_cast<int>(up.size()) <= periods; ++k) {
+    w.step(kDt);
+    const float x = state(w, bob).position.x;
+    if (previous < 0 && x >= 0) up.push_back((k - 1 + previous / (previous - x)) * kDt);
+    previous = x;
+  }
+  if (static_cast<int>(up.size()) <= periods) return 0;
+  return (up.back() - up.front()) / periods;
+}
+
+// A sphere of radius r on a massless rod of length L about its centre is a physical pendulum:
+// T = 2 pi sqrt(I / (m g L)), I = m L^2 + 2/5 m r^2, times 1 + theta0^2 / 16 for the amplitude.
+double pendulum_period(double length, double radius, double theta0) {
+  const double inertia = length * length + 0.4 * radius * radius;  // per unit mass
+  return 2.0 * 3.14159265358979 * std::sqrt(inertia / (kG * length)) * (1.0 + theta0 * theta0 / 16.0);
+}
+
+TEST(Joints, APointPendulumSwingsWithThePhysicalPendulumsPeriod) {
+  // Lengths and starting angles swept; the period within 1 %, the rod within 5 mm, no energy gained.
+  for (const float rod : {0.5f, 1.0f, 2.0f, 4.0f}) {
+    for (const float theta0 : {0.05f, 0.2f}) {
+      World w;
+      const Vec3 pivot{0, 10, 0};
+      const ObjectID bob = add(w, sphere_desc(pivot + Vec3{-rod * std::sin(theta0), -rod * std::cos(theta0), 0}, 0.1f));
+      ASSERT_EQ(joint(w, JointKind::Point, bob, ObjectID{}, pivot).error, Error::Ok);
+      const float top = state(w, bob).position.y;
+      const double t = period_of(w, bob, 4);
+      const double expected = pendulum_period(rod, 0.1, theta0);
+      EXPECT_NEAR(t, expected, 0.01 * expected) << "L " << rod << " theta0 " << theta0;
+      for (int k = 0; k < 300; ++k) {
+        w.step(kDt);
+        const BodyState s = state(w, bob);
+        EXPECT_NEAR(length(s.position - pivot), rod, 0.005f) << "L " << rod;
+        EXPECT_LE(s.position.y, top + 1e-3f) << "the bob rose above where it started";
+      }
+    }
+  }
+}
+
+TEST(Joints, ARigidDistanceJointIsTheSamePendulum) {
+  for (const float rod : {1.0f, 3.0f}) {
+    World w;
+    const Vec3 pivot{0, 10, 0};
+    const float theta0 = 0.1f;
+    const ObjectID bob = add(w, sphere_desc(pivot + Vec3{-rod * std::sin(theta0), -rod * std::cos(theta0), 0}, 0.1f));
+    JointDesc d;
+    d.kind = JointKind::Distance;
+    d.body_a = bob;
+    d.anchor = state(w, bob).position;
+    d.anchor_b = pivot;
+    ASSERT_EQ(w.create_joint(d).error, Error::Ok);
+    const double t = period_of(w, bob, 3);
+    const double expected = pendulum_period(rod, 0.1, theta0);
+    EXPECT_NEAR(t, expected, 0.01 * expected) << "L " << rod;
+    EXPECT_NEAR(length(state(w, bob).position - pivot), rod, 0.005f);
+  }
+}
+
+TEST(Joints, ADistanceSpringOscillatesAtItsFrequency) {
+  // A 1 kg ball hanging on a 20 Hz... 2 Hz spring without damping: the spring row is implicit
+  // (soft step), so its period is the spring's, 1/f, within 2 % (Box2D v3's soft spring).
+  for (const float hertz : {1.0f, 2.0f}) {
+    World w;
+    WorldSettings s = w.settings();
+    const Vec3 top{0, 10, 0};
+    const ObjectID ball = add(w, sphere_desc(top + Vec3{0, -1.2f, 0}, 0.1f));
+    JointDesc d;
+    d.kind = JointKind::Distance;
+    d.body_a = ball;
+    d.anchor = top + Vec3{0, -1.2f, 0};
+    d.anchor_b = top;
+    d.min_length = 0.1f;
+    d.max_length = 3.0f;
+    d.spring_hertz = hertz;
+    ASSERT_EQ(w.create_joint(d).error, Error::Ok);
+    // The rest length is 1.2 m: gravity stretches it by g / omega^2; the ball oscillates about that.
+    std::vector<double> downs;
+    float previous = 0;
+    const float mid = 10.0f - 1.2f - kG / std::pow(2 * kPi * hertz, 2.0f);
+    for (int k = 1; k < 600 && downs.size() < 4; ++k) {
+      w.step(kDt);
+      const float y = state(w, ball).position.y - mid;
+      if (k > 1 && previous > 0 && y <= 0) downs.push_back((k - 1 + previous / (previous - y)) * kDt);
+      previous = y;
+    }
+    ASSERT_EQ(downs.size(), 4u) << hertz << " Hz";
+    const double period = (downs.back() - downs.front()) / 3.0;
+    EXPECT_NEAR(period, 1.0 / hertz, 0.02 / hertz) << hertz << " Hz";
+    (void)s;
+  }
+}
+
+TEST(Joints, AWeldedPairFallsFreelyAsOneBody) {
+  World w;
+  const ObjectID a = add(w, test::box_desc({0, 20, 0}, {0.5f, 0.2f, 0.3f}, 2.0f));
+  const ObjectID b = add(w, sphere_desc({1.0f, 20.3f, 0.2f}, 0.3f, 1.0f));
+  ASSERT_EQ(joint(w, JointKind::Fixed, a, b, {0.6f, 20.1f, 0.1f}).error, Error::Ok);
+  // A kick off the centre of mass: the pair spins as one and its centre falls as g t^2 / 2.
+  ASSERT_EQ(w.apply_impulse(a, {0, 0, 1.0f}), Error::Ok);
+  const Vec3 ra = state(w, a).position, rb = state(w, b).position;
+  const Vec3 com0 = (ra * 2.0f + rb) * (1.0f / 3.0f);
+  const float d0 = length(rb - ra);
+  for (int k = 1; k <= 60; ++k) {
+    w.step(kDt);
+    const BodyState sa = state(w, a), sb = state(w, b);
+    EXPECT_NEAR(length(sb.position - sa.position), d0, 0.002f) << "step " << k;
+    const Vec3 com = (sa.position * 2.0f + sb.position) * (1.0f / 3.0f);
+    const float t = k * kDt;
+    EXPECT_NEAR(com.y, com0.y - 0.5f * kG * t * t, 0.005f) << "step " << k;
+    EXPECT_NEAR(com.z, com0.z + t / 3.0f, 0.002f) << "the kick moved the pair's centre at 1/3 m/s";
+    // The same spin: B's orientation relative to A's holds.
+    const Quat rel = conjugate(sa.orientation) * sb.orientation;
+    EXPECT_GT(std::fabs(rel.w), 0.9999f) << "step " << k;
+  }
+}
+
+TEST(Joints, AHingeTurnsOnlyAboutItsAxis) {
+  // A door (a box) hinged to the world along its left edge, axis +Y, pushed in every horizontal
+  // direction at its far upper corner: it turns about Y only, its hinge line stays put, and its rate is the
+  // closed form J r / I about the edge (I = m (w^2 + t^2) / 3 for width 2a, thickness 2c).
+  World w(WorldSettings{.gravity = {0, 0, 0}});
+  for (int dir = 0; dir < 8; ++dir) {
+    const float angle = 2.0f * kPi * static_cast<float>(dir) / 8.0f;
+    const Vec3 origin{static_cast<float>(dir) * 10.0f, 5, 0};
+    const ObjectID door = add(w, test::box_desc(origin + Vec3{0.5f, 0, 0}, {0.5f, 1.0f, 0.05f}, 3.0f));
+    JointDesc d;
+    d.kind = JointKind::Hinge;
+    d.body_a = door;
+    d.anchor = origin;
+    d.axis = {0, 1, 0};
+    ASSERT_EQ(w.create_joint(d).error, Error::Ok);
+    const Vec3 j{0.2f * std::cos(angle), 0, 0.2f * std::sin(angle)};
+    // At the far upper corner, so the push also tries to tilt the door off its axis.
+    ASSERT_EQ(w.apply_impulse(door, j, origin + Vec3{1.0f, 0.8f, 0}), Error::Ok);
+    for (int k = 0; k < 30; ++k) w.step(kDt);
+    const BodyState s = state(w, door);
+    const float along = s.angular_velocity.y;
+    const float off = std::hypot(s.angular_velocity.x, s.angular_velocity.z);
+    const float inertia = 3.0f * (1.0f * 1.0f + 0.1f * 0.1f) / 3.0f;
+    EXPECT_NEAR(along, -j.z * 1.0f / inertia, 0.02f * std::fabs(j.z / inertia) + 1e-3f) << "direction " << dir;
+    EXPECT_LT(off, 1e-3f) << "direction " << dir;
+    // The hinge line: the door's left edge stays on the axis through the origin.
+    const Vec3 edge = s.position + rotate(s.orientation, Vec3{-0.5f, 0, 0});
+    EXPECT_LT(std::hypot(edge.x - origin.x, edge.z - origin.z), 0.002f) << "direction " << dir;
+    EXPECT_NEAR(edge.y, origin.y, 0.002f);
+  }
+}
+
+TEST(Joints, InternalForcesKeepTheMomentumOfAJointedPair) {
+  // Mass ratios swept: a joint's impulses are equal and opposite, so the pair's momentum is what it
+  // was (no gravity, no contacts), and its kinetic energy never grows.
+  for (const float ratio : {1.0f, 10.0f, 100.0f}) {
+    World w(WorldSettings{.gravity = {0, 0, 0}});
+    const ObjectID a = add(w, sphere_desc({0, 0, 0}, 0.3f, 1.0f));
+    const ObjectID b = add(w, sphere_desc({1.0f, 0, 0}, 0.3f, ratio));
+    ASSERT_EQ(joint(w, JointKind::Point, a, b, {0.5f, 0, 0}).error, Error::Ok);
+    ASSERT_EQ(w.set_velocity(a, {0, 2.0f, 0.5f}), Error::Ok);
+    const Vec3 p0 = Vec3{0, 2.0f, 0.5f};
+    const float e0 = 0.5f * (4.0f + 0.25f);
+    for (int k = 0; k < 120; ++k) {
+      w.step(kDt);
+      const BodyState sa = state(w, a), sb = state(w, b);
+      const Vec3 p = sa.velocity + sb.velocity * ratio;
+      EXPECT_NEAR(length(p - p0), 0.0f, 1e-3f * (1.0f + ratio)) << "ratio " << ratio << " step " << k;
+      const float e = 0.5f * length_squared(sa.velocity) + 0.5f * ratio * length_squared(sb.velocity) +
+                      0.5f * dot(sa.angular_velocity, sa.angular_velocity) * 0.4f * 0.09f +
+                      0.5f * dot(sb.angular_velocity, sb.angular_velocity) * 0.4f * 0.09f * ratio;
+      EXPECT_LE(e, e0 * 1.001f) << "ratio " << ratio << " step " << k;
+    }
+  }
+}
+
+TEST(Joints, AHeavyBallOnALightChainHangsWithoutStretching) {
+  // Jolt #1392 and #151: a heavy body hanging on light ones. Ten 0.1 kg links and a ball of 0.1, 1
+  // or 10 kg (mass ratios up to 100): after 3 s the chain is at rest and each link within 2 cm of
+  // its length. Not yet met beyond: the soft rows' stiffness goes with the links' effective mass,
+  // so 30 kg stretched each link 4.7 cm and 100 kg 15 cm (still swinging at 0.6 and 2.6 m/s);
+  // more sweeps did not change it (docs/BENCHMARKS.md, "Joints").
+  for (const float heavy : {0.1f, 1.0f, 10.0f}) {
+    World w;
+    std::vector<ObjectID> links;
+    ObjectID previous;
+    for (int k = 0; k <= 10; ++k) {
+      const bool last = k == 10;
+      links.push_back(add(w, sphere_desc({0, 20.0f - 0.5f * static_cast<float>(k + 1), 0}, last ? 0.2f : 0.1f,
+                                         last ? heavy : 0.1f)));
+      ASSERT_EQ(joint(w, JointKind::Point, links.back(), previous, {0, 20.0f - 0.5f * static_cast<float>(k), 0}).error,
+                Error::Ok);
+      previous = links.back();
+    }
+    for (int k = 0; k < 180; ++k) w.step(kDt);
+    const BodyState end = state(w, links.back());
+    EXPECT_NEAR(end.position.x, 0.0f, 0.01f);
+    EXPECT_NEAR(end.position.y, 20.0f - 5.5f, 0.02f * 11) << heavy << " kg";
+    EXPECT_LT(length(end.velocity), 0.05f) << heavy << " kg";
+    for (size_t k = 1; k < links.size(); ++k) {
+      const float gap = length(state(w, links[k]).position - state(w, links[k - 1]).position);
+      EXPECT_NEAR(gap, 0.5f, 0.02f) << heavy << " kg, link " << k;
+    }
+  }
+}
+
+TEST(Joints, JointedBodiesSleepAndWakeTogetherAndDieWithTheirBodies) {
+  World w;
+  test::add_ground(w);
+  const ObjectID a = add(w, test::box_desc({0, 0.5f, 0}));
+  const ObjectID b = add(w, test::box_desc({1.2f, 0.5f, 0}));
+  const World::JointResult j = joint(w, JointKind::Point, a, b, {0.6f, 0.5f, 0});
+  ASSERT_EQ(j.error, Error::Ok);
+  EXPECT_EQ(w.joint_count(), 1u);
+  for (int k = 0; k < 240; ++k) w.step(kDt);
+  EXPECT_TRUE(w.is_asleep(a));
+  EXPECT_TRUE(w.is_asleep(b));
+  ASSERT_EQ(w.apply_impulse(a, {0, 0, 0.5f}), Error::Ok);  // wakes a, and b with it
+  EXPECT_TRUE(w.is_awake(b));
+  ASSERT_EQ(w.destroy_object(b), Error::Ok);
+  EXPECT_EQ(w.joint_count(), 0u);
+  EXPECT_FALSE(w.get_joint(j.id).has_value());
+  EXPECT_EQ(w.destroy_joint(j.id), Error::StaleId);
+}
+
+TEST(Joints, JointedBodiesDoNotCollideUnlessAsked) {
+  for (const bool collide : {false, true}) {
+    World w(WorldSettings{.gravity = {0, 0, 0}});
+    const ObjectID a = add(w, sphere_desc({0, 0, 0}, 0.5f));
+    const ObjectID b = add(w, sphere_desc({0.8f, 0, 0}, 0.5f));  // overlapping by 0.2 m
+    JointDesc d;
+    d.kind = JointKind::Point;
+    d.body_a = a;
+    d.body_b = b;
+    d.anchor = {0.4f, 0, 0};
+    d.collide_connected = collide;
+    ASSERT_EQ(w.create_joint(d).error, Error::Ok);
+    w.step(kDt);
+    EXPECT_EQ(w.contact_count_of(a), collide ? 1u : 0u);
+  }
+}
+
+TEST(Joints, BadJointsAreRefusedAndLeaveTheWorldUnchanged) {
+  World w;
+  const ObjectID a = add(w, sphere_desc({0, 5, 0}));
+  const ObjectID s = add(w, test::box_desc({0, -1, 0}, {5, 1, 5}, 1.0f, BodyKind::Static));
+  EXPECT_EQ(joint(w, JointKind::Point, ObjectID{99, 1}, ObjectID{}, {}).error, Error::StaleId);
+  EXPECT_EQ(joint(w, JointKind::Point, a, a, {}).error, Error::InvalidArgument);
+  EXPECT_EQ(joint(w, JointKind::Point, s, ObjectID{}, {}).error, Error::InvalidArgument) << "nothing dynamic";
+  EXPECT_EQ(joint(w, JointKind::Point, a, ObjectID{}, {NAN, 0, 0}).error, Error::InvalidArgument);
+  EXPECT_EQ(joint(w, JointKind::Point, a, ObjectID{}, {1e9f, 0, 0}).error, Error::InvalidArgument);
+  JointDesc hinge;
+  hinge.kind = JointKind::Hinge;
+  hinge.body_a = a;
+  hinge.axis = {0, 0, 0};
+  EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "no axis";
+  JointDesc rod;
+  rod.kind = JointKind::Distance;
+  rod.body_a = a;
+  rod.anchor = {0, 5, 0};
+  rod.anchor_b = {0, 5, 0};
+  EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument) << "coincident ends";
+  rod.anchor_b = {0, 6, 0};
+  rod.min_length = 2;
+  rod.max_length = 1;
+  EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument) << "min over max";
+  rod.min_length = 0;
+  rod.max_length = 0;
+  rod.spring_hertz = -1;
+  EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument);
+  EXPECT_EQ(w.joint_count(), 0u);
+}
+
+TEST(Joints, AChainOnTwoThreadsIsBitIdenticalToOne) {
+  auto build = [](World& w) {
+    test::add_ground(w);
+    ObjectID previous;
+    for (int c = 0; c < 8; ++c) {
+      previous = ObjectID{};
+      for (int k = 0; k < 12; ++k) {
+        const ObjectID link = add(w, test::box_desc({static_cast<float>(c) * 3.0f + 0.3f * k, 8.0f, 0}, {0.15f, 0.05f, 0.05f}, 0.5f));
+        const JointKind kind = k % 3 == 0 ? JointKind::Hinge : (k % 3 == 1 ? JointKind::Point : JointKind::Fixed);
+        JointDesc d;
+        d.kind = kind;
+        d.body_a = link;
+        d.body_b = previous;
+        d.anchor = {static_cast<float>(c) * 3.0f + 0.3f * k - 0.15f, 8.0f, 0};
+        d.axis = {0, 0, 1};
+        EXPECT_EQ(w.create_joint(d).error, Error::Ok);
+        previous = link;
+      }
+    }
+  };
+  WorkerPool two(2);
+  World one, pooled;
+  pooled.set_worker_pool(&two);
+  build(one);
+  build(pooled);
+  for (int k = 0; k < 120; ++k) {
+    one.step(kDt);
+    pooled.step(kDt);
+    ASSERT_EQ(one.world_hash(), pooled.world_hash()) << "step " << k;
+  }
+  EXPECT_GT(length(state(one, ObjectID{12, 1}).velocity), 0.0f) << "the chains moved";
+}
+
+}  // namespace
+}  // namespace impulse::physics
