@@ -73,6 +73,13 @@ struct JointRecord {
   float lower_impulse = 0, upper_impulse = 0;  ///< Distance limits (each >= 0)
 };
 
+/// A joint's slot in the World: ids are (slot, generation); a destroyed joint's slot is reused.
+struct JointSlot {
+  JointRecord joint;
+  uint32_t generation = 0;  ///< of the live joint, or of the last one when free
+  bool live = false;
+};
+
 /// A joint prepared for one step. Bodies index the solver-body array (the immovable one for a
 /// static, sleeping or absent body).
 struct SolverJoint {

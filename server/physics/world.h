@@ -143,8 +143,7 @@ class World {
   /// Creates a joint (joint.h) between body_a and body_b, or body_a and the static world when
   /// body_b is null, at their poses now. Jointed dynamic bodies form one island (they sleep and
   /// wake together); sleeping ones are woken. Unless collide_connected, the two bodies stop
-  /// colliding with each other. Joints are not in save_state's format 5 yet: a world with joints
-  /// does not save them (and World::joint_count says so).
+  /// colliding with each other. Joints are part of the state (save_state, world_hash).
   /// @return StaleId (a body is not live), InvalidArgument (the same body twice, neither body
   ///         dynamic, a value not finite or out of range, a zero hinge axis, a distance joint with
   ///         coincident ends), or Ok and the joint's id; the world is unchanged unless Ok.
@@ -450,13 +449,8 @@ class World {
   // Each keeps its manifold points with their impulses for warm starting.
   std::vector<ContactRecord> contacts_;
   std::vector<ContactRecord> resting_;
-  // Joints: slots with generations (a destroyed joint's slot is reused, bottom of the free list
-  // last), solved in slot order.
-  struct JointSlot {
-    JointRecord joint;
-    uint32_t generation = 0;  // of the live joint, or of the last one when free
-    bool live = false;
-  };
+  // Joints: slots with generations (a destroyed joint's slot is reused, the free list's last
+  // first), solved in slot order.
   std::vector<JointSlot> joints_;
   std::vector<uint32_t> free_joints_;
   uint32_t live_joints_ = 0;

@@ -167,4 +167,33 @@ void io_material_pair(Io& io, S& entry) {
   io.f32(entry.second.restitution);
 }
 
+// A joint slot (JointSlot, joint.h): its generation and liveness, then the joint (joint.h).
+template <class Io, class S>
+void io_joint(Io& io, S& slot) {
+  io.u32(slot.generation);
+  io.flag(slot.live, "joint live");
+  auto& j = slot.joint;
+  io.enumeration(j.kind, JointKind::Fixed, "joint kind");
+  io_id(io, j.a);
+  io_id(io, j.b);
+  io_vec(io, j.local_a);
+  io_vec(io, j.local_b);
+  io_vec(io, j.axis_a);
+  io_vec(io, j.axis_b);
+  io_quat(io, j.relative);
+  io.f32(j.length);
+  io.f32(j.min_length);
+  io.f32(j.max_length);
+  io.f32(j.spring_hertz);
+  io.f32(j.spring_damping_ratio);
+  io.flag(j.collide_connected, "joint collide_connected");
+  io_vec(io, j.linear_impulse);
+  io_vec(io, j.angular_impulse);
+  io.f32(j.axial_impulse);
+  io.f32(j.lower_impulse);
+  io.f32(j.upper_impulse);
+}
+inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 3 * 4;  // 143
+inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 3;  // 38
+
 }  // namespace impulse::physics::detail

@@ -88,6 +88,15 @@ void hash_body(HashWords& h, ObjectID id, const BodyColumns& b, uint32_t d) {
 }
 
 // A contact list: its length, then each record with its points and warm-starting impulses.
+// Joints, only when the world has had any: a world without joints hashes as it did before them
+// (format 5), so the pinned hashes of joint-free scenes hold.
+void hash_joints(HashWords& h, const std::vector<JointSlot>& joints) {
+  if (joints.empty()) return;
+  h.reserve(1 + kWordsPerJoint * joints.size());
+  h.u32(static_cast<uint32_t>(joints.size()));
+  for (const JointSlot& j : joints) io_joint(h, j);
+}
+
 void hash_contacts(HashWords& h, const std::vector<ContactRecord>& list) {
   h.reserve(1);
   h.u32(static_cast<uint32_t>(list.size()));
@@ -113,6 +122,7 @@ uint64_t World::hash_state(bool awake_only) const {
     h.reserve(1 + 3 * material_pairs_.size());
     h.u32(static_cast<uint32_t>(material_pairs_.size()));
     for (const auto& entry : material_pairs_) io_material_pair(h, entry);
+    hash_joints(h, joints_);
     return h.hash();
   }
   // What a step can change, and the sizes of what it cannot (see awake_hash in world.h).
@@ -126,6 +136,7 @@ uint64_t World::hash_state(bool awake_only) const {
   h.u32(static_cast<uint32_t>(awake_.size()));
   for (const uint32_t slot : awake_) body(slots_.dense_of_slot(slot));
   hash_contacts(h, contacts_);
+  hash_joints(h, joints_);  // the step reads and writes them
   return h.hash();
 }
 

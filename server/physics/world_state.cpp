@@ -2,8 +2,8 @@
 // restored bit for bit (the approach of Jolt's StateRecorder: save the full state, then check
 // determinism by a hash). Checksum XXH64 (Y. Collet, xxHash, 2014).
 //
-// Byte layout, format version 5 (2 added the collision filter to info, 3 the contact recovering
-// flag, 4 each contact point's pseudo_impulse, 5 each body's held_until)
+// Byte layout, format version 6 (2 added the collision filter to info, 3 the contact recovering
+// flag, 4 each contact point's pseudo_impulse, 5 each body's held_until, 6 the joints)
 // -----------------------------
 // Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
 // complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
@@ -54,6 +54,12 @@
 //     islands    I u32; per sleeping island M u32 then member slot u32 [M] (wake order); then
 //                K u32 and the free island indices u32 [K], bottom first
 //     materials  Q u32; Q of key u32 (min id << 16 | max id), friction f32, restitution f32
+//     joints     J u32; J slots of generation u32, live bool, kind u8, a ObjectID, b ObjectID
+//                (null: the world), local_a, local_b, axis_a, axis_b 3 f32 each, relative
+//                x y z w f32, length, min_length, max_length, spring_hertz,
+//                spring_damping_ratio f32, collide_connected bool, linear_impulse,
+//                angular_impulse 3 f32 each, axial, lower, upper impulse f32          (143);
+//                then G u32 and the free joint slots u32 [G], the next reused last
 //   Trailer (8 bytes)
 //     u64 XXH64 with seed 0 of every byte before it (header and payload)
 //
@@ -70,7 +76,8 @@
 // floats, shapes and masses valid for their kind, the awake list naming exactly the awake bodies
 // with matching awake_index, every sleeping dynamic body listed in a sleeping island that is not
 // free, contact lists sorted, disjoint, between live bodies, resting pairs both parked unless
-// resting_dirty, per-body contact counts equal to the lists, sorted material pairs. Only then is
+// resting_dirty, per-body contact counts equal to the lists, sorted material pairs, joints between
+// live bodies with a consistent free list. Only then is
 // the world replaced: a rejected blob leaves it unchanged, and no input asserts, throws or reaches
 // undefined behaviour.
 #include <xxhash.h>
@@ -93,7 +100,7 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 5;
+constexpr uint32_t kFormatVersion = 6;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
@@ -101,7 +108,7 @@ constexpr uint32_t kFormatVersion = 5;
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
-                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8,
+                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 144,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");
 
 struct FingerprintEntry {
@@ -259,6 +266,8 @@ struct Image {
   std::vector<std::vector<uint32_t>> sleeping_islands;
   std::vector<uint32_t> free_islands;
   std::vector<std::pair<uint32_t, MaterialPair>> material_pairs;
+  std::vector<JointSlot> joints;
+  std::vector<uint32_t> free_joints;
 };
 
 void read_u32_array(Reader& r, std::vector<uint32_t>& out, uint32_t n) {
@@ -330,6 +339,8 @@ void parse_payload(Reader& r, Image& im) {
   read_u32_array(r, im.free_islands, r.count(4, "free island"));
   read_array(r, im.material_pairs, kMaterialPairBytes, "material pair",
              [&](std::pair<uint32_t, MaterialPair>& e) { io_material_pair(r, e); });
+  read_array(r, im.joints, kJointBytes, "joint", [&](JointSlot& j) { io_joint(r, j); });
+  read_u32_array(r, im.free_joints, r.count(4, "free joint"));
   if (r.ok() && r.remaining() != 0) r.fail(std::to_string(r.remaining()) + " unread bytes after the last section");
 }
 
@@ -532,6 +543,35 @@ std::string check_image(const Image& im) {
       return "material pair friction negative or restitution outside [0, 1]";
     }
   }
+
+  // Joints: a live one joins two different live bodies (or one and the world), with finite values
+  // in range; every dead slot is in the free list once, and nothing else is.
+  std::vector<uint8_t> freed(im.joints.size(), 0);
+  for (const uint32_t k : im.free_joints) {
+    if (k >= im.joints.size() || im.joints[k].live || freed[k] != 0) return "free joint list names a live, repeated or missing slot";
+    freed[k] = 1;
+  }
+  for (size_t k = 0; k < im.joints.size(); ++k) {
+    const JointSlot& slot = im.joints[k];
+    if (slot.generation == 0) return "joint generation 0";
+    if (!slot.live) {
+      if (freed[k] == 0) return "a dead joint slot is not in the free list";
+      continue;
+    }
+    const JointRecord& j = slot.joint;
+    if (!im.slots.contains(j.a) || (!j.b.is_null() && !im.slots.contains(j.b)) || j.a == j.b) {
+      return "joint " + std::to_string(k) + " does not join two live bodies";
+    }
+    const bool finite_all = is_finite(j.local_a) && is_finite(j.local_b) && is_finite(j.axis_a) && is_finite(j.axis_b) &&
+                            is_finite(j.relative) && is_finite(j.linear_impulse) && is_finite(j.angular_impulse) &&
+                            finite(j.axial_impulse) && finite(j.lower_impulse) && finite(j.upper_impulse);
+    if (!finite_all) return "joint " + std::to_string(k) + " is not finite";
+    if (!finite_non_negative(j.min_length) || !(j.min_length <= j.length) || !(j.length <= j.max_length) ||
+        !std::isfinite(j.max_length) || !finite_non_negative(j.spring_hertz) ||
+        !finite_non_negative(j.spring_damping_ratio) || j.lower_impulse < 0 || j.upper_impulse < 0) {
+      return "joint " + std::to_string(k) + " lengths, spring or limit impulses out of range";
+    }
+  }
   return {};
 }
 
@@ -544,7 +584,8 @@ void World::save_state(std::vector<uint8_t>& out) const {
   out.reserve(kHeaderBytes + 256 + slots_.slot_count() * 8 + slots_.size() * (kBodyBytes + 8) +
               (contacts_.size() + resting_.size()) * kRecordMaxBytes +
               (events_.size() + pending_events_.size()) * kEventBytes + records * 4 +
-              material_pairs_.size() * kMaterialPairBytes + kTrailerBytes);
+              material_pairs_.size() * kMaterialPairBytes + 8 + joints_.size() * kJointBytes +
+              free_joints_.size() * 4 + kTrailerBytes);
   Writer w(out);
 
   for (const uint8_t c : kMagic) w.u8(c);
@@ -591,6 +632,10 @@ void World::save_state(std::vector<uint8_t>& out) const {
   for (const uint32_t island : free_islands_) w.u32(island);
   w.u32(static_cast<uint32_t>(material_pairs_.size()));
   for (const auto& entry : material_pairs_) io_material_pair(w, entry);
+  w.u32(static_cast<uint32_t>(joints_.size()));
+  for (const JointSlot& j : joints_) io_joint(w, j);
+  w.u32(static_cast<uint32_t>(free_joints_.size()));
+  for (const uint32_t k : free_joints_) w.u32(k);
 
   w.patch_u64(payload_size_at, w.size() - kHeaderBytes);
   w.u64(XXH64(out.data(), out.size(), 0));
@@ -677,11 +722,10 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   free_islands_.assign(im.free_islands.begin(), im.free_islands.end());
   material_pairs_.assign(im.material_pairs.begin(), im.material_pairs.end());
   removed_non_finite_.clear();
-  // Format 5 carries no joints (World::create_joint): the restored world has none.
-  joints_.clear();
-  free_joints_.clear();
-  live_joints_ = 0;
-  no_collide_pairs_.clear();
+  joints_.assign(im.joints.begin(), im.joints.end());
+  free_joints_.assign(im.free_joints.begin(), im.free_joints.end());
+  live_joints_ = static_cast<uint32_t>(im.joints.size() - im.free_joints.size());
+  rebuild_joint_filter();
   invalidate_queries();
   return true;
 }

@@ -2,6 +2,7 @@
 // free fall, a hinge that turns about its axis only, momentum kept by internal forces, and the
 // rules around them (islands, collision between jointed bodies, errors, threads).
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -302,6 +303,56 @@ TEST(Joints, BadJointsAreRefusedAndLeaveTheWorldUnchanged) {
   rod.spring_hertz = -1;
   EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument);
   EXPECT_EQ(w.joint_count(), 0u);
+}
+
+TEST(Joints, AWorldWithJointsSavesAndRestoresBitExactly) {
+  World w;
+  test::add_ground(w);
+  ObjectID previous;
+  std::vector<ObjectID> links;
+  for (int k = 0; k < 6; ++k) {
+    links.push_back(add(w, test::box_desc({0.4f * k, 4.0f, 0}, {0.2f, 0.05f, 0.05f}, 0.5f)));
+    JointDesc d;
+    d.kind = static_cast<JointKind>(k % 4);
+    d.body_a = links.back();
+    d.body_b = previous;
+    d.anchor = {0.4f * k - 0.2f, 4.0f, 0};
+    d.anchor_b = d.anchor + Vec3{0, 0.3f, 0};
+    d.min_length = 0.1f;
+    d.max_length = 0.5f;
+    d.spring_hertz = k == 3 ? 4.0f : 0.0f;
+    d.axis = {0, 0, 1};
+    ASSERT_EQ(w.create_joint(d).error, Error::Ok) << k;
+    previous = links.back();
+  }
+  const World::JointResult extra = joint(w, JointKind::Point, links[0], links[5], {1.0f, 4.0f, 0});
+  ASSERT_EQ(extra.error, Error::Ok);
+  ASSERT_EQ(w.destroy_joint(extra.id), Error::Ok);  // a free slot in the saved list
+  for (int k = 0; k < 30; ++k) w.step(kDt);
+  std::vector<uint8_t> blob;
+  w.save_state(blob);
+  World copy;
+  std::string error;
+  ASSERT_TRUE(copy.restore_state(blob, &error)) << error;
+  EXPECT_EQ(copy.joint_count(), w.joint_count());
+  EXPECT_EQ(copy.world_hash(), w.world_hash());
+  for (int k = 0; k < 60; ++k) {
+    w.step(kDt);
+    copy.step(kDt);
+    ASSERT_EQ(copy.world_hash(), w.world_hash()) << "step " << k;
+  }
+  // The reused slot is the same one in both.
+  EXPECT_EQ(joint(w, JointKind::Point, links[1], links[4], {1, 4, 0}).id,
+            joint(copy, JointKind::Point, links[1], links[4], {1, 4, 0}).id);
+  // A joint that names a body the blob does not hold is refused, and the target is left as it was.
+  std::vector<uint8_t> other;
+  World small;
+  const ObjectID lone = add(small, sphere_desc({0, 3, 0}));
+  ASSERT_EQ(joint(small, JointKind::Point, lone, ObjectID{}, {0, 4, 0}).error, Error::Ok);
+  small.save_state(other);
+  ASSERT_TRUE(copy.restore_state(other, &error)) << error;
+  EXPECT_EQ(copy.joint_count(), 1u);
+  EXPECT_EQ(copy.world_hash(), small.world_hash());
 }
 
 TEST(Joints, AChainOnTwoThreadsIsBitIdenticalToOne) {
