@@ -105,6 +105,55 @@ void solve_hinge_angular(SolverJoint& j, SolverBody& a, SolverBody& b, Rows rows
   apply_angular(a, b, u0 * l0 + u1 * l1);
 }
 
+// B's angle relative to A about the hinge axis [rad], in (-pi, pi]: between the two reference
+// perpendiculars, turned by each body's rotation since the step began.
+float hinge_angle(const SolverJoint& j, const SolverBody& a, const SolverBody& b, Vec3 axis) {
+  const Vec3 ra = rotate(a.delta_rotation, j.ref_a);
+  const Vec3 rb = rotate(b.delta_rotation, j.ref_b);
+  return std::atan2(dot(cross(ra, rb), axis), dot(ra, rb));
+}
+
+// The hinge's axial rows, on the rate of its angle (wB - wA) . axis, in Box2D v3's revolute order:
+// spring, motor, then the limits (each speculative while it has room, as the distance limits).
+void solve_hinge_axial(SolverJoint& j, SolverBody& a, SolverBody& b, const Softness& soft, float h, bool use_bias) {
+  if (!j.spring && !j.enable_motor && !j.enable_limit) return;
+  const Vec3 axis = rotate(a.delta_rotation, j.axis_a);
+  const float k = dot(axis, a.inv_inertia * axis + b.inv_inertia * axis);
+  if (!(k > 0)) return;
+  const float mass = 1.0f / k;
+  auto rate = [&] { return dot(b.angular_velocity - a.angular_velocity, axis); };
+  const float angle = hinge_angle(j, a, b, axis);
+  if (j.spring) {
+    const Softness spring = make_softness(j.spring_hertz, j.spring_damping_ratio, h);
+    const float lambda = -spring.mass_scale * mass * (rate() + (angle - j.target_angle) * spring.bias_rate) -
+                         spring.impulse_scale * j.axial_impulse;
+    j.axial_impulse += lambda;
+    apply_angular(a, b, axis * lambda);
+  }
+  if (j.enable_motor) {
+    const float most = j.max_motor_torque * h;
+    const float total = std::clamp(j.motor_impulse - mass * (rate() - j.motor_speed), -most, most);
+    const float lambda = total - j.motor_impulse;
+    j.motor_impulse = total;
+    apply_angular(a, b, axis * lambda);
+  }
+  if (j.enable_limit) {
+    const float inv_h = 1.0f / h;
+    auto limit = [&](float c, float sign, float* accumulated) {
+      Rows rows;
+      if (c <= 0 && use_bias) rows = rows_of(soft, true);
+      const float bias = c > 0 ? c * inv_h : c * rows.bias_rate;
+      float lambda = -rows.mass_scale * mass * (sign * rate() + bias) - rows.impulse_scale * *accumulated;
+      const float total = std::max(*accumulated + lambda, 0.0f);
+      lambda = total - *accumulated;
+      *accumulated = total;
+      apply_angular(a, b, axis * (sign * lambda));
+    };
+    limit(angle - j.lower_angle, 1.0f, &j.lower_impulse);
+    limit(j.upper_angle - angle, -1.0f, &j.upper_impulse);
+  }
+}
+
 // The weld's three angular rows: the rotation from where B should be to where it is, as the
 // vector part of q_B q_target^-1 doubled (small-angle), with rate wB - wA.
 void solve_fixed_angular(SolverJoint& j, SolverBody& a, SolverBody& b, Rows rows) {
@@ -189,7 +238,9 @@ void warm_start_joints(std::span<const SolverJoint> joints, std::span<SolverBody
         Vec3 u0, u1;
         float c0, c1;
         hinge_rows(j, a, b, &u0, &u1, &c0, &c1);
-        apply_angular(a, b, u0 * j.angular_impulse.x + u1 * j.angular_impulse.y);
+        const Vec3 axis = rotate(a.delta_rotation, j.axis_a);
+        const float axial = j.axial_impulse + j.motor_impulse + j.lower_impulse - j.upper_impulse;
+        apply_angular(a, b, u0 * j.angular_impulse.x + u1 * j.angular_impulse.y + axis * axial);
         break;
       }
       case JointKind::Fixed:
@@ -221,7 +272,9 @@ void solve_joints(std::span<SolverJoint> joints, std::span<SolverBody> bodies, c
         solve_point(j, a, b, ra, rb, rows);
         break;
       case JointKind::Hinge:
-        // Angular rows first, then the point (Box2D v3's revolute order: the point last, it matters most).
+        // Spring, motor and limits, the axis rows, then the point (Box2D v3's revolute order: the
+        // point last, it matters most).
+        solve_hinge_axial(j, a, b, soft, h, use_bias);
         solve_hinge_angular(j, a, b, rows);
         solve_point(j, a, b, ra, rb, rows);
         break;

@@ -49,6 +49,22 @@ struct JointDesc {
   /// differ) and damping ratio (>= 0).
   float spring_hertz = 0;
   float spring_damping_ratio = 0;
+  /// Hinge only: B's angle relative to A about the axis [rad], right-handed, 0 at creation (with B
+  /// the world: minus A's angle, as for Box2D's revolute joint on a ground body B). With
+  /// enable_limit it stays within [lower_angle, upper_angle], -pi <= lower <= upper <= pi.
+  bool enable_limit = false;
+  float lower_angle = 0;
+  float upper_angle = 0;
+  /// Hinge only: a velocity motor driving the angle's rate to motor_speed [rad/s] (|speed| <=
+  /// WorldSettings::max_angular_speed) with at most max_motor_torque [N·m] (>= 0).
+  bool enable_motor = false;
+  float motor_speed = 0;
+  float max_motor_torque = 0;
+  /// Hinge only: with spring_hertz > 0 (and spring_damping_ratio) above, a torsion spring pulls
+  /// the angle towards target_angle [rad], in [-pi, pi]. Its frequency is on the row's inertia,
+  /// the bodies' about their centres (Box2D's revolute spring): a body hinged off its centre
+  /// swings slower, by sqrt(I_centre / I_axis).
+  float target_angle = 0;
   /// Whether the two bodies still collide with each other (Box2D's collideConnected; off by
   /// default, as in Box2D and Jolt).
   bool collide_connected = false;
@@ -66,11 +82,17 @@ struct JointRecord {
   float min_length = 0, max_length = 0;
   float spring_hertz = 0, spring_damping_ratio = 0;
   bool collide_connected = false;
+  // Hinge: a perpendicular of the axis in each body's frame (the same world vector at creation:
+  // the angle is measured between them), the limit, motor and spring of JointDesc.
+  Vec3 ref_a, ref_b;
+  bool enable_limit = false, enable_motor = false;
+  float lower_angle = 0, upper_angle = 0, motor_speed = 0, max_motor_torque = 0, target_angle = 0;
   // Accumulated impulses of the last step, for warm starting [N·s], [N·m·s].
   Vec3 linear_impulse;      ///< point block, world frame
   Vec3 angular_impulse;     ///< Fixed: world frame; Hinge: (row 1, row 2, unused)
-  float axial_impulse = 0;  ///< Distance: rigid or spring row
-  float lower_impulse = 0, upper_impulse = 0;  ///< Distance limits (each >= 0)
+  float axial_impulse = 0;  ///< Distance: rigid or spring row; Hinge: spring
+  float lower_impulse = 0, upper_impulse = 0;  ///< Distance and Hinge limits (each >= 0)
+  float motor_impulse = 0;  ///< Hinge motor
 };
 
 /// A joint's slot in the World: ids are (slot, generation); a destroyed joint's slot is reused.
@@ -96,8 +118,11 @@ struct SolverJoint {
   bool rigid = false;       ///< Distance: min == max, one row
   bool spring = false;      ///< Distance: spring_hertz > 0
   float spring_hertz = 0, spring_damping_ratio = 0;
+  Vec3 ref_a, ref_b;        ///< Hinge: the angle's reference perpendiculars at step start, world frame
+  bool enable_limit = false, enable_motor = false;
+  float lower_angle = 0, upper_angle = 0, motor_speed = 0, max_motor_torque = 0, target_angle = 0;
   Vec3 linear_impulse, angular_impulse;
-  float axial_impulse = 0, lower_impulse = 0, upper_impulse = 0;
+  float axial_impulse = 0, lower_impulse = 0, upper_impulse = 0, motor_impulse = 0;
 };
 
 /// The joints' softness for substep length h: 60 Hz and damping ratio 2, at most h^-1 / 4.

@@ -187,13 +187,23 @@ void io_joint(Io& io, S& slot) {
   io.f32(j.spring_hertz);
   io.f32(j.spring_damping_ratio);
   io.flag(j.collide_connected, "joint collide_connected");
+  io_vec(io, j.ref_a);
+  io_vec(io, j.ref_b);
+  io.flag(j.enable_limit, "joint enable_limit");
+  io.flag(j.enable_motor, "joint enable_motor");
+  io.f32(j.lower_angle);
+  io.f32(j.upper_angle);
+  io.f32(j.motor_speed);
+  io.f32(j.max_motor_torque);
+  io.f32(j.target_angle);
   io_vec(io, j.linear_impulse);
   io_vec(io, j.angular_impulse);
   io.f32(j.axial_impulse);
   io.f32(j.lower_impulse);
   io.f32(j.upper_impulse);
+  io.f32(j.motor_impulse);
 }
-inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 3 * 4;  // 143
-inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 3;  // 38
+inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 2 + 5 * 4 + 2 * 12 + 4 * 4;  // 197
+inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 2 + 5 + 6 + 4;  // 52
 
 }  // namespace impulse::physics::detail

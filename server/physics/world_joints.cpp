@@ -61,6 +61,32 @@ World::JointResult World::create_joint(const JointDesc& desc) {
       const Vec3 axis = desc.axis * (1.0f / len);
       j.axis_a = inverse_rotate(qa, axis);
       j.axis_b = inverse_rotate(qb, axis);
+      Vec3 ref, unused;
+      tangent_basis(axis, ref, unused);
+      j.ref_a = inverse_rotate(qa, ref);
+      j.ref_b = inverse_rotate(qb, ref);
+      constexpr float kPi = 3.14159265358979f;
+      auto angle = [&](float x) { return std::isfinite(x) && x >= -kPi && x <= kPi; };
+      if (desc.enable_limit && !(angle(desc.lower_angle) && angle(desc.upper_angle) && desc.lower_angle <= desc.upper_angle)) {
+        return result;
+      }
+      if (desc.enable_motor && !(std::isfinite(desc.motor_speed) && std::fabs(desc.motor_speed) <= settings_.max_angular_speed &&
+                                 finite_non_negative(desc.max_motor_torque))) {
+        return result;
+      }
+      if (!finite_non_negative(desc.spring_hertz) || !finite_non_negative(desc.spring_damping_ratio) ||
+          !angle(desc.target_angle)) {
+        return result;
+      }
+      j.enable_limit = desc.enable_limit;
+      j.lower_angle = desc.enable_limit ? desc.lower_angle : 0.0f;
+      j.upper_angle = desc.enable_limit ? desc.upper_angle : 0.0f;
+      j.enable_motor = desc.enable_motor;
+      j.motor_speed = desc.enable_motor ? desc.motor_speed : 0.0f;
+      j.max_motor_torque = desc.enable_motor ? desc.max_motor_torque : 0.0f;
+      j.spring_hertz = desc.spring_hertz;
+      j.spring_damping_ratio = desc.spring_damping_ratio;
+      j.target_angle = desc.target_angle;
       break;
     }
     case JointKind::Fixed:
@@ -182,6 +208,15 @@ SolverJoint World::prepare_joint(uint32_t record, uint32_t ia, uint32_t ib) cons
   if (j.kind == JointKind::Hinge) {
     s.axis_a = rotate(pa.orientation, j.axis_a);
     tangent_basis(rotate(qb, j.axis_b), s.perp_b[0], s.perp_b[1]);
+    s.ref_a = rotate(pa.orientation, j.ref_a);
+    s.ref_b = rotate(qb, j.ref_b);
+    s.enable_limit = j.enable_limit;
+    s.enable_motor = j.enable_motor;
+    s.lower_angle = j.lower_angle;
+    s.upper_angle = j.upper_angle;
+    s.motor_speed = j.motor_speed;
+    s.max_motor_torque = j.max_motor_torque;
+    s.target_angle = j.target_angle;
   }
   s.target = pa.orientation * j.relative;
   s.orientation_b = qb;
@@ -197,6 +232,7 @@ SolverJoint World::prepare_joint(uint32_t record, uint32_t ia, uint32_t ib) cons
   s.axial_impulse = j.axial_impulse;
   s.lower_impulse = j.lower_impulse;
   s.upper_impulse = j.upper_impulse;
+  s.motor_impulse = j.motor_impulse;
   return s;
 }
 

@@ -291,6 +291,7 @@ void World::run_solver_batches(float dt, size_t batch_count) {
       r.axial_impulse = j.axial_impulse;
       r.lower_impulse = j.lower_impulse;
       r.upper_impulse = j.upper_impulse;
+      r.motor_impulse = j.motor_impulse;
     }
   }
 }
@@ -354,7 +355,7 @@ void World::restore_non_finite_groups(uint32_t movable) {
     if (bad_group[union_find_root(parent, body)] == 0) continue;
     JointRecord& r = joints_[e.record].joint;
     r.linear_impulse = r.angular_impulse = Vec3{};
-    r.axial_impulse = r.lower_impulse = r.upper_impulse = 0;
+    r.axial_impulse = r.lower_impulse = r.upper_impulse = r.motor_impulse = 0;
   }
   restored_non_finite_total_ += restored_non_finite_.size();
 }

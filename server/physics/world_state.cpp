@@ -2,8 +2,9 @@
 // restored bit for bit (the approach of Jolt's StateRecorder: save the full state, then check
 // determinism by a hash). Checksum XXH64 (Y. Collet, xxHash, 2014).
 //
-// Byte layout, format version 6 (2 added the collision filter to info, 3 the contact recovering
-// flag, 4 each contact point's pseudo_impulse, 5 each body's held_until, 6 the joints)
+// Byte layout, format version 7 (2 added the collision filter to info, 3 the contact recovering
+// flag, 4 each contact point's pseudo_impulse, 5 each body's held_until, 6 the joints, 7 the
+// hinge's limit, motor and spring)
 // -----------------------------
 // Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
 // complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
@@ -57,8 +58,10 @@
 //     joints     J u32; J slots of generation u32, live bool, kind u8, a ObjectID, b ObjectID
 //                (null: the world), local_a, local_b, axis_a, axis_b 3 f32 each, relative
 //                x y z w f32, length, min_length, max_length, spring_hertz,
-//                spring_damping_ratio f32, collide_connected bool, linear_impulse,
-//                angular_impulse 3 f32 each, axial, lower, upper impulse f32          (143);
+//                spring_damping_ratio f32, collide_connected bool, ref_a, ref_b 3 f32 each,
+//                enable_limit bool, enable_motor bool, lower_angle, upper_angle, motor_speed,
+//                max_motor_torque, target_angle f32, linear_impulse, angular_impulse 3 f32
+//                each, axial, lower, upper, motor impulse f32                          (197);
 //                then G u32 and the free joint slots u32 [G], the next reused last
 //   Trailer (8 bytes)
 //     u64 XXH64 with seed 0 of every byte before it (header and payload)
@@ -100,7 +103,7 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 6;
+constexpr uint32_t kFormatVersion = 7;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
@@ -108,7 +111,7 @@ constexpr uint32_t kFormatVersion = 6;
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
-                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 144,
+                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 196,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");
 
 struct FingerprintEntry {
@@ -568,7 +571,10 @@ std::string check_image(const Image& im) {
     if (!finite_all) return "joint " + std::to_string(k) + " is not finite";
     if (!finite_non_negative(j.min_length) || !(j.min_length <= j.length) || !(j.length <= j.max_length) ||
         !std::isfinite(j.max_length) || !finite_non_negative(j.spring_hertz) ||
-        !finite_non_negative(j.spring_damping_ratio) || j.lower_impulse < 0 || j.upper_impulse < 0) {
+        !finite_non_negative(j.spring_damping_ratio) || j.lower_impulse < 0 || j.upper_impulse < 0 ||
+        !is_finite(j.ref_a) || !is_finite(j.ref_b) || !(j.lower_angle <= j.upper_angle) ||
+        !finite(j.motor_speed) || !finite_non_negative(j.max_motor_torque) || !finite(j.target_angle) ||
+        !finite(j.motor_impulse)) {
       return "joint " + std::to_string(k) + " lengths, spring or limit impulses out of range";
     }
   }

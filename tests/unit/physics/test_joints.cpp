@@ -152,10 +152,113 @@ TEST(Joints, AWeldedPairFallsFreelyAsOneBody) {
   }
 }
 
+// A 3 kg door 1 m wide (half extents 0.5, 1, 0.05) about its left edge: m (w^2 / 3 + t^2 / 12).
+constexpr float kDoorInertia = 3.0f * (1.0f / 3.0f + 0.01f / 12.0f);
+
+// A door hinged to the world along its left edge at `origin`, axis +Y, turning at `rate` [rad/s].
+// The door is body A and the world B, so the joint's angle (B's relative to A) is minus the
+// door's: limits, motor speed and spring target are given negated.
+ObjectID add_door(World& w, Vec3 origin, JointDesc d, float rate = 0) {
+  BodyDesc body = test::box_desc(origin + Vec3{0.5f, 0, 0}, {0.5f, 1.0f, 0.05f}, 3.0f);
+  body.angular_velocity = {0, rate, 0};
+  body.velocity = {0, 0, -0.5f * rate};
+  const ObjectID door = add(w, body);
+  d.kind = JointKind::Hinge;
+  d.body_a = door;
+  d.anchor = origin;
+  d.axis = {0, 1, 0};
+  EXPECT_EQ(w.create_joint(d).error, Error::Ok);
+  return door;
+}
+
+// The door's angle about +Y [rad] (it turns about Y only).
+float door_angle(const World& w, ObjectID door) {
+  const Quat q = state(w, door).orientation;
+  return 2.0f * std::atan2(q.y, q.w);
+}
+
+TEST(Joints, AHingeLimitStopsTheDoorAtItsAngleWhateverItsSpeed) {
+  // Speeds from a nudge to 20 rad/s, both ways: the angle never passes a limit by more than
+  // 0.03 rad (the soft limit's give), and the door comes to rest against it.
+  for (const float speed : {-20.0f, -8.0f, -2.0f, -0.5f, 0.5f, 2.0f, 8.0f, 20.0f}) {
+    World w(WorldSettings{.gravity = {0, 0, 0}});
+    JointDesc d;
+    d.enable_limit = true;
+    d.lower_angle = -0.8f;  // the door between -0.5 and 0.8 rad
+    d.upper_angle = 0.5f;
+    const ObjectID door = add_door(w, {0, 5, 0}, d, speed);
+    float lo = 0, hi = 0;
+    for (int k = 0; k < 120; ++k) {
+      w.step(kDt);
+      lo = std::min(lo, door_angle(w, door));
+      hi = std::max(hi, door_angle(w, door));
+    }
+    EXPECT_GE(lo, -0.5f - 0.03f) << speed << " rad/s";
+    EXPECT_LE(hi, 0.8f + 0.03f) << speed << " rad/s";
+    // Up to 2 rad/s it rests against the stop; faster it rebounds (not yet: docs/BENCHMARKS.md,
+    // "Joints"), but stays inside.
+    if (std::fabs(speed) <= 2.0f) {
+      EXPECT_NEAR(door_angle(w, door), speed > 0 ? 0.8f : -0.5f, 0.03f) << speed << " rad/s";
+    }
+  }
+}
+
+TEST(Joints, AHingeMotorReachesItsSpeedOrAcceleratesAtItsTorque) {
+  // Enough torque: the door turns at the motor's speed. Too little: it accelerates at tau / I,
+  // the closed form, until the speed is reached.
+  for (const float torque : {100.0f, 0.5f, 0.2f}) {
+    World w(WorldSettings{.gravity = {0, 0, 0}});
+    JointDesc d;
+    d.enable_motor = true;
+    d.motor_speed = -2.0f;  // the door at +2 rad/s
+    d.max_motor_torque = torque;
+    const ObjectID door = add_door(w, {0, 5, 0}, d);
+    for (int k = 0; k < 60; ++k) w.step(kDt);
+    const float rate = state(w, door).angular_velocity.y;
+    const float expected = std::min(2.0f, torque * 1.0f / kDoorInertia);
+    EXPECT_NEAR(rate, expected, 0.02f * expected) << torque << " N m";
+  }
+}
+
+TEST(Joints, AHingeSpringSwingsAtItsFrequencyAboutItsTarget) {
+  // The spring's frequency is on the row's own inertia, the bodies' about their centres (as
+  // Box2D's revolute spring): a door hinged at its edge swings slower by sqrt(I_centre / I_edge),
+  // one hinged through its centre at the spring's frequency.
+  const float centre_inertia = 3.0f * (1.0f + 0.01f) / 12.0f;
+  for (const bool at_edge : {true, false}) {
+  for (const float hertz : {0.5f, 1.0f, 2.0f}) {
+    World w(WorldSettings{.gravity = {0, 0, 0}});
+    JointDesc d;
+    d.spring_hertz = hertz;
+    d.target_angle = -0.3f;  // the door at 0.3 rad
+    const ObjectID door = add_door(w, at_edge ? Vec3{0, 5, 0} : Vec3{0.5f, 5, 0}, d);
+    if (!at_edge) {  // re-hinge it through its centre
+      ASSERT_EQ(w.destroy_joint(ObjectID{0, 1}), Error::Ok);
+      d.kind = JointKind::Hinge;
+      d.body_a = door;
+      d.anchor = state(w, door).position;
+      d.axis = {0, 1, 0};
+      ASSERT_EQ(w.create_joint(d).error, Error::Ok);
+    }
+    const double expected = (at_edge ? std::sqrt(kDoorInertia / centre_inertia) : 1.0) / hertz;
+    std::vector<double> up;
+    float previous = door_angle(w, door) - 0.3f;
+    for (int k = 1; k < 2400 && up.size() < 4; ++k) {
+      w.step(kDt);
+      const float x = door_angle(w, door) - 0.3f;
+      if (previous < 0 && x >= 0) up.push_back((k - 1 + previous / (previous - x)) * kDt);
+      previous = x;
+    }
+    ASSERT_EQ(up.size(), 4u) << hertz << " Hz";
+    EXPECT_NEAR((up.back() - up.front()) / 3.0, expected, 0.02 * expected) << hertz << " Hz, at the edge " << at_edge;
+  }
+  }
+}
+
 TEST(Joints, AHingeTurnsOnlyAboutItsAxis) {
   // A door (a box) hinged to the world along its left edge, axis +Y, pushed in every horizontal
   // direction at its far upper corner: it turns about Y only, its hinge line stays put, and its rate is the
-  // closed form J r / I about the edge (I = m (w^2 + t^2) / 3 for width 2a, thickness 2c).
+  // closed form J r / I about the edge (kDoorInertia).
   World w(WorldSettings{.gravity = {0, 0, 0}});
   for (int dir = 0; dir < 8; ++dir) {
     const float angle = 2.0f * kPi * static_cast<float>(dir) / 8.0f;
@@ -174,7 +277,7 @@ TEST(Joints, AHingeTurnsOnlyAboutItsAxis) {
     const BodyState s = state(w, door);
     const float along = s.angular_velocity.y;
     const float off = std::hypot(s.angular_velocity.x, s.angular_velocity.z);
-    const float inertia = 3.0f * (1.0f * 1.0f + 0.1f * 0.1f) / 3.0f;
+    const float inertia = kDoorInertia;
     EXPECT_NEAR(along, -j.z * 1.0f / inertia, 0.02f * std::fabs(j.z / inertia) + 1e-3f) << "direction " << dir;
     EXPECT_LT(off, 1e-3f) << "direction " << dir;
     // The hinge line: the door's left edge stays on the axis through the origin.
@@ -302,6 +405,21 @@ TEST(Joints, BadJointsAreRefusedAndLeaveTheWorldUnchanged) {
   rod.max_length = 0;
   rod.spring_hertz = -1;
   EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument);
+  hinge.axis = {0, 1, 0};
+  hinge.anchor = {0, 5, 0};
+  hinge.enable_limit = true;
+  hinge.lower_angle = 0.5f;
+  hinge.upper_angle = 0.2f;
+  EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "lower over upper";
+  hinge.lower_angle = -4.0f;
+  EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "beyond -pi";
+  hinge.enable_limit = false;
+  hinge.enable_motor = true;
+  hinge.motor_speed = 1000.0f;
+  EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "faster than max_angular_speed";
+  hinge.motor_speed = 1.0f;
+  hinge.max_motor_torque = -1.0f;
+  EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "negative torque";
   EXPECT_EQ(w.joint_count(), 0u);
 }
 
@@ -320,8 +438,15 @@ TEST(Joints, AWorldWithJointsSavesAndRestoresBitExactly) {
     d.anchor_b = d.anchor + Vec3{0, 0.3f, 0};
     d.min_length = 0.1f;
     d.max_length = 0.5f;
-    d.spring_hertz = k == 3 ? 4.0f : 0.0f;
+    d.spring_hertz = k == 3 || k == 1 ? 4.0f : 0.0f;
     d.axis = {0, 0, 1};
+    d.enable_limit = k == 1;  // the hinge: a limit, a motor and a spring, all saved
+    d.lower_angle = -0.3f;
+    d.upper_angle = 0.3f;
+    d.enable_motor = k == 1;
+    d.motor_speed = 1.0f;
+    d.max_motor_torque = 0.05f;
+    d.target_angle = 0.1f;
     ASSERT_EQ(w.create_joint(d).error, Error::Ok) << k;
     previous = links.back();
   }
