@@ -221,6 +221,33 @@ void solve_distance(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 
 
 }  // namespace
 
+void joint_reaction(const SolverJoint& j, float h, float* force, float* torque) {
+  const float inv_h = 1.0f / h;
+  switch (j.kind) {
+    case JointKind::Point:
+      *force = length(j.linear_impulse) * inv_h;
+      *torque = 0;
+      break;
+    case JointKind::Hinge: {
+      // The two perpendicular rows and the axial ones are orthogonal directions (near the hinge's
+      // alignment), so the torque's size is their root sum of squares.
+      const float axial = j.axial_impulse + j.motor_impulse + j.lower_impulse - j.upper_impulse;
+      *force = length(j.linear_impulse) * inv_h;
+      *torque = std::sqrt(j.angular_impulse.x * j.angular_impulse.x + j.angular_impulse.y * j.angular_impulse.y +
+                          axial * axial) * inv_h;
+      break;
+    }
+    case JointKind::Fixed:
+      *force = length(j.linear_impulse) * inv_h;
+      *torque = length(j.angular_impulse) * inv_h;
+      break;
+    case JointKind::Distance:
+      *force = std::fabs(j.axial_impulse + j.lower_impulse - j.upper_impulse) * inv_h;
+      *torque = 0;
+      break;
+  }
+}
+
 Softness joint_softness(float h) { return make_softness(std::min(kJointHertz, 0.25f / h), kJointDampingRatio, h); }
 
 void warm_start_joints(std::span<const SolverJoint> joints, std::span<SolverBody> bodies) {

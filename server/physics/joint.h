@@ -65,9 +65,22 @@ struct JointDesc {
   /// the bodies' about their centres (Box2D's revolute spring): a body hinged off its centre
   /// swings slower, by sqrt(I_centre / I_axis).
   float target_angle = 0;
+  /// Breakable: the joint breaks (is destroyed at the end of the step, and reported by
+  /// World::broken_joints) when its reaction force passes break_force [N] or its reaction torque
+  /// break_torque [N·m] (Box3D's forceThreshold and torqueThreshold). 0 = never. >= 0.
+  float break_force = 0;
+  float break_torque = 0;
   /// Whether the two bodies still collide with each other (Box2D's collideConnected; off by
   /// default, as in Box2D and Jolt).
   bool collide_connected = false;
+};
+
+/// A joint that broke in the last step: its force and torque at the last substep [N], [N·m].
+struct BrokenJoint {
+  ObjectID joint;
+  ObjectID a, b;
+  float force = 0;
+  float torque = 0;
 };
 
 /// One joint as the World stores it (and its warm-start impulses). Frames: local_* in each body's
@@ -87,6 +100,7 @@ struct JointRecord {
   Vec3 ref_a, ref_b;
   bool enable_limit = false, enable_motor = false;
   float lower_angle = 0, upper_angle = 0, motor_speed = 0, max_motor_torque = 0, target_angle = 0;
+  float break_force = 0, break_torque = 0;  ///< JointDesc's
   // Accumulated impulses of the last step, for warm starting [N·s], [N·m·s].
   Vec3 linear_impulse;      ///< point block, world frame
   Vec3 angular_impulse;     ///< Fixed: world frame; Hinge: (row 1, row 2, unused)
@@ -124,6 +138,10 @@ struct SolverJoint {
   Vec3 linear_impulse, angular_impulse;
   float axial_impulse = 0, lower_impulse = 0, upper_impulse = 0, motor_impulse = 0;
 };
+
+/// The joint's reaction at the last substep of length h: force [N] and torque [N·m] that its rows
+/// applied to B (the accumulated impulses over h; the point's lever arm not counted as torque).
+void joint_reaction(const SolverJoint& j, float h, float* force, float* torque);
 
 /// The joints' softness for substep length h: 60 Hz and damping ratio 2, at most h^-1 / 4.
 Softness joint_softness(float h);

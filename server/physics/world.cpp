@@ -70,9 +70,13 @@
 //                  parked, members recorded, and contacts between two parked bodies move to the
 //                  resting list with their geometry and impulses frozen (no End event).
 //                                                    writes: info, awake_, broadphase, resting_
+//  8. broken joints  A joint whose reaction passed its break_force or break_torque in the solve
+//                  is destroyed (its bodies woken) and listed by broken_joints().
+//                                                    writes: joints_, broken_joints_
 // Files: the storage and stages 0-4 here, the commands (forces, impulses, velocities, kinematic
 // targets, materials, filters) in world_commands.cpp; the solve and write-back (5, 6) in
-// world_solve.cpp, continuous collision (6b) in world_continuous.cpp, the islands (7) in world_islands.cpp, world_hash and awake_hash in
+// world_solve.cpp, continuous collision (6b) in world_continuous.cpp, the islands (7) in world_islands.cpp,
+// the joints (their rows in joint.cpp; creation, preparation and breaking, 8, in world_joints.cpp), world_hash and awake_hash in
 // world_hash.cpp, save and restore in world_state.cpp, queries in world_queries.cpp.
 // Every loop runs over dense arrays in an order fixed by the operation history (awake list,
 // sorted pair and contact lists), never over an unordered container, so the same inputs give
@@ -557,6 +561,7 @@ void World::step(float dt) {
   profile_.wake_ms = timer.lap();
   solve(dt);            // 5, 6 and 6b: times itself into solve_ms, writeback_ms and continuous_ms
   update_islands(dt);   // 7: times itself into islands_ms
+  break_joints();       // 8: the joints past their thresholds, destroyed
 
   invalidate_queries();
   ++tick_;

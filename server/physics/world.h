@@ -158,6 +158,9 @@ class World {
   std::optional<JointRecord> get_joint(ObjectID joint) const;
   /// Live joints. O(1).
   uint32_t joint_count() const { return live_joints_; }
+  /// The joints that broke in the last step (JointDesc::break_force, break_torque), in joint slot
+  /// order: destroyed at its end. Cleared by every step; not saved by save_state.
+  std::span<const BrokenJoint> broken_joints() const { return broken_joints_; }
   /// True when id names a live object.
   bool is_valid(ObjectID id) const;
   /// Whether `id` is a live dynamic or kinematic body that is awake (simulated this step). O(1).
@@ -422,6 +425,7 @@ class World {
   bool jointed_without_collision(ObjectID a, ObjectID b) const;
   void destroy_joints_of(ObjectID body);
   void rebuild_joint_filter();
+  void break_joints();  // the step's end: destroys the joints past their thresholds
   // The solve's parts (world_solve.cpp), in order: solver bodies and forces from the awake list
   // (returns their count); the solved contacts; their batches (returns how many: 1 = on this
   // thread); the soft step per batch; the poses written back.
@@ -454,6 +458,8 @@ class World {
   std::vector<JointSlot> joints_;
   std::vector<uint32_t> free_joints_;
   uint32_t live_joints_ = 0;
+  std::vector<BrokenJoint> breaking_;       // found by the solve, destroyed at the step's end
+  std::vector<BrokenJoint> broken_joints_;  // of the last step
   // (min, max) u64 ids of jointed pairs that must not collide, sorted, for collide_pair.
   std::vector<std::pair<uint64_t, uint64_t>> no_collide_pairs_;
   bool freeze_pending_ = false;  // put_to_sleep (or restore_state) since the last step: freeze at its start

@@ -37,12 +37,15 @@ World::JointResult World::create_joint(const JointDesc& desc) {
     return is_finite(p) && std::fabs(p.x) <= bound && std::fabs(p.y) <= bound && std::fabs(p.z) <= bound;
   };
   if (!in_world(desc.anchor)) return result;
+  if (!finite_non_negative(desc.break_force) || !finite_non_negative(desc.break_torque)) return result;
 
   JointRecord j;
   j.kind = desc.kind;
   j.a = desc.body_a;
   j.b = desc.body_b;
   j.collide_connected = desc.collide_connected;
+  j.break_force = desc.break_force;
+  j.break_torque = desc.break_torque;
   const Pose& pa = bodies_.pose[da];
   const Quat qa = pa.orientation;
   const Quat qb = db != SlotMap::kNone ? bodies_.pose[db].orientation : Quat{};
@@ -151,6 +154,17 @@ Error World::destroy_joint(ObjectID joint) {
   }
   rebuild_joint_filter();
   return Error::Ok;
+}
+
+void World::break_joints() {
+  broken_joints_.clear();
+  if (breaking_.empty()) return;
+  std::sort(breaking_.begin(), breaking_.end(),
+            [](const BrokenJoint& x, const BrokenJoint& y) { return x.joint.index < y.joint.index; });
+  for (const BrokenJoint& b : breaking_) {
+    if (destroy_joint(b.joint) == Error::Ok) broken_joints_.push_back(b);
+  }
+  breaking_.clear();
 }
 
 std::optional<JointRecord> World::get_joint(ObjectID joint) const {

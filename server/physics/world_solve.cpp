@@ -282,10 +282,19 @@ void World::run_solver_batches(float dt, size_t batch_count) {
     prepare_manifolds(batches[0].manifolds, sb, centers, contacts_, batches[0].solver);
     solve_soft_step(batches[0].manifolds, sb, forces, contacts_, config, batches[0].solver, batches[0].joints);
   }
-  // The joints' impulses, for the next step's warm start (each batch's joints are its own).
+  // The joints' impulses, for the next step's warm start (each batch's joints are its own), and
+  // the ones whose reaction passed a threshold (World::break_joints, at the step's end).
+  const float h = dt / static_cast<float>(std::max(settings_.substeps, 1));
   for (size_t k = 0; k < batch_count; ++k) {
     for (const SolverJoint& j : batches[k].joints) {
       JointRecord& r = joints_[j.record].joint;
+      if (r.break_force > 0 || r.break_torque > 0) {
+        float force = 0, torque = 0;
+        joint_reaction(j, h, &force, &torque);
+        if ((r.break_force > 0 && force > r.break_force) || (r.break_torque > 0 && torque > r.break_torque)) {
+          breaking_.push_back(BrokenJoint{ObjectID{j.record, joints_[j.record].generation}, r.a, r.b, force, torque});
+        }
+      }
       r.linear_impulse = j.linear_impulse;
       r.angular_impulse = j.angular_impulse;
       r.axial_impulse = j.axial_impulse;

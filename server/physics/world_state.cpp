@@ -4,7 +4,7 @@
 //
 // Byte layout, format version 7 (2 added the collision filter to info, 3 the contact recovering
 // flag, 4 each contact point's pseudo_impulse, 5 each body's held_until, 6 the joints, 7 the
-// hinge's limit, motor and spring)
+// hinge's limit, motor and spring, 8 the joints' break thresholds)
 // -----------------------------
 // Little-endian throughout. u8/u16/u32/u64 are unsigned integers of that width, i32 a two's-
 // complement int32, f32 the IEEE 754 binary32 bit pattern (NaN and infinity are rejected on
@@ -60,8 +60,9 @@
 //                x y z w f32, length, min_length, max_length, spring_hertz,
 //                spring_damping_ratio f32, collide_connected bool, ref_a, ref_b 3 f32 each,
 //                enable_limit bool, enable_motor bool, lower_angle, upper_angle, motor_speed,
-//                max_motor_torque, target_angle f32, linear_impulse, angular_impulse 3 f32
-//                each, axial, lower, upper, motor impulse f32                          (197);
+//                max_motor_torque, target_angle, break_force, break_torque f32,
+//                linear_impulse, angular_impulse 3 f32 each, axial, lower, upper, motor
+//                impulse f32                                                           (205);
 //                then G u32 and the free joint slots u32 [G], the next reused last
 //   Trailer (8 bytes)
 //     u64 XXH64 with seed 0 of every byte before it (header and payload)
@@ -103,7 +104,7 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 7;
+constexpr uint32_t kFormatVersion = 8;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
@@ -111,7 +112,7 @@ constexpr uint32_t kFormatVersion = 7;
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
-                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 196,
+                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 204,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");
 
 struct FingerprintEntry {
@@ -574,7 +575,7 @@ std::string check_image(const Image& im) {
         !finite_non_negative(j.spring_damping_ratio) || j.lower_impulse < 0 || j.upper_impulse < 0 ||
         !is_finite(j.ref_a) || !is_finite(j.ref_b) || !(j.lower_angle <= j.upper_angle) ||
         !finite(j.motor_speed) || !finite_non_negative(j.max_motor_torque) || !finite(j.target_angle) ||
-        !finite(j.motor_impulse)) {
+        !finite(j.motor_impulse) || !finite_non_negative(j.break_force) || !finite_non_negative(j.break_torque)) {
       return "joint " + std::to_string(k) + " lengths, spring or limit impulses out of range";
     }
   }
@@ -732,6 +733,8 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   free_joints_.assign(im.free_joints.begin(), im.free_joints.end());
   live_joints_ = static_cast<uint32_t>(im.joints.size() - im.free_joints.size());
   rebuild_joint_filter();
+  breaking_.clear();
+  broken_joints_.clear();
   invalidate_queries();
   return true;
 }

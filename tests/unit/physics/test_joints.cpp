@@ -341,6 +341,71 @@ TEST(Joints, AHeavyBallOnALightChainHangsWithoutStretching) {
   }
 }
 
+TEST(Joints, AJointBreaksPastItsForceAndNotBefore) {
+  // A ball hanging 1 m under a point joint that breaks past 100 N: masses swept across m g = 100 N.
+  for (const float mass : {5.0f, 9.0f, 11.0f, 20.0f}) {
+    World w;
+    const Vec3 pivot{0, 10, 0};
+    const ObjectID ball = add(w, sphere_desc(pivot - Vec3{0, 1, 0}, 0.1f, mass));
+    JointDesc d;
+    d.kind = JointKind::Point;
+    d.body_a = ball;
+    d.anchor = pivot;
+    d.break_force = 100.0f;
+    const World::JointResult j = w.create_joint(d);
+    ASSERT_EQ(j.error, Error::Ok);
+    int broke_at = -1;
+    for (int k = 0; k < 120 && broke_at < 0; ++k) {
+      w.step(kDt);
+      if (!w.broken_joints().empty()) {
+        broke_at = k;
+        const BrokenJoint& b = w.broken_joints()[0];
+        EXPECT_EQ(b.joint, j.id);
+        EXPECT_EQ(b.a, ball);
+        EXPECT_GT(b.force, 100.0f);
+        EXPECT_LT(b.force, 1.5f * mass * kG) << mass << " kg";
+      }
+    }
+    const bool heavy = mass * kG > 100.0f;
+    EXPECT_EQ(broke_at >= 0, heavy) << mass << " kg";
+    EXPECT_EQ(w.joint_count(), heavy ? 0u : 1u);
+    if (!heavy) continue;
+    EXPECT_LT(broke_at, 5) << "a load well past the threshold breaks it at once";
+    // Free, it falls: g t^2 / 2 from where it was.
+    const float y0 = state(w, ball).position.y;
+    const float v0 = state(w, ball).velocity.y;
+    for (int k = 0; k < 30; ++k) w.step(kDt);
+    const float t = 30 * kDt;
+    EXPECT_NEAR(state(w, ball).position.y, y0 + v0 * t - 0.5f * kG * t * t, 0.01f) << mass << " kg";
+  }
+}
+
+TEST(Joints, AWeldBreaksPastItsTorque) {
+  // A 1 m beam welded to the world at one end: the weld holds m g L / 2 of torque; it breaks past 20 N m.
+  for (const float mass : {3.0f, 5.0f}) {
+    World w;
+    const ObjectID beam = add(w, test::box_desc({0.5f, 10, 0}, {0.5f, 0.05f, 0.05f}, mass));
+    JointDesc d;
+    d.kind = JointKind::Fixed;
+    d.body_a = beam;
+    d.anchor = {0, 10, 0};
+    d.break_torque = 20.0f;
+    ASSERT_EQ(w.create_joint(d).error, Error::Ok);
+    bool broke = false;
+    for (int k = 0; k < 120; ++k) {
+      w.step(kDt);
+      for (const BrokenJoint& b : w.broken_joints()) {
+        broke = true;
+        EXPECT_GT(b.torque, 20.0f);
+      }
+    }
+    EXPECT_EQ(broke, mass * kG * 0.5f > 20.0f) << mass << " kg";
+    if (!broke) {
+      EXPECT_NEAR(state(w, beam).position.y, 10.0f, 0.01f) << "the weld held the beam";
+    }
+  }
+}
+
 TEST(Joints, JointedBodiesSleepAndWakeTogetherAndDieWithTheirBodies) {
   World w;
   test::add_ground(w);
@@ -405,6 +470,12 @@ TEST(Joints, BadJointsAreRefusedAndLeaveTheWorldUnchanged) {
   rod.max_length = 0;
   rod.spring_hertz = -1;
   EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument);
+  rod.spring_hertz = 0;
+  rod.break_force = -1;
+  EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument) << "negative break force";
+  rod.break_force = 0;
+  rod.break_torque = NAN;
+  EXPECT_EQ(w.create_joint(rod).error, Error::InvalidArgument) << "break torque not finite";
   hinge.axis = {0, 1, 0};
   hinge.anchor = {0, 5, 0};
   hinge.enable_limit = true;
@@ -447,6 +518,8 @@ TEST(Joints, AWorldWithJointsSavesAndRestoresBitExactly) {
     d.motor_speed = 1.0f;
     d.max_motor_torque = 0.05f;
     d.target_angle = 0.1f;
+    d.break_force = k == 2 ? 1e6f : 0.0f;
+    d.break_torque = k == 2 ? 1e6f : 0.0f;
     ASSERT_EQ(w.create_joint(d).error, Error::Ok) << k;
     previous = links.back();
   }
