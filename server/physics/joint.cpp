@@ -61,6 +61,27 @@ Rows rows_of(const Softness& soft, bool use_bias) {
   return use_bias ? Rows{soft.bias_rate, soft.mass_scale, soft.impulse_scale} : Rows{};
 }
 
+// One limit row (Box2D v3's joint limits): `room` >= 0 is how far the limit is, `rate` how fast
+// it closes (negative closing); `mass` the row's effective mass. While there is room the row only
+// stops the approach within the substep (speculative); past the limit it pushes back softly
+// (with use_bias). Returns the impulse to apply along the row, keeping *accumulated >= 0.
+float limit_impulse(float room, float rate, float mass, const Softness& soft, bool use_bias, float h,
+                    float* accumulated) {
+  Rows rows;
+  if (room <= 0 && use_bias) rows = rows_of(soft, true);
+  const float bias = room > 0 ? room / h : room * rows.bias_rate;
+  const float lambda = -rows.mass_scale * mass * (rate + bias) - rows.impulse_scale * *accumulated;
+  const float total = std::max(*accumulated + lambda, 0.0f);
+  const float applied = total - *accumulated;
+  *accumulated = total;
+  return applied;
+}
+
+// The hinge's accumulated impulse about its axis: spring, motor and limits together.
+float hinge_axial_impulse(const SolverJoint& j) {
+  return j.axial_impulse + j.motor_impulse + j.lower_impulse - j.upper_impulse;
+}
+
 // The point block: the anchors coincide (three rows, solved together).
 void solve_point(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, Rows rows) {
   const Vec3 cdot = anchor_velocity(b, rb) - anchor_velocity(a, ra);
@@ -138,19 +159,10 @@ void solve_hinge_axial(SolverJoint& j, SolverBody& a, SolverBody& b, const Softn
     apply_angular(a, b, axis * lambda);
   }
   if (j.enable_limit) {
-    const float inv_h = 1.0f / h;
-    auto limit = [&](float c, float sign, float* accumulated) {
-      Rows rows;
-      if (c <= 0 && use_bias) rows = rows_of(soft, true);
-      const float bias = c > 0 ? c * inv_h : c * rows.bias_rate;
-      float lambda = -rows.mass_scale * mass * (sign * rate() + bias) - rows.impulse_scale * *accumulated;
-      const float total = std::max(*accumulated + lambda, 0.0f);
-      lambda = total - *accumulated;
-      *accumulated = total;
-      apply_angular(a, b, axis * (sign * lambda));
-    };
-    limit(angle - j.lower_angle, 1.0f, &j.lower_impulse);
-    limit(j.upper_angle - angle, -1.0f, &j.upper_impulse);
+    const float lower = limit_impulse(angle - j.lower_angle, rate(), mass, soft, use_bias, h, &j.lower_impulse);
+    apply_angular(a, b, axis * lower);
+    const float upper = limit_impulse(j.upper_angle - angle, -rate(), mass, soft, use_bias, h, &j.upper_impulse);
+    apply_angular(a, b, axis * -upper);
   }
 }
 
@@ -199,24 +211,10 @@ void solve_distance(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 
     j.axial_impulse += lambda;
     apply_linear(a, b, ra, rb, n * lambda);
   }
-  const float inv_h = 1.0f / h;
-  auto limit = [&](float c, float sign, float* accumulated) {
-    // c >= 0 is the room left; sign +1 for the lower limit (push apart), -1 for the upper.
-    Rows rows;
-    if (c > 0) {
-      rows.bias_rate = 0;  // speculative: only what would close the room within the substep
-    } else if (use_bias) {
-      rows = rows_of(soft, true);
-    }
-    const float bias = c > 0 ? c * inv_h : c * rows.bias_rate;
-    float lambda = -rows.mass_scale * mass * (sign * cdot() + bias) - rows.impulse_scale * *accumulated;
-    const float total = std::max(*accumulated + lambda, 0.0f);
-    lambda = total - *accumulated;
-    *accumulated = total;
-    apply_linear(a, b, ra, rb, n * (sign * lambda));
-  };
-  limit(len - j.min_length, 1.0f, &j.lower_impulse);
-  limit(j.max_length - len, -1.0f, &j.upper_impulse);
+  const float lower = limit_impulse(len - j.min_length, cdot(), mass, soft, use_bias, h, &j.lower_impulse);
+  apply_linear(a, b, ra, rb, n * lower);
+  const float upper = limit_impulse(j.max_length - len, -cdot(), mass, soft, use_bias, h, &j.upper_impulse);
+  apply_linear(a, b, ra, rb, n * -upper);
 }
 
 }  // namespace
@@ -231,7 +229,7 @@ void joint_reaction(const SolverJoint& j, float h, float* force, float* torque) 
     case JointKind::Hinge: {
       // The two perpendicular rows and the axial ones are orthogonal directions (near the hinge's
       // alignment), so the torque's size is their root sum of squares.
-      const float axial = j.axial_impulse + j.motor_impulse + j.lower_impulse - j.upper_impulse;
+      const float axial = hinge_axial_impulse(j);
       *force = length(j.linear_impulse) * inv_h;
       *torque = std::sqrt(j.angular_impulse.x * j.angular_impulse.x + j.angular_impulse.y * j.angular_impulse.y +
                           axial * axial) * inv_h;
@@ -266,8 +264,7 @@ void warm_start_joints(std::span<const SolverJoint> joints, std::span<SolverBody
         float c0, c1;
         hinge_rows(j, a, b, &u0, &u1, &c0, &c1);
         const Vec3 axis = rotate(a.delta_rotation, j.axis_a);
-        const float axial = j.axial_impulse + j.motor_impulse + j.lower_impulse - j.upper_impulse;
-        apply_angular(a, b, u0 * j.angular_impulse.x + u1 * j.angular_impulse.y + axis * axial);
+        apply_angular(a, b, u0 * j.angular_impulse.x + u1 * j.angular_impulse.y + axis * hinge_axial_impulse(j));
         break;
       }
       case JointKind::Fixed:
