@@ -51,7 +51,8 @@ struct JointDesc {
   float spring_damping_ratio = 0;
   /// Hinge only: B's angle relative to A about the axis [rad], right-handed, 0 at creation (with B
   /// the world: minus A's angle, as for Box2D's revolute joint on a ground body B). With
-  /// enable_limit it stays within [lower_angle, upper_angle], -pi <= lower <= upper <= pi.
+  /// enable_limit it stays within [lower_angle, upper_angle], -0.99 pi <= lower <= upper <= 0.99 pi
+  /// (the angle wraps at pi; Box2D's bound).
   bool enable_limit = false;
   float lower_angle = 0;
   float upper_angle = 0;
@@ -61,7 +62,7 @@ struct JointDesc {
   float motor_speed = 0;
   float max_motor_torque = 0;
   /// Hinge only: with spring_hertz > 0 (and spring_damping_ratio) above, a torsion spring pulls
-  /// the angle towards target_angle [rad], in [-pi, pi]. Its frequency is on the row's inertia,
+  /// the angle towards target_angle [rad], in [-0.99 pi, 0.99 pi]. Its frequency is on the row's inertia,
   /// the bodies' about their centres (Box2D's revolute spring): a body hinged off its centre
   /// swings slower, by sqrt(I_centre / I_axis).
   float target_angle = 0;

@@ -68,8 +68,9 @@ World::JointResult World::create_joint(const JointDesc& desc) {
       tangent_basis(axis, ref, unused);
       j.ref_a = inverse_rotate(qa, ref);
       j.ref_b = inverse_rotate(qb, ref);
-      constexpr float kPi = 3.14159265358979f;
-      auto angle = [&](float x) { return std::isfinite(x) && x >= -kPi && x <= kPi; };
+      // Within 0.99 pi, as Box2D's revolute limits: the angle wraps at pi.
+      constexpr float kMaxAngle = 0.99f * 3.14159265358979f;
+      auto angle = [&](float x) { return std::isfinite(x) && x >= -kMaxAngle && x <= kMaxAngle; };
       if (desc.enable_limit && !(angle(desc.lower_angle) && angle(desc.upper_angle) && desc.lower_angle <= desc.upper_angle)) {
         return result;
       }

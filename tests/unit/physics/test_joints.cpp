@@ -482,8 +482,8 @@ TEST(Joints, BadJointsAreRefusedAndLeaveTheWorldUnchanged) {
   hinge.lower_angle = 0.5f;
   hinge.upper_angle = 0.2f;
   EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "lower over upper";
-  hinge.lower_angle = -4.0f;
-  EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "beyond -pi";
+  hinge.lower_angle = -3.12f;
+  EXPECT_EQ(w.create_joint(hinge).error, Error::InvalidArgument) << "beyond -0.99 pi, where the angle wraps";
   hinge.enable_limit = false;
   hinge.enable_motor = true;
   hinge.motor_speed = 1000.0f;
