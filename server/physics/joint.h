@@ -33,8 +33,8 @@ enum class JointKind : uint8_t {
 /// rest pose.
 struct JointDesc {
   JointKind kind = JointKind::Point;
-  ObjectID body_a;  ///< a live dynamic or kinematic body
-  ObjectID body_b;  ///< a live body, or null: attached to the static world at the anchor
+  ObjectID body_a;  ///< a live body
+  ObjectID body_b;  ///< a live body, or null: attached to the static world at the anchor. One of the two is dynamic
   /// The joint point [m], world frame: shared by both bodies (Point, Hinge, Fixed), or A's end of
   /// the rod (Distance).
   Vec3 anchor;
