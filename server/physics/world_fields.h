@@ -205,7 +205,7 @@ void io_joint(Io& io, S& slot) {
   io.f32(j.upper_impulse);
   io.f32(j.motor_impulse);
 }
-inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 2 + 7 * 4 + 2 * 12 + 4 * 4;  // 205
+inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 2 + 7 * 4 + 2 * 12 + 4 * 4;  // 201
 inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 2 + 7 + 6 + 4;  // 54
 
 }  // namespace impulse::physics::detail

@@ -8,9 +8,10 @@
 
 namespace impulse::physics {
 
-namespace {
+using detail::within;
+using detail::is_finite_non_negative;
 
-bool finite_non_negative(float v) { return std::isfinite(v) && v >= 0.0f; }
+namespace {
 
 std::pair<uint64_t, uint64_t> pair_key(ObjectID a, ObjectID b) {
   const uint64_t x = to_wire(a), y = to_wire(b);
@@ -33,11 +34,9 @@ World::JointResult World::create_joint(const JointDesc& desc) {
   const bool b_dynamic = db != SlotMap::kNone && bodies_.info[db].kind == BodyKind::Dynamic;
   if (!a_dynamic && !b_dynamic) return result;
   const float bound = settings_.max_coordinate;
-  auto in_world = [&](Vec3 p) {
-    return is_finite(p) && std::fabs(p.x) <= bound && std::fabs(p.y) <= bound && std::fabs(p.z) <= bound;
-  };
-  if (!in_world(desc.anchor)) return result;
-  if (!finite_non_negative(desc.break_force) || !finite_non_negative(desc.break_torque)) return result;
+  if (!within(desc.anchor, bound)) return result;
+  if (!is_finite_non_negative(desc.break_force) || !is_finite_non_negative(desc.break_torque)) return result;
+  if (!is_finite_non_negative(desc.spring_hertz) || !is_finite_non_negative(desc.spring_damping_ratio)) return result;
 
   JointRecord j;
   j.kind = desc.kind;
@@ -75,13 +74,10 @@ World::JointResult World::create_joint(const JointDesc& desc) {
         return result;
       }
       if (desc.enable_motor && !(std::isfinite(desc.motor_speed) && std::fabs(desc.motor_speed) <= settings_.max_angular_speed &&
-                                 finite_non_negative(desc.max_motor_torque))) {
+                                 is_finite_non_negative(desc.max_motor_torque))) {
         return result;
       }
-      if (!finite_non_negative(desc.spring_hertz) || !finite_non_negative(desc.spring_damping_ratio) ||
-          !angle(desc.target_angle)) {
-        return result;
-      }
+      if (!angle(desc.target_angle)) return result;
       j.enable_limit = desc.enable_limit;
       j.lower_angle = desc.enable_limit ? desc.lower_angle : 0.0f;
       j.upper_angle = desc.enable_limit ? desc.upper_angle : 0.0f;
@@ -97,12 +93,11 @@ World::JointResult World::create_joint(const JointDesc& desc) {
       j.relative = normalize(conjugate(qa) * qb);
       break;
     case JointKind::Distance: {
-      if (!in_world(desc.anchor_b)) return result;
-      if (!finite_non_negative(desc.min_length) || !finite_non_negative(desc.max_length) ||
+      if (!within(desc.anchor_b, bound)) return result;
+      if (!is_finite_non_negative(desc.min_length) || !is_finite_non_negative(desc.max_length) ||
           desc.min_length > desc.max_length || desc.max_length > 2.0f * bound) {
         return result;
       }
-      if (!finite_non_negative(desc.spring_hertz) || !finite_non_negative(desc.spring_damping_ratio)) return result;
       const float now = length(desc.anchor_b - desc.anchor);
       if (!(now > 1e-6f)) return result;  // no direction to act along
       j.local_b = local_b(desc.anchor_b);

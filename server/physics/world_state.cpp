@@ -62,7 +62,7 @@
 //                enable_limit bool, enable_motor bool, lower_angle, upper_angle, motor_speed,
 //                max_motor_torque, target_angle, break_force, break_torque f32,
 //                linear_impulse, angular_impulse 3 f32 each, axial, lower, upper, motor
-//                impulse f32                                                           (205);
+//                impulse f32                                                           (201);
 //                then G u32 and the free joint slots u32 [G], the next reused last
 //   Trailer (8 bytes)
 //     u64 XXH64 with seed 0 of every byte before it (header and payload)
