@@ -53,7 +53,12 @@ static_assert(static_cast<int>(ShapeKind::Plane) == static_cast<int>(wire::Shape
 static_assert(static_cast<int>(ResultCode::OverBudget) == static_cast<int>(wire::ResultCode::OverBudget) &&
               static_cast<int>(wire::ResultCode::MAX) == 19);
 static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&
-              static_cast<int>(wire::ContactEventType::MAX) == 1);
+              static_cast<int>(wire::ContactEventType::MAX) == 3);  // 2 and 3 are joint events (JointEvent)
+static_assert(static_cast<int>(JointKind::Fixed) == static_cast<int>(wire::JointKind::Fixed) &&
+              static_cast<int>(wire::JointKind::MAX) == 3);
+static_assert(static_cast<int>(JointMotorMode::Position) == static_cast<int>(wire::JointMotorMode::Position) &&
+              static_cast<int>(wire::JointMotorMode::MAX) == 2);
+static_assert(static_cast<int>(JointRemovedReason::BodyGone) == static_cast<int>(wire::JointRemovedReason::BodyGone));
 static_assert(static_cast<int>(ReplayAction::SetSpeed) == static_cast<int>(wire::ReplayAction::SetSpeed) &&
               static_cast<int>(wire::ReplayAction::MAX) == 3);
 static_assert(static_cast<int>(InterestKind::Box) == static_cast<int>(wire::InterestKind::Box) &&
@@ -206,6 +211,8 @@ struct ClientCore::Impl {
   uint32_t events_contiguous = 0;   ///< every event sequence <= this was delivered
   std::vector<uint32_t> events_seen;  ///< delivered sequences above events_contiguous, sorted
   std::vector<wire::CollisionEvent> decoded_events;  ///< scratch of handle_collision_events, reused
+  std::vector<wire::JointEventFields> decoded_joints;  ///< its joint column
+  std::vector<JointEvent> joints;   ///< the live joints heard of (JointAdded), sorted by joint id
   std::vector<uint8_t> cookie;      ///< from the server's Challenge
   bool saw_version_mismatch = false;
 
@@ -445,6 +452,7 @@ struct ClientCore::Impl {
     acked_through = 0;
     events_contiguous = 0;
     events_seen.clear();
+    joints.clear();
     cookie.clear();
     saw_version_mismatch = false;
     pings.fill(PendingPing{});
@@ -467,6 +475,7 @@ struct ClientCore::Impl {
     r.raycasts.clear();
     r.ray_hits.clear();
     r.collisions.clear();
+    r.joints.clear();
     r.pongs.clear();
     r.server_disconnected = false;
     r.disconnect_reason.clear();
@@ -735,21 +744,59 @@ struct ClientCore::Impl {
     const auto* packed = m.packed();
     const std::span<const uint8_t> block =
         packed ? std::span<const uint8_t>(packed->data(), packed->size()) : std::span<const uint8_t>{};
-    const wire::EventBlockError error = wire::decode_collision_events(block, snapshots->config(), &decoded_events);
+    const wire::EventBlockError error =
+        wire::decode_collision_events(block, snapshots->config(), &decoded_events, &decoded_joints);
     if (error != wire::EventBlockError::None) {
       ++stats.event_blocks_rejected;
       ++stats.event_block_errors[static_cast<size_t>(error)];
       return count_drop(wire::DropReason::None);
     }
     if (sequence != 0) acks.on_receive(sequence);
-    for (const wire::CollisionEvent& e : decoded_events) {
+    for (size_t i = 0; i < decoded_events.size(); ++i) {
+      const wire::CollisionEvent& e = decoded_events[i];
       if (!first_delivery(e.sequence())) {
         ++stats.events_duplicate;
         continue;
       }
+      note_tick(e.tick());
+      if (e.type() == wire::ContactEventType::JointAdded || e.type() == wire::ContactEventType::JointRemoved) {
+        deliver_joint_event(e, decoded_joints[i]);
+        continue;
+      }
       pending.collisions.push_back(CollisionEvent{e.tick(), from_wire(e.type()), from_wire(e.a()), from_wire(e.b()),
                                                  wire::to_vec3(e.point()), wire::to_vec3(e.normal()), e.sequence()});
-      note_tick(e.tick());
+    }
+  }
+
+  /// A joint event: into the poll result, and the joint table (added: inserted or replaced;
+  /// removed: erased; a removal of a joint never heard of only reaches the poll result).
+  void deliver_joint_event(const wire::CollisionEvent& e, const wire::JointEventFields& f) {
+    JointEvent j;
+    j.tick = e.tick();
+    j.added = e.type() == wire::ContactEventType::JointAdded;
+    j.joint = from_wire(f.joint);
+    j.a = from_wire(e.a());
+    j.b = from_wire(e.b());
+    j.sequence = e.sequence();
+    if (j.added) {
+      j.kind = static_cast<JointKind>(f.detail);
+      j.local_anchor_a = wire::to_vec3(e.point());
+      j.local_anchor_b = wire::to_vec3(e.normal());
+    } else {
+      j.removed_reason = static_cast<JointRemovedReason>(f.detail);
+    }
+    pending.joints.push_back(j);
+    const auto at = std::lower_bound(joints.begin(), joints.end(), j.joint,
+                                     [](const JointEvent& x, ObjectID id) { return x.joint < id; });
+    const bool held = at != joints.end() && at->joint == j.joint;
+    if (j.added) {
+      if (held) {
+        *at = j;
+      } else {
+        joints.insert(at, j);
+      }
+    } else if (held) {
+      joints.erase(at);
     }
   }
 
@@ -1005,6 +1052,53 @@ uint32_t ClientCore::set_filter(ObjectID id, uint32_t category, uint32_t mask, i
   const uint32_t request_id = m.take_request_id();
   return m.queue_request(request_id, wire::build_set_filter(m.fbb, request_id, id, category, mask, group));
 }
+
+uint32_t ClientCore::create_joint(const JointDesc& d) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  wire::CreateJointArgs a;
+  a.kind = static_cast<wire::JointKind>(d.kind);
+  a.body_a = d.body_a;
+  a.body_b = d.body_b;
+  a.anchor = d.anchor;
+  a.anchor_b = d.anchor_b;
+  a.axis = d.axis;
+  a.min_length = d.min_length;
+  a.max_length = d.max_length;
+  a.spring_hertz = d.spring_hertz;
+  a.spring_damping_ratio = d.spring_damping_ratio;
+  a.enable_limit = d.enable_limit;
+  a.lower_angle = d.lower_angle;
+  a.upper_angle = d.upper_angle;
+  a.motor_mode = static_cast<wire::JointMotorMode>(d.motor_mode);
+  a.motor_speed = d.motor_speed;
+  a.max_motor_torque = d.max_motor_torque;
+  a.target_angle = d.target_angle;
+  a.motor_target_angle = d.motor_target_angle;
+  a.break_force = d.break_force;
+  a.break_torque = d.break_torque;
+  a.collide_connected = d.collide_connected;
+  const uint32_t request_id = m.take_request_id();
+  return m.queue_request(request_id, wire::build_create_joint(m.fbb, request_id, a));
+}
+
+uint32_t ClientCore::destroy_joint(ObjectID joint) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  return m.queue_request(request_id, wire::build_destroy_joint(m.fbb, request_id, joint));
+}
+
+uint32_t ClientCore::set_joint_motor(ObjectID joint, JointMotorMode mode, float speed, float target_angle,
+                                     float max_torque) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  const wire::JointMotorArgs motor{static_cast<wire::JointMotorMode>(mode), speed, target_angle, max_torque};
+  return m.queue_request(request_id, wire::build_set_joint_motor(m.fbb, request_id, joint, motor));
+}
+
+std::span<const JointEvent> ClientCore::joints() const { return impl_->joints; }
 
 uint32_t ClientCore::move_kinematic(ObjectID id, Vec3 position, Quat orientation) {
   Impl& m = *impl_;

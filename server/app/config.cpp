@@ -112,6 +112,12 @@ std::string validate_config(const ServerConfig& c) {
   if (c.max_wakes_per_tick < 0 || c.max_wakes_per_tick > 10'000'000) {
     return fmt::format("--max-wakes-per-tick must be in 0..10000000 (0 = no limit; got {})", c.max_wakes_per_tick);
   }
+  if (c.max_joints_per_client < 0 || c.max_joints_per_client > 1000000) {
+    return fmt::format("--max-joints-per-client must be in 0..1000000 (0 = no limit; got {})", c.max_joints_per_client);
+  }
+  if (c.max_client_joints < 0 || c.max_client_joints > 1000000) {
+    return fmt::format("--max-client-joints must be in 0..1000000 (0 = no limit; got {})", c.max_client_joints);
+  }
   if (c.max_spawn_overlaps < 0 || c.max_spawn_overlaps > 1000000) {
     return fmt::format("--max-spawn-overlaps must be in 0..1000000 (0 = no limit; got {})", c.max_spawn_overlaps);
   }
@@ -270,6 +276,11 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
   add("--max-client-extent", config.max_client_extent,
       "Largest radius, half extent or capsule half height + radius [m] of a client's body, [0, 1000] "
       "(0 = the world's 1000 m, and clients may create static planes); else clients may not create planes");
+  add("--max-joints-per-client", config.max_joints_per_client,
+      "Live joints one client may own (anonymous mode: all sessions of one address together), 0..1000000 "
+      "(0 = no limit)");
+  add("--max-client-joints", config.max_client_joints,
+      "Live joints all clients together may own (the scene's not counted), 0..1000000; then WorldFull (0 = no limit)");
   add("--max-spawn-overlaps", config.max_spawn_overlaps,
       "Dynamic and kinematic bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)");
   add("--max-objects-per-address", config.max_objects_per_address,
@@ -635,14 +646,14 @@ std::string describe_config(const ServerConfig& c) {
       "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
       "max_steps_per_frame={} threads={} stats_interval={}s log_level={} log_format={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
-      "max_client_objects={} max_client_extent={}m max_spawn_overlaps={} "
+      "max_client_objects={} max_client_extent={}m max_joints_per_client={} max_client_joints={} max_spawn_overlaps={} "
       "max_objects_per_address={} max_sessions_per_address={} tick_budget={} max_wakes_per_tick={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={} agones={} admin={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.log_format, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
       c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,
-      c.max_client_objects, c.max_client_extent, c.max_spawn_overlaps,
+      c.max_client_objects, c.max_client_extent, c.max_joints_per_client, c.max_client_joints, c.max_spawn_overlaps,
       c.max_objects_per_address, c.max_sessions_per_address,
       c.tick_budget_ms > 0 ? fmt::format("{}ms(min_work={})", c.tick_budget_ms, c.tick_budget_min_work) : std::string("off"),
       c.max_wakes_per_tick, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,

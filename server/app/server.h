@@ -77,6 +77,13 @@ struct ServerConfig {
   /// QuotaExceeded. Bounds the contact pairs one burst of creates can add (N bodies piled in one
   /// spot make N^2/2). 0 = no limit.
   int max_spawn_overlaps = 8;
+  /// --max-joints-per-client: live joints one client may own (anonymous mode: all sessions of
+  /// one address together, as --max-objects-per-address); 0 = no limit. A joint costs a row
+  /// block of the solve, about what a contact costs.
+  int max_joints_per_client = 128;
+  /// --max-client-joints: live joints all clients together may own (the scene's not counted);
+  /// then WorldFull. 0 = no limit.
+  int max_client_joints = 4096;
   /// --max-objects-per-address: anonymous mode only (no --token-key): live objects all sessions
   /// from one IP address may own together, objects kept after their creator left included, so
   /// reconnecting (a new port, a new session) does not reset the quota. -1 = the same as

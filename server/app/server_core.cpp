@@ -602,6 +602,7 @@ void ServerCore::accept_session(const Endpoint& from, const wire::Connect& m, ui
   s->client_kx_public = keying.client_public;
   s->token_bound = keying.token_bound;
   s->max_objects = max_objects;
+  s->joint_serial_at_start = next_joint_serial_;  // older joints are announced by queue_joint_events' walk
   if (!playback_) {  // spectators see the recording's snapshot ticks (playback writes them all at once)
     s->snapshot_phase = static_cast<uint16_t>(next_snapshot_phase_);
     next_snapshot_phase_ = (next_snapshot_phase_ + 1) % snapshot_phases();
@@ -883,6 +884,9 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
     }
     return check_client_body(r, message);
   }
+  if (r.type == Message::CreateJoint || r.type == Message::DestroyJoint || r.type == Message::SetJointMotor) {
+    return authorize_joint(r, message);
+  }
   if (!wire::rule_of(r.type).addresses_object || authority_any_) return ResultCode::Ok;
   if (r.id.index >= owners_.size()) return ResultCode::Ok;  // the World answers StaleId
   const Ownership& o = owners_[r.id.index];
@@ -951,7 +955,9 @@ wire::ResultCode ServerCore::check_client_body(const PendingRequest& r, std::str
 }
 
 void ServerCore::note_applied(const PendingRequest& r, ObjectID id) {
-  if (r.type == Message::CreateObject) {
+  if (r.type == Message::CreateJoint) {
+    note_joint_added(id, r.client_id, r.from);
+  } else if (r.type == Message::CreateObject) {
     if (owners_.size() <= id.index) owners_.resize(id.index + 1);
     const bool anonymous = !token_key_;
     const asio::ip::address prefix = address_prefix(r.from.address());
@@ -1332,6 +1338,7 @@ void ServerCore::apply_requests(TimePoint now, Outbox& out) {
   for (const PendingRequest& r : queue_) apply_request(r, now, out);
   // After the queue, so requests a client sent before it left cannot leave objects behind.
   if (!departed_.empty()) destroy_departed();
+  note_joint_removals();  // destroyed by a request, or with a body
 }
 
 void ServerCore::answer_raycasts(Outbox& out) {
@@ -1352,6 +1359,7 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
   uint64_t over_cap = 0;
   uint32_t sessions_over_cap = 0;
   for (Session& s : sessions_.sessions()) {
+    queue_joint_events(s);
     size_t queued = 0;
     for (size_t k = 0; k < events_.size(); ++k) {
       if (!inside_interest(s.interest, event_points_[k], kEventInterestMargin)) continue;
@@ -1369,16 +1377,19 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
     const auto resend_after =
         std::max<std::chrono::nanoseconds>(kMinEventResend, std::chrono::duration_cast<std::chrono::nanoseconds>(rtt));
     for (size_t d = 0; d < kMaxEventDatagramsPerUpdate; ++d) {
-      s.events.collect_due(now, resend_after, per_datagram, &event_batch_);
+      s.events.collect_due(now, resend_after, per_datagram, &event_batch_, &event_joint_batch_);
       if (event_batch_.empty()) break;
       // Bit-packed with the session's snapshot quantisation (points at the position step).
-      const auto bytes = wire::build_collision_events(fbb_, event_batch_, sender_config_.quant);
+      const auto bytes = wire::build_collision_events(fbb_, event_batch_, sender_config_.quant, event_joint_batch_);
       if (bytes.empty()) break;  // unreachable: validate_config checked the quantisation
       const uint32_t sequence = send(s, bytes, now, out);
       s.events.mark_sent(sequence, now);
       stats_.event_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
     }
   }
+  joint_events_.clear();
+  joint_event_fields_.clear();
+  joint_event_serials_.clear();
   if (over_cap > 0) {
     rejects_.note(RejectReason::EventsDropped,
                   fmt::format("{} events over the per-session cap of {} an update, for {} sessions", over_cap,
@@ -1466,6 +1477,7 @@ int ServerCore::update(TimePoint now, Outbox& out) {
       world_.step(dt_);
       if (!world_.removed_non_finite().empty()) note_removed_bodies(now);
       if (!world_.restored_non_finite().empty()) note_restored_bodies(now);
+      if (!world_.joint_removals().empty()) note_joint_removals();  // broken, or a body removed
       record_ns += journal_.stepped(world_);
       events_dropped += collect_step_events();
       for (int p = 0; p < phases; ++p) {

@@ -202,6 +202,19 @@ class ServerCore {
   /// --max-spawn-overlaps); Ok or the refusal, with *message naming the limit and its value.
   wire::ResultCode check_client_body(const PendingRequest& r, std::string_view* message) const;
   void note_applied(const PendingRequest& r, ObjectID id);
+  // Joints (server_core_joints.cpp).
+  /// Ownership (--authority owner), quotas (--max-joints-per-client, --max-client-joints) and
+  /// reach (--max-client-extent) of CreateJoint, DestroyJoint and SetJointMotor.
+  wire::ResultCode authorize_joint(const PendingRequest& r, std::string_view* message) const;
+  /// A joint was created (by a client, or the scene with client_id 0): its owner and counts, and
+  /// a JointAdded for the sessions that began before it.
+  void note_joint_added(ObjectID joint, uint32_t client_id, const Endpoint& from);
+  /// The World's joint removals since the last call: counts, and a JointRemoved for every session.
+  void note_joint_removals();
+  /// Queues this update's joint events, and the next few joints a new session has not heard of.
+  void queue_joint_events(Session& s);
+  /// The JointAdded event of a live joint at the current tick (false when it is not live).
+  bool joint_added_event(ObjectID joint, wire::CollisionEvent* event, wire::JointEventFields* fields) const;
   /// After a step: the bodies the World's guard removed (non-finite state) leave their owner's
   /// count, are counted and logged, and keep a mark so a later request on them says why.
   void note_removed_bodies(TimePoint now);
@@ -368,6 +381,26 @@ class ServerCore {
   int next_snapshot_phase_ = 0;       // given to the next accepted session (round robin)
   std::vector<wire::CollisionEvent> events_;
   std::vector<wire::CollisionEvent> event_batch_;
+  std::vector<wire::JointEventFields> event_joint_batch_;  // the joint column of event_batch_
+  // Joints: who owns each, indexed by JointID::index; its serial orders it against sessions'
+  // starts (Session::joint_serial_at_start), so each session hears of each joint once.
+  struct JointOwnership {
+    uint32_t generation = 0;  ///< 0: no live joint in the slot
+    uint32_t client_id = 0;   ///< 0 = the scene
+    bool charged_to_address = false;
+    asio::ip::address address;
+    uint64_t serial = 0;
+  };
+  std::vector<JointOwnership> joint_owners_;
+  std::map<uint32_t, uint32_t> joints_of_client_;           // client id -> live joints (ordered)
+  std::map<asio::ip::address, uint32_t> joints_by_address_;  // anonymous mode: address -> live joints
+  uint32_t client_joints_ = 0;                               // live joints owned by clients
+  uint64_t next_joint_serial_ = 1;
+  // This update's joint events (JointAdded with the serial of its joint, JointRemoved with 0),
+  // for every session: not filtered by area, not under the per-session event cap.
+  std::vector<wire::CollisionEvent> joint_events_;
+  std::vector<wire::JointEventFields> joint_event_fields_;
+  std::vector<uint64_t> joint_event_serials_;
   std::vector<uint32_t> newly_acked_;
   std::vector<Session> expired_;
   std::vector<physics::RayHit> ray_hits_;

@@ -13,7 +13,7 @@ static_assert((kMaxPendingEvents & (kMaxPendingEvents - 1)) == 0 && kInitialRing
 
 EventChannel::EventChannel() : ring_(kInitialRing), packets_(kEventPacketHistory) {}
 
-void EventChannel::push(const wire::CollisionEvent& e) {
+void EventChannel::push(const wire::CollisionEvent& e, const wire::JointEventFields& joint) {
   const uint32_t held = next_sequence_ - first_;
   if (held == ring_.size() && ring_.size() < kMaxPendingEvents) {
     std::vector<Slot> grown(ring_.size() * 2);
@@ -29,6 +29,7 @@ void EventChannel::push(const wire::CollisionEvent& e) {
   }
   Slot& s = slot(next_sequence_);
   s.event = wire::CollisionEvent(e.tick(), e.a(), e.b(), e.point(), e.normal(), next_sequence_, e.type());
+  s.joint = joint;
   s.last_sent = TimePoint{};
   s.sent = false;
   s.acked = false;
@@ -37,8 +38,10 @@ void EventChannel::push(const wire::CollisionEvent& e) {
 }
 
 void EventChannel::collect_due(TimePoint now, std::chrono::nanoseconds resend_after, size_t max,
-                               std::vector<wire::CollisionEvent>* batch) {
+                               std::vector<wire::CollisionEvent>* batch,
+                               std::vector<wire::JointEventFields>* joints) {
   batch->clear();
+  if (joints != nullptr) joints->clear();
   last_batch_.clear();
   while (!resends_.empty() && !is_live(resends_.front())) resends_.pop_front();
   // Resends: the queue is in send order, so the first entry not yet due ends the search.
@@ -47,10 +50,12 @@ void EventChannel::collect_due(TimePoint now, std::chrono::nanoseconds resend_af
     if (!is_live(r)) continue;
     if (now - r.sent_at < resend_after) break;
     batch->push_back(slot(r.sequence).event);
+    if (joints != nullptr) joints->push_back(slot(r.sequence).joint);
     last_batch_.push_back(r.sequence);
   }
   for (uint32_t q = next_unsent_; q != next_sequence_ && batch->size() < max; ++q) {
     batch->push_back(slot(q).event);
+    if (joints != nullptr) joints->push_back(slot(q).joint);
     last_batch_.push_back(q);
   }
 }

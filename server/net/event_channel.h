@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "impulse/schemas/impulse_generated.h"
+#include "shared/wire/event_codec.h"
 
 namespace impulse::server {
 
@@ -31,16 +32,17 @@ class EventChannel {
 
   EventChannel();
 
-  /// Queues `e` for delivery, stamping its sequence (1, 2, ...). Drops the oldest pending event
-  /// when kMaxPendingEvents are waiting.
-  void push(const wire::CollisionEvent& e);
+  /// Queues `e` for delivery, stamping its sequence (1, 2, ...), with its joint fields for a
+  /// joint event (wire::JointEventFields). Drops the oldest pending event when kMaxPendingEvents
+  /// are waiting.
+  void push(const wire::CollisionEvent& e, const wire::JointEventFields& joint = {});
 
   /// Copies into *batch (cleared first) at most `max` pending events: first those last sent at
   /// least `resend_after` before `now` (oldest send first), then those never sent (in sequence
-  /// order). mark_sent() then records the datagram they went out in; without it, the next call
-  /// chooses the same events.
+  /// order), and their joint fields into *joints (one per event). mark_sent() then records the
+  /// datagram they went out in; without it, the next call chooses the same events.
   void collect_due(TimePoint now, std::chrono::nanoseconds resend_after, size_t max,
-                   std::vector<wire::CollisionEvent>* batch);
+                   std::vector<wire::CollisionEvent>* batch, std::vector<wire::JointEventFields>* joints = nullptr);
   /// The batch of the last collect_due() left in packet `sequence` at `now`.
   void mark_sent(uint32_t sequence, TimePoint now);
   /// The peer acked packet `sequence`: every event it carried is delivered and forgotten.
@@ -54,6 +56,7 @@ class EventChannel {
  private:
   struct Slot {
     wire::CollisionEvent event;
+    wire::JointEventFields joint;
     TimePoint last_sent{};
     bool sent = false;
     bool acked = false;

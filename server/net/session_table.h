@@ -74,6 +74,11 @@ struct Session {
   bool token_bound = false;  ///< the packet keys mix in the connect token's session secret
   RequestWindow requests;    ///< exactly-once admission of this client's requests
   EventChannel events;       ///< collision events until acked
+  /// Joints that existed when the session began are announced (JointAdded) a few per update:
+  /// the next joint slot to look at, and the server's joint serial at the start (joints with a
+  /// lower serial are announced by this walk, later ones as they are created).
+  uint32_t joint_cursor = 0;
+  uint64_t joint_serial_at_start = 0;
   std::unique_ptr<SnapshotSender> snapshots;  ///< baselines, interest and priorities of this client
   wire::InterestArgs interest;                 ///< the area set by SetInterest (All by default)
   TokenBucket request_rate;  ///< requests per second

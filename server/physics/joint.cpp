@@ -152,8 +152,16 @@ void solve_hinge_axial(SolverJoint& j, SolverBody& a, SolverBody& b, const Softn
     apply_angular(a, b, axis * lambda);
   }
   if (j.enable_motor) {
+    // Velocity motor: the rate to motor_speed. Position motor: a soft row towards the target
+    // angle (Jolt's position motor), both within the torque limit.
     const float most = j.max_motor_torque * h;
-    const float total = std::clamp(j.motor_impulse - mass * (rate() - j.motor_speed), -most, most);
+    float want = -mass * (rate() - j.motor_speed);
+    if (j.position_motor) {
+      const Softness drive = make_softness(kPositionMotorHertz, kPositionMotorDampingRatio, h);
+      want = -drive.mass_scale * mass * (rate() + (angle - j.motor_target_angle) * drive.bias_rate) -
+             drive.impulse_scale * j.motor_impulse;
+    }
+    const float total = std::clamp(j.motor_impulse + want, -most, most);
     const float lambda = total - j.motor_impulse;
     j.motor_impulse = total;
     apply_angular(a, b, axis * lambda);

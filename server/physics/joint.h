@@ -61,6 +61,11 @@ struct JointDesc {
   bool enable_motor = false;
   float motor_speed = 0;
   float max_motor_torque = 0;
+  /// Hinge only: with enable_motor, a position motor instead: it drives the angle to
+  /// motor_target_angle [rad] (in [-0.99 pi, 0.99 pi]) as a 2 Hz spring with damping ratio 1 (Jolt's
+  /// MotorSettings defaults), with at most max_motor_torque; motor_speed is then unused.
+  bool position_motor = false;
+  float motor_target_angle = 0;
   /// Hinge only: with spring_hertz > 0 (and spring_damping_ratio) above, a torsion spring pulls
   /// the angle towards target_angle [rad], in [-0.99 pi, 0.99 pi]. Its frequency is on the row's inertia,
   /// the bodies' about their centres (Box2D's revolute spring): a body hinged off its centre
@@ -74,6 +79,38 @@ struct JointDesc {
   /// Whether the two bodies still collide with each other (Box2D's collideConnected; off by
   /// default, as in Box2D and Jolt).
   bool collide_connected = false;
+};
+
+/// A hinge motor's settings (JointDesc's enable_motor, position_motor, motor_speed,
+/// motor_target_angle and max_motor_torque), for World::set_joint_motor.
+struct JointMotor {
+  bool enable = false;
+  bool position = false;       ///< drive the angle to target_angle, else the rate to speed
+  float speed = 0;             ///< [rad/s], |speed| <= WorldSettings::max_angular_speed
+  float target_angle = 0;      ///< [rad], in [-0.99 pi, 0.99 pi]
+  float max_torque = 0;        ///< [N·m], >= 0
+};
+
+/// [rad] The bound of hinge limits and targets: 0.99 pi, as Box2D's revolute limits (the angle
+/// wraps at pi).
+inline constexpr float kMaxHingeAngle = 0.99f * 3.14159265358979f;
+
+/// The position motor's spring: 2 Hz, damping ratio 1 (Jolt's MotorSettings defaults).
+inline constexpr float kPositionMotorHertz = 2.0f;
+inline constexpr float kPositionMotorDampingRatio = 1.0f;
+
+/// Why a joint left the world (World::joint_removals).
+enum class JointRemoval : uint8_t {
+  Destroyed,  ///< World::destroy_joint
+  Broken,     ///< past its break_force or break_torque (World::broken_joints)
+  BodyGone,   ///< one of its bodies was destroyed or removed
+};
+
+/// A joint that left the world, and why.
+struct RemovedJoint {
+  ObjectID joint;
+  ObjectID a, b;
+  JointRemoval reason = JointRemoval::Destroyed;
 };
 
 /// A joint that broke in the last step: its force and torque at the last substep [N], [N·m].
@@ -102,6 +139,8 @@ struct JointRecord {
   bool enable_limit = false, enable_motor = false;
   float lower_angle = 0, upper_angle = 0, motor_speed = 0, max_motor_torque = 0, target_angle = 0;
   float break_force = 0, break_torque = 0;  ///< JointDesc's
+  bool position_motor = false;
+  float motor_target_angle = 0;
   // Accumulated impulses of the last step, for warm starting [N·s], [N·m·s].
   Vec3 linear_impulse;      ///< point block, world frame
   Vec3 angular_impulse;     ///< Fixed: world frame; Hinge: (row 1, row 2, unused)
@@ -134,8 +173,9 @@ struct SolverJoint {
   bool spring = false;      ///< Distance: spring_hertz > 0
   float spring_hertz = 0, spring_damping_ratio = 0;
   Vec3 ref_a, ref_b;        ///< Hinge: the angle's reference perpendiculars at step start, world frame
-  bool enable_limit = false, enable_motor = false;
+  bool enable_limit = false, enable_motor = false, position_motor = false;
   float lower_angle = 0, upper_angle = 0, motor_speed = 0, max_motor_torque = 0, target_angle = 0;
+  float motor_target_angle = 0;
   Vec3 linear_impulse, angular_impulse;
   float axial_impulse = 0, lower_impulse = 0, upper_impulse = 0, motor_impulse = 0;
 };

@@ -154,6 +154,16 @@ class World {
   JointResult create_joint(const JointDesc& desc);
   /// Destroys a joint and wakes its bodies. @return StaleId or Ok.
   Error destroy_joint(ObjectID joint);
+  /// Replaces a hinge's motor (JointMotor) and wakes its bodies; the motor's accumulated impulse
+  /// restarts from 0 when the mode changes. @return StaleId, InvalidArgument (not a hinge, a
+  /// value not finite or out of range: the world unchanged) or Ok.
+  Error set_joint_motor(ObjectID joint, const JointMotor& motor);
+  /// Every joint removed since clear_joint_removals(), in removal order: destroyed, broken (at a
+  /// step's end) or gone with one of its bodies (destroy_object, the non-finite guard). The
+  /// caller clears it (a server after telling its clients); not saved by save_state, cleared by
+  /// restore_state.
+  std::span<const RemovedJoint> joint_removals() const { return joint_removals_; }
+  void clear_joint_removals() { joint_removals_.clear(); }
   /// A copy of a joint (its accumulated impulses of the last step included), or nullopt.
   std::optional<JointRecord> get_joint(ObjectID joint) const;
   /// Live joints. O(1).
@@ -424,6 +434,7 @@ class World {
   SolverJoint prepare_joint(uint32_t record, uint32_t ia, uint32_t ib) const;
   bool jointed_without_collision(ObjectID a, ObjectID b) const;
   void destroy_joints_of(ObjectID body);
+  Error remove_joint(ObjectID joint, JointRemoval reason);
   void rebuild_joint_filter();
   void break_joints();  // the step's end: destroys the joints past their thresholds
   // The solve's parts (world_solve.cpp), in order: solver bodies and forces from the awake list
@@ -460,6 +471,7 @@ class World {
   uint32_t live_joints_ = 0;
   std::vector<BrokenJoint> breaking_;       // found by the solve, destroyed at the step's end
   std::vector<BrokenJoint> broken_joints_;  // of the last step
+  std::vector<RemovedJoint> joint_removals_;  // since clear_joint_removals
   // (min, max) u64 ids of jointed pairs that must not collide, sorted, for collide_pair.
   std::vector<std::pair<uint64_t, uint64_t>> no_collide_pairs_;
   bool freeze_pending_ = false;  // put_to_sleep (or restore_state) since the last step: freeze at its start

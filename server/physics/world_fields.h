@@ -198,6 +198,8 @@ void io_joint(Io& io, S& slot) {
   io.f32(j.target_angle);
   io.f32(j.break_force);
   io.f32(j.break_torque);
+  io.flag(j.position_motor, "joint position_motor");
+  io.f32(j.motor_target_angle);
   io_vec(io, j.linear_impulse);
   io_vec(io, j.angular_impulse);
   io.f32(j.axial_impulse);
@@ -205,7 +207,7 @@ void io_joint(Io& io, S& slot) {
   io.f32(j.upper_impulse);
   io.f32(j.motor_impulse);
 }
-inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 2 + 7 * 4 + 2 * 12 + 4 * 4;  // 201
-inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 2 + 7 + 6 + 4;  // 54
+inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 2 + 7 * 4 + 1 + 4 + 2 * 12 + 4 * 4;  // 206
+inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 2 + 7 + 2 + 6 + 4;  // 56
 
 }  // namespace impulse::physics::detail

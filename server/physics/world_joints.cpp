@@ -67,9 +67,7 @@ World::JointResult World::create_joint(const JointDesc& desc) {
       tangent_basis(axis, ref, unused);
       j.ref_a = inverse_rotate(qa, ref);
       j.ref_b = inverse_rotate(qb, ref);
-      // Within 0.99 pi, as Box2D's revolute limits: the angle wraps at pi.
-      constexpr float kMaxAngle = 0.99f * 3.14159265358979f;
-      auto angle = [&](float x) { return std::isfinite(x) && x >= -kMaxAngle && x <= kMaxAngle; };
+      auto angle = [&](float x) { return std::isfinite(x) && std::fabs(x) <= kMaxHingeAngle; };
       if (desc.enable_limit && !(angle(desc.lower_angle) && angle(desc.upper_angle) && desc.lower_angle <= desc.upper_angle)) {
         return result;
       }
@@ -77,13 +75,15 @@ World::JointResult World::create_joint(const JointDesc& desc) {
                                  is_finite_non_negative(desc.max_motor_torque))) {
         return result;
       }
-      if (!angle(desc.target_angle)) return result;
+      if (!angle(desc.target_angle) || (desc.position_motor && !angle(desc.motor_target_angle))) return result;
       j.enable_limit = desc.enable_limit;
       j.lower_angle = desc.enable_limit ? desc.lower_angle : 0.0f;
       j.upper_angle = desc.enable_limit ? desc.upper_angle : 0.0f;
       j.enable_motor = desc.enable_motor;
       j.motor_speed = desc.enable_motor ? desc.motor_speed : 0.0f;
       j.max_motor_torque = desc.enable_motor ? desc.max_motor_torque : 0.0f;
+      j.position_motor = desc.enable_motor && desc.position_motor;
+      j.motor_target_angle = j.position_motor ? desc.motor_target_angle : 0.0f;
       j.spring_hertz = desc.spring_hertz;
       j.spring_damping_ratio = desc.spring_damping_ratio;
       j.target_angle = desc.target_angle;
@@ -136,11 +136,39 @@ World::JointResult World::create_joint(const JointDesc& desc) {
   return result;
 }
 
-Error World::destroy_joint(ObjectID joint) {
+Error World::destroy_joint(ObjectID joint) { return remove_joint(joint, JointRemoval::Destroyed); }
+
+Error World::set_joint_motor(ObjectID joint, const JointMotor& motor) {
+  if (joint.index >= joints_.size() || !joints_[joint.index].live || joints_[joint.index].generation != joint.generation) {
+    return Error::StaleId;
+  }
+  JointRecord& j = joints_[joint.index].joint;
+  if (j.kind != JointKind::Hinge) return Error::InvalidArgument;
+  if (motor.enable && !(std::isfinite(motor.speed) && std::fabs(motor.speed) <= settings_.max_angular_speed &&
+                        is_finite_non_negative(motor.max_torque) && std::isfinite(motor.target_angle) &&
+                        std::fabs(motor.target_angle) <= kMaxHingeAngle)) {
+    return Error::InvalidArgument;
+  }
+  const bool position = motor.enable && motor.position;
+  if (j.enable_motor != motor.enable || j.position_motor != position) j.motor_impulse = 0.0f;
+  j.enable_motor = motor.enable;
+  j.position_motor = position;
+  j.motor_speed = motor.enable && !position ? motor.speed : 0.0f;
+  j.motor_target_angle = position ? motor.target_angle : 0.0f;
+  j.max_motor_torque = motor.enable ? motor.max_torque : 0.0f;
+  for (const ObjectID body : {j.a, j.b}) {
+    const uint32_t d = body.is_null() ? SlotMap::kNone : slots_.find(body);
+    if (d != SlotMap::kNone && bodies_.info[d].sleeping) wake_body(d);
+  }
+  return Error::Ok;
+}
+
+Error World::remove_joint(ObjectID joint, JointRemoval reason) {
   if (joint.index >= joints_.size() || !joints_[joint.index].live || joints_[joint.index].generation != joint.generation) {
     return Error::StaleId;
   }
   JointSlot& slot = joints_[joint.index];
+  joint_removals_.push_back(RemovedJoint{joint, slot.joint.a, slot.joint.b, reason});
   slot.live = false;
   --live_joints_;
   free_joints_.push_back(joint.index);
@@ -158,7 +186,7 @@ void World::break_joints() {
   std::sort(breaking_.begin(), breaking_.end(),
             [](const BrokenJoint& x, const BrokenJoint& y) { return x.joint.index < y.joint.index; });
   for (const BrokenJoint& b : breaking_) {
-    if (destroy_joint(b.joint) == Error::Ok) broken_joints_.push_back(b);
+    if (remove_joint(b.joint, JointRemoval::Broken) == Error::Ok) broken_joints_.push_back(b);
   }
   breaking_.clear();
 }
@@ -173,7 +201,9 @@ std::optional<JointRecord> World::get_joint(ObjectID joint) const {
 void World::destroy_joints_of(ObjectID body) {
   for (uint32_t k = 0; k < joints_.size(); ++k) {
     const JointSlot& slot = joints_[k];
-    if (slot.live && (slot.joint.a == body || slot.joint.b == body)) destroy_joint(ObjectID{k, slot.generation});
+    if (slot.live && (slot.joint.a == body || slot.joint.b == body)) {
+      remove_joint(ObjectID{k, slot.generation}, JointRemoval::BodyGone);
+    }
   }
 }
 
@@ -226,6 +256,8 @@ SolverJoint World::prepare_joint(uint32_t record, uint32_t ia, uint32_t ib) cons
     s.upper_angle = j.upper_angle;
     s.motor_speed = j.motor_speed;
     s.max_motor_torque = j.max_motor_torque;
+    s.position_motor = j.position_motor;
+    s.motor_target_angle = j.motor_target_angle;
     s.target_angle = j.target_angle;
   }
   s.target = pa.orientation * j.relative;

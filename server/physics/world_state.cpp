@@ -104,7 +104,7 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 8;
+constexpr uint32_t kFormatVersion = 9;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
@@ -112,7 +112,7 @@ constexpr uint32_t kFormatVersion = 8;
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
-                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 204,
+                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 212,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");
 
 struct FingerprintEntry {
@@ -735,6 +735,7 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   rebuild_joint_filter();
   breaking_.clear();
   broken_joints_.clear();
+  joint_removals_.clear();
   invalidate_queries();
   return true;
 }

@@ -88,13 +88,60 @@ physics::BodyDesc to_physics(const record::BodyDesc& r) {
   return d;
 }
 
+record::JointDesc to_record(const physics::JointDesc& j, const physics::JointMotor& motor, bool is_motor) {
+  if (is_motor) {
+    const uint8_t flags = static_cast<uint8_t>((motor.enable ? 2u : 0u) | (motor.position ? 4u : 0u));
+    return record::JointDesc(record::Vec3{}, record::Vec3{}, record::Vec3{}, 0, 0, 0, 0, 0, 0, 0, 0, motor.speed,
+                             motor.max_torque, 0, motor.target_angle, 0, 0, 0, flags);
+  }
+  const uint8_t flags = static_cast<uint8_t>((j.enable_limit ? 1u : 0u) | (j.enable_motor ? 2u : 0u) |
+                                             (j.position_motor ? 4u : 0u) | (j.collide_connected ? 8u : 0u));
+  return record::JointDesc(rec(j.anchor), rec(j.anchor_b), rec(j.axis), to_wire(j.body_a), to_wire(j.body_b),
+                           j.min_length, j.max_length, j.spring_hertz, j.spring_damping_ratio, j.lower_angle,
+                           j.upper_angle, j.motor_speed, j.max_motor_torque, j.target_angle, j.motor_target_angle,
+                           j.break_force, j.break_torque, static_cast<uint8_t>(j.kind), flags);
+}
+
+void from_record(const record::JointDesc& r, server::PendingRequest* p) {
+  const uint8_t flags = r.flags();
+  if (p->type == wire::Message::SetJointMotor) {
+    p->motor = physics::JointMotor{(flags & 2u) != 0, (flags & 4u) != 0, r.motor_speed(), r.motor_target_angle(),
+                                   r.max_motor_torque()};
+    return;
+  }
+  physics::JointDesc& j = p->joint;
+  j.kind = static_cast<physics::JointKind>(r.kind());  // the World refuses an unknown kind
+  j.body_a = from_wire(r.body_a());
+  j.body_b = from_wire(r.body_b());
+  j.anchor = phys(r.anchor());
+  j.anchor_b = phys(r.anchor_b());
+  j.axis = phys(r.axis());
+  j.min_length = r.min_length();
+  j.max_length = r.max_length();
+  j.spring_hertz = r.spring_hertz();
+  j.spring_damping_ratio = r.spring_damping_ratio();
+  j.lower_angle = r.lower_angle();
+  j.upper_angle = r.upper_angle();
+  j.motor_speed = r.motor_speed();
+  j.max_motor_torque = r.max_motor_torque();
+  j.target_angle = r.target_angle();
+  j.motor_target_angle = r.motor_target_angle();
+  j.break_force = r.break_force();
+  j.break_torque = r.break_torque();
+  j.enable_limit = (flags & 1u) != 0;
+  j.enable_motor = (flags & 2u) != 0;
+  j.position_motor = (flags & 4u) != 0;
+  j.collide_connected = (flags & 8u) != 0;
+}
+
 server::PendingRequest to_pending(const record::Request& r) {
   server::PendingRequest p;
   p.type = static_cast<wire::Message>(r.type());
   p.client_id = r.client_id();
   p.request_id = r.request_id();
-  // A CreateObject's recorded id is its result, not an input.
-  if (p.type != wire::Message::CreateObject) p.id = from_wire(r.id());
+  // A CreateObject's or CreateJoint's recorded id is its result, not an input.
+  if (p.type != wire::Message::CreateObject && p.type != wire::Message::CreateJoint) p.id = from_wire(r.id());
+  if (const record::JointDesc* j = r.joint()) from_record(*j, &p);
   if (r.vector()) p.vector = phys(*r.vector());
   if (r.point()) p.point = phys(*r.point());
   if (r.body()) p.desc = to_physics(*r.body());
@@ -150,7 +197,10 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
   for (const RequestRecord& q : requests) {
     const server::PendingRequest& r = q.request;
     const bool has_vector = r.type != wire::Message::CreateObject && r.type != wire::Message::DestroyObject &&
-                            r.type != wire::Message::SetFilter;
+                            r.type != wire::Message::SetFilter && r.type != wire::Message::CreateJoint &&
+                            r.type != wire::Message::DestroyJoint && r.type != wire::Message::SetJointMotor;
+    const bool has_joint = r.type == wire::Message::CreateJoint || r.type == wire::Message::SetJointMotor;
+    const record::JointDesc joint = to_record(r.joint, r.motor, r.type == wire::Message::SetJointMotor);
     const physics::Filter& f = r.type == wire::Message::SetFilter ? r.filter : r.desc.filter;
     const bool has_filter = r.type == wire::Message::SetFilter ||
                             (r.type == wire::Message::CreateObject && f != physics::Filter{});
@@ -168,6 +218,7 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
     if (r.type == wire::Message::CreateObject) b.add_body(&body);
     if (has_filter) b.add_filter(&filter);
     if (r.type == wire::Message::MoveKinematic) b.add_orientation(&orientation);
+    if (has_joint) b.add_joint(&joint);
     b.add_result(static_cast<uint16_t>(q.result));
     b.add_type(static_cast<uint8_t>(r.type));
     scratch.push_back(b.Finish());

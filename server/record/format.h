@@ -22,8 +22,9 @@ namespace impulse::record {
 /// Version of the frame layout; a reader refuses any other (Header::format_version). 2: Tick
 /// frames carry World::awake_hash instead of World::world_hash. 3: the same layout, but both
 /// hashes cover every field save_state writes (world_fields.h), so a version-2 recording's
-/// hashes cannot be checked by this build.
-inline constexpr uint32_t kFormatVersion = 3;
+/// hashes cannot be checked by this build. 4: Request.joint (CreateJoint, DestroyJoint and
+/// SetJointMotor are journalled).
+inline constexpr uint32_t kFormatVersion = 4;
 /// Largest frame accepted by the reader [bytes, excluding the 4-byte size prefix]. A size prefix
 /// beyond it is garbage, not a frame (a 1e6-body keyframe is about 200 MB).
 inline constexpr uint32_t kMaxFrameBytes = 1u << 30;

@@ -31,6 +31,14 @@ AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r, fl
     case Message::SetAngularVelocity: out.error = world.set_angular_velocity(r.id, r.vector); break;
     case Message::SetFilter: out.error = world.set_filter(r.id, r.filter); break;
     case Message::MoveKinematic: out.error = world.move_kinematic(r.id, r.vector, r.orientation, dt); break;
+    case Message::CreateJoint: {
+      const physics::World::JointResult created = world.create_joint(r.joint);
+      out.error = created.error;
+      out.id = created.id;
+      break;
+    }
+    case Message::DestroyJoint: out.error = world.destroy_joint(r.id); break;
+    case Message::SetJointMotor: out.error = world.set_joint_motor(r.id, r.motor); break;
     default: out.error = physics::Error::InvalidArgument; break;
   }
   return out;

@@ -45,6 +45,10 @@ struct PendingRequest {
   std::optional<physics::QueryFilter> query_filter;  ///< Raycast only: absent = every body
   bool shared = false;                       ///< CreateObject only: any client may touch it
   physics::Filter filter;                    ///< SetFilter only: the new collision filter
+  /// CreateJoint only: the joint (bodies named in it; `id` stays null). DestroyJoint and
+  /// SetJointMotor address their joint by `id` (a JointID).
+  physics::JointDesc joint;
+  physics::JointMotor motor;                 ///< SetJointMotor only
   wire::InterestArgs interest;               ///< SetInterest only
   bool rerun = false;                        ///< a Raycast answered again after its answer was lost
   // ReplayControl only (impulse-replay serve).
@@ -56,7 +60,8 @@ struct PendingRequest {
 /// What applying one request did to the world.
 struct AppliedRequest {
   physics::Error error = physics::Error::Ok;
-  /// CreateObject: the new object (null on error); other types: the addressed id.
+  /// CreateObject: the new object, CreateJoint: the new joint (null on error); other types: the
+  /// addressed id.
   ObjectID id;
 };
 

@@ -27,6 +27,8 @@ static_assert(wire::kMaxAngularSpeed == kWorldDefaults.max_angular_speed);
 // looser. (The World also bounds each push by what it does to its body: settings.h.)
 static_assert(wire::kMaxForce <= kWorldDefaults.max_mass * kWorldDefaults.max_speed * physics::kMaxPushRate);
 static_assert(wire::kMaxImpulse <= kWorldDefaults.max_mass * kWorldDefaults.max_speed);
+static_assert(wire::kMaxJointAngle == physics::kMaxHingeAngle);
+static_assert(wire::kMaxAngularSpeed <= kWorldDefaults.max_angular_speed);  // a hinge motor's speed
 static_assert(wire::kMaxTorque <=
               kWorldDefaults.max_mass * kWorldDefaults.max_speed * physics::kMaxPushRate * kWorldDefaults.max_extent);
 
@@ -104,6 +106,53 @@ void decode_move_kinematic(const wire::Envelope& e, const DecodeContext&, Decode
   d.request.orientation = m->orientation() ? normalize(wire::to_quat(*m->orientation())) : Quat{};
 }
 
+void decode_create_joint(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
+  const auto* m = e.message_as_CreateJoint();
+  d.request.request_id = m->request_id();
+  d.check = wire::check_request(*m);
+  if (!d.check.ok()) return;
+  physics::JointDesc& j = d.request.joint;
+  j.kind = static_cast<physics::JointKind>(m->kind());
+  j.body_a = from_wire(m->body_a());
+  j.body_b = from_wire(m->body_b());
+  j.anchor = wire::to_vec3(*m->anchor());
+  j.anchor_b = m->anchor_b() ? wire::to_vec3(*m->anchor_b()) : j.anchor;
+  if (m->axis()) j.axis = wire::to_vec3(*m->axis());
+  j.min_length = m->min_length();
+  j.max_length = m->max_length();
+  j.spring_hertz = m->spring_hertz();
+  j.spring_damping_ratio = m->spring_damping_ratio();
+  j.enable_limit = m->enable_limit();
+  j.lower_angle = m->lower_angle();
+  j.upper_angle = m->upper_angle();
+  j.enable_motor = m->motor_mode() != wire::JointMotorMode::Off;
+  j.position_motor = m->motor_mode() == wire::JointMotorMode::Position;
+  j.motor_speed = m->motor_speed();
+  j.max_motor_torque = m->max_motor_torque();
+  j.target_angle = m->target_angle();
+  j.motor_target_angle = m->motor_target_angle();
+  j.break_force = m->break_force();
+  j.break_torque = m->break_torque();
+  j.collide_connected = m->collide_connected();
+}
+
+void decode_destroy_joint(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
+  const auto* m = e.message_as_DestroyJoint();
+  d.request.request_id = m->request_id();
+  d.request.id = from_wire(m->id());
+}
+
+void decode_set_joint_motor(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
+  const auto* m = e.message_as_SetJointMotor();
+  d.request.request_id = m->request_id();
+  d.request.id = from_wire(m->id());
+  d.check = wire::check_request(*m);
+  if (!d.check.ok()) return;
+  d.request.motor = physics::JointMotor{m->mode() != wire::JointMotorMode::Off,
+                                        m->mode() == wire::JointMotorMode::Position, m->speed(), m->target_angle(),
+                                        m->max_torque()};
+}
+
 void decode_raycast(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
   const auto* m = e.message_as_Raycast();
   d.request.request_id = m->request_id();
@@ -158,6 +207,9 @@ constexpr std::array<Decoder, wire::kMessageTypeCount> make_decoders() {
   t[static_cast<size_t>(Message::ReplayControl)] = decode_replay_control;
   t[static_cast<size_t>(Message::SetFilter)] = decode_filter;
   t[static_cast<size_t>(Message::MoveKinematic)] = decode_move_kinematic;
+  t[static_cast<size_t>(Message::CreateJoint)] = decode_create_joint;
+  t[static_cast<size_t>(Message::DestroyJoint)] = decode_destroy_joint;
+  t[static_cast<size_t>(Message::SetJointMotor)] = decode_set_joint_motor;
   return t;
 }
 constexpr std::array<Decoder, wire::kMessageTypeCount> kDecoders = make_decoders();

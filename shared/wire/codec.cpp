@@ -385,6 +385,61 @@ Check check_request(const SetInterest& m) {
   return {kInvalid, "kind: unknown interest kind"};
 }
 
+Check check_request(const CreateJoint& m) {
+  constexpr auto kInvalid = ResultCode::InvalidArgument;
+  if (m.kind() < JointKind::MIN || m.kind() > JointKind::MAX) return {kInvalid, "kind: unknown joint kind"};
+  if (m.body_a() == 0) return {kInvalid, "body_a: required (an ObjectID)"};
+  if (m.body_a() == m.body_b()) return {kInvalid, "body_b: must differ from body_a (0 = the static world)"};
+  if (m.anchor() == nullptr) return {kInvalid, "anchor: required"};
+  if (!within(*m.anchor(), kMaxCoordinate)) return {kInvalid, "anchor: each component must be finite and |x| <= 1e5 m"};
+  if (m.kind() == JointKind::Distance) {
+    if (m.anchor_b() == nullptr || !within(*m.anchor_b(), kMaxCoordinate)) {
+      return {kInvalid, "anchor_b: required for a Distance joint, each component finite and |x| <= 1e5 m"};
+    }
+    if (!in_closed(m.min_length(), 0.0f, 2.0f * kMaxCoordinate) ||
+        !in_closed(m.max_length(), m.min_length(), 2.0f * kMaxCoordinate)) {
+      return {kInvalid, "min_length, max_length: need 0 <= min_length <= max_length <= 2e5 m"};
+    }
+  }
+  if (const wire::Vec3* axis = m.axis(); axis != nullptr && !(is_finite(*axis) && !length_within(*axis, 1e-6f))) {
+    return {kInvalid, "axis: must be finite with length > 1e-6"};
+  }
+  auto angle = [](float a) { return in_closed(a, -kMaxJointAngle, kMaxJointAngle); };
+  if (!angle(m.lower_angle()) || !angle(m.upper_angle()) || !angle(m.target_angle()) ||
+      !angle(m.motor_target_angle())) {
+    return {kInvalid, "lower_angle, upper_angle, target_angle, motor_target_angle: each in [-0.99 pi, 0.99 pi] rad"};
+  }
+  if (m.enable_limit() && m.lower_angle() > m.upper_angle()) return {kInvalid, "lower_angle: must be <= upper_angle"};
+  if (m.motor_mode() < JointMotorMode::MIN || m.motor_mode() > JointMotorMode::MAX) {
+    return {kInvalid, "motor_mode: unknown motor mode"};
+  }
+  if (!in_closed(m.motor_speed(), -kMaxAngularSpeed, kMaxAngularSpeed)) {
+    return {kInvalid, "motor_speed: must be finite with |speed| <= 47.12389 rad/s"};
+  }
+  if (!in_closed(m.max_motor_torque(), 0.0f, kMaxTorque) || !in_closed(m.break_force(), 0.0f, kMaxForce) ||
+      !in_closed(m.break_torque(), 0.0f, kMaxTorque)) {
+    return {kInvalid, "max_motor_torque, break_force, break_torque: each finite, >= 0 and <= 1e9"};
+  }
+  if (!in_closed(m.spring_hertz(), 0.0f, kMaxSpringHertz) ||
+      !in_closed(m.spring_damping_ratio(), 0.0f, kMaxSpringDampingRatio)) {
+    return {kInvalid, "spring_hertz, spring_damping_ratio: each in [0, 1000]"};
+  }
+  return {};
+}
+
+Check check_request(const SetJointMotor& m) {
+  constexpr auto kInvalid = ResultCode::InvalidArgument;
+  if (m.mode() < JointMotorMode::MIN || m.mode() > JointMotorMode::MAX) return {kInvalid, "mode: unknown motor mode"};
+  if (!in_closed(m.speed(), -kMaxAngularSpeed, kMaxAngularSpeed)) {
+    return {kInvalid, "speed: must be finite with |speed| <= 47.12389 rad/s"};
+  }
+  if (!in_closed(m.target_angle(), -kMaxJointAngle, kMaxJointAngle)) {
+    return {kInvalid, "target_angle: must be in [-0.99 pi, 0.99 pi] rad"};
+  }
+  if (!in_closed(m.max_torque(), 0.0f, kMaxTorque)) return {kInvalid, "max_torque: must be finite, >= 0 and <= 1e9 N*m"};
+  return {};
+}
+
 Check check_request(const ReplayControl& m, uint64_t first_tick, uint64_t last_tick) {
   constexpr auto kInvalid = ResultCode::InvalidArgument;
   switch (m.action()) {
@@ -588,6 +643,35 @@ std::span<const uint8_t> build_set_filter(flatbuffers::FlatBufferBuilder& fbb, u
   return finish(fbb, Message::SetFilter, message.Union());
 }
 
+std::span<const uint8_t> build_create_joint(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                            const CreateJointArgs& a) {
+  fbb.Clear();
+  const wire::Vec3 anchor = to_wire(a.anchor);
+  const wire::Vec3 anchor_b = to_wire(a.anchor_b.value_or(impulse::Vec3{}));
+  const wire::Vec3 axis = to_wire(a.axis.value_or(impulse::Vec3{}));
+  const auto message = CreateCreateJoint(
+      fbb, request_id, a.kind, impulse::to_wire(a.body_a), impulse::to_wire(a.body_b), &anchor,
+      a.anchor_b ? &anchor_b : nullptr, a.axis ? &axis : nullptr, a.min_length, a.max_length, a.spring_hertz,
+      a.spring_damping_ratio, a.enable_limit, a.lower_angle, a.upper_angle, a.motor_mode, a.motor_speed,
+      a.max_motor_torque, a.target_angle, a.motor_target_angle, a.break_force, a.break_torque, a.collide_connected);
+  return finish(fbb, Message::CreateJoint, message.Union());
+}
+
+std::span<const uint8_t> build_destroy_joint(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                             ObjectID joint) {
+  fbb.Clear();
+  const auto message = CreateDestroyJoint(fbb, request_id, impulse::to_wire(joint));
+  return finish(fbb, Message::DestroyJoint, message.Union());
+}
+
+std::span<const uint8_t> build_set_joint_motor(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                               ObjectID joint, const JointMotorArgs& m) {
+  fbb.Clear();
+  const auto message =
+      CreateSetJointMotor(fbb, request_id, impulse::to_wire(joint), m.mode, m.speed, m.target_angle, m.max_torque);
+  return finish(fbb, Message::SetJointMotor, message.Union());
+}
+
 std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                                     ObjectID id, impulse::Vec3 angular_velocity) {
   fbb.Clear();
@@ -774,15 +858,18 @@ std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fb
 
 std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& fbb,
                                                 std::span<const CollisionEvent> events,
-                                                const QuantizationConfig& quantization) {
-  const auto batch = events.first(std::min<size_t>(events.size(), collision_events_per_datagram()));
-  const size_t block_bytes = event_block_bytes(batch, quantization);
+                                                const QuantizationConfig& quantization,
+                                                std::span<const JointEventFields> joints) {
+  const size_t n = std::min<size_t>(events.size(), collision_events_per_datagram());
+  const auto batch = events.first(n);
+  if (!joints.empty()) joints = joints.first(std::min(joints.size(), n));
+  const size_t block_bytes = event_block_bytes(batch, quantization, joints);
   fbb.Clear();
   if (block_bytes == 0) return {};  // invalid quantisation or event type: a caller bug
   // The block is encoded in place, into the vector's bytes inside the builder.
   uint8_t* block = nullptr;
   const auto vec = fbb.CreateUninitializedVector(block_bytes, &block);
-  if (!encode_collision_events(batch, quantization, std::span<uint8_t>(block, block_bytes))) {
+  if (!encode_collision_events(batch, quantization, std::span<uint8_t>(block, block_bytes), joints)) {
     fbb.Clear();
     return {};
   }

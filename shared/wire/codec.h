@@ -16,6 +16,7 @@
 #include "impulse/schemas/impulse_generated.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
+#include "shared/wire/event_codec.h"
 #include "shared/wire/quantize.h"
 
 namespace impulse::wire {
@@ -25,7 +26,7 @@ namespace impulse::wire {
 /// interest and delta-compressed snapshots; version 4 bit-packed collision events
 /// (CollisionEvents.packed); version 5 sealed packets after the handshake (Connect.kx_public,
 /// ConnectAccepted.kx_public, shared/net/packet_crypto.h) (docs/PROTOCOL.md).
-inline constexpr uint16_t kProtocolVersion = 6;
+inline constexpr uint16_t kProtocolVersion = 7;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Bytes a sealed session datagram adds to its FlatBuffers plaintext: an 8-byte prefix and a
@@ -151,6 +152,24 @@ Check check_request(const Connect& m);
 ///  - Connect (v3): cookie <= kMaxCookieBytes, token <= kMaxTokenBytes.
 Check check_request(const SetInterest& m);
 
+/// [rad] Hinge limits, spring and motor targets: |angle| <= 0.99 pi (the angle wraps at pi).
+inline constexpr float kMaxJointAngle = 0.99f * 3.14159265358979f;
+/// Joint springs: frequency [Hz] and damping ratio at most this (a stiffer spring is rigid at
+/// any tick rate: the solver caps it at a quarter of the substep rate).
+inline constexpr float kMaxSpringHertz = 1000.0f;
+inline constexpr float kMaxSpringDampingRatio = 1000.0f;
+///  - CreateJoint: kind known; anchor present, |component| <= kMaxCoordinate; body_a not null
+///    and not body_b; Distance: anchor_b present, within kMaxCoordinate, 0 <= min_length <=
+///    max_length <= 2 kMaxCoordinate; Hinge: axis (optional) finite with length > 1e-6; angles
+///    finite, |angle| <= kMaxJointAngle, lower <= upper; motor_mode known, |motor_speed| <=
+///    kMaxAngularSpeed, max_motor_torque, break_force, break_torque finite and >= 0; spring
+///    hertz in [0, kMaxSpringHertz], damping ratio in [0, kMaxSpringDampingRatio]. (That the
+///    bodies are live, different and one of them dynamic is the World's to answer.)
+///  - SetJointMotor: mode known, |speed| <= kMaxAngularSpeed, |target_angle| <= kMaxJointAngle,
+///    max_torque finite and >= 0.
+Check check_request(const CreateJoint& m);
+Check check_request(const SetJointMotor& m);
+
 /// Playback speeds a ReplayControl may ask for: [kMinReplaySpeed, kMaxReplaySpeed] times the
 /// recorded tick rate (dimensionless).
 inline constexpr float kMinReplaySpeed = 1.0f / 16.0f;
@@ -210,6 +229,35 @@ struct CreateObjectArgs {
   uint32_t mask = ~0u;                    ///< collision filter: the categories it touches
   int32_t group = 0;                      ///< collision filter: 0 none, > 0 always, < 0 never within a group
   bool bullet = false;                    ///< dynamic: continuous collision against dynamic bodies too
+};
+
+/// A CreateJoint request (schemas/impulse.fbs, "joints"): every field as the table names it.
+struct CreateJointArgs {
+  JointKind kind = JointKind::Point;
+  ObjectID body_a;                        ///< a live body
+  ObjectID body_b;                        ///< a live body, or null: the static world
+  impulse::Vec3 anchor;                   ///< [m], world frame
+  std::optional<impulse::Vec3> anchor_b;  ///< Distance: B's end [m], world frame
+  std::optional<impulse::Vec3> axis;      ///< Hinge: world frame; nullopt = +Y
+  float min_length = 0, max_length = 0;   ///< Distance [m]
+  float spring_hertz = 0, spring_damping_ratio = 0;
+  bool enable_limit = false;
+  float lower_angle = 0, upper_angle = 0;  ///< Hinge [rad]
+  JointMotorMode motor_mode = JointMotorMode::Off;
+  float motor_speed = 0;                  ///< [rad/s]
+  float max_motor_torque = 0;             ///< [N·m]
+  float target_angle = 0;                 ///< the spring's rest angle [rad]
+  float motor_target_angle = 0;           ///< the position motor's target [rad]
+  float break_force = 0, break_torque = 0;  ///< [N], [N·m]; 0 = unbreakable
+  bool collide_connected = false;
+};
+
+/// A SetJointMotor request's motor.
+struct JointMotorArgs {
+  JointMotorMode mode = JointMotorMode::Off;
+  float speed = 0;         ///< Velocity [rad/s]
+  float target_angle = 0;  ///< Position [rad]
+  float max_torque = 0;    ///< [N·m]
 };
 
 /// A SetInterest request's area, world frame [m].
@@ -296,6 +344,15 @@ std::span<const uint8_t> build_move_kinematic(flatbuffers::FlatBufferBuilder& fb
 /// SetFilter: replaces the collision filter of `id` (any values; see CreateObjectArgs).
 std::span<const uint8_t> build_set_filter(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
                                           uint32_t category, uint32_t mask, int32_t group);
+/// CreateJoint with every field of `args` written as given (the server range-checks them).
+std::span<const uint8_t> build_create_joint(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                            const CreateJointArgs& args);
+/// DestroyJoint of `joint` (a JointID, sent in its u64 wire form like an ObjectID).
+std::span<const uint8_t> build_destroy_joint(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                             ObjectID joint);
+/// SetJointMotor: replaces the motor of hinge `joint`.
+std::span<const uint8_t> build_set_joint_motor(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
+                                               ObjectID joint, const JointMotorArgs& motor);
 /// Raycast of the segment origin + t * translation, t in [0, 1] (world frame [m]); `all` asks
 /// for every hit instead of the closest.
 /// `filter` (optional): {category, mask} of the query (schemas/impulse.fbs QueryFilter).
@@ -366,9 +423,11 @@ uint32_t collision_events_per_datagram();
 /// capacity (callers split them). Writes the block straight into the builder, allocating nothing
 /// beyond `fbb`. Returns an empty span, building nothing, when `quantization` is invalid or an
 /// event's type is unknown (caller bugs).
+/// `joints` is the joint column of event_codec.h (empty when no event is a joint's).
 std::span<const uint8_t> build_collision_events(flatbuffers::FlatBufferBuilder& fbb,
                                                 std::span<const CollisionEvent> events,
-                                                const QuantizationConfig& quantization);
+                                                const QuantizationConfig& quantization,
+                                                std::span<const JointEventFields> joints = {});
 /// A CollisionEvents datagram carrying `block` verbatim as `packed` (at most
 /// max_event_block_bytes(collision_events_per_datagram()) bytes are written): for tests, fuzz
 /// corpora and relays that already hold an encoded block.

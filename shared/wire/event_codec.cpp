@@ -28,6 +28,8 @@ constexpr unsigned kTickDeltaOrder = 0;      // zz64(tick - previous tick)
 constexpr unsigned kIndexOrder = 8;          // a.index
 constexpr unsigned kIndexDeltaOrder = 6;     // zz(b.index - a.index)
 constexpr unsigned kGenerationOrder = 0;     // generation - 1, as in the snapshot payload
+constexpr unsigned kJointIndexOrder = 4;     // a joint's index (joints are few)
+constexpr unsigned kDetailBits = 3;          // a joint event's kind or reason
 
 constexpr unsigned kCountBits = 5;
 constexpr unsigned kTypeBits = 2;
@@ -96,9 +98,13 @@ struct PointCoder {
   unsigned bits = 0;  // Wp
 };
 
+bool is_joint_event(ContactEventType type) {
+  return type == ContactEventType::JointAdded || type == ContactEventType::JointRemoved;
+}
+
 template <class Sink>
-void put_event(Sink& w, const CollisionEvent& e, uint32_t previous_sequence, uint64_t previous_tick,
-               const PointCoder& pc) {
+void put_event(Sink& w, const CollisionEvent& e, const JointEventFields& joint, uint32_t previous_sequence,
+               uint64_t previous_tick, const PointCoder& pc) {
   write_exp_golomb(w, zigzag_encode(static_cast<int32_t>(e.sequence() - previous_sequence - 1u)), kSequenceDeltaOrder);
   put_u64(w, zigzag64_encode(e.tick() - previous_tick), kTickDeltaOrder);
   w.write_bits(static_cast<uint32_t>(e.type()), kTypeBits);
@@ -108,11 +114,24 @@ void put_event(Sink& w, const CollisionEvent& e, uint32_t previous_sequence, uin
   write_exp_golomb(w, a.generation - 1u, kGenerationOrder);
   write_exp_golomb(w, zigzag_encode(static_cast<int32_t>(b.index - a.index)), kIndexDeltaOrder);
   write_exp_golomb(w, b.generation - 1u, kGenerationOrder);
-  const float point[3] = {e.point().x(), e.point().y(), e.point().z()};
-  for (const float c : point) {
-    const int32_t q = quantize_fixed(c, pc.fraction_bits, pc.max);
-    w.write_bits(static_cast<uint32_t>(q + pc.max), pc.bits);
+  auto put_point = [&](const wire::Vec3& p) {
+    for (const float c : {p.x(), p.y(), p.z()}) {
+      const int32_t q = quantize_fixed(c, pc.fraction_bits, pc.max);
+      w.write_bits(static_cast<uint32_t>(q + pc.max), pc.bits);
+    }
+  };
+  if (is_joint_event(e.type())) {
+    const ObjectID id = impulse::from_wire(joint.joint);
+    write_exp_golomb(w, id.index, kJointIndexOrder);
+    write_exp_golomb(w, id.generation - 1u, kGenerationOrder);
+    w.write_bits(joint.detail, kDetailBits);
+    if (e.type() == ContactEventType::JointAdded) {
+      put_point(e.point());
+      put_point(e.normal());  // B's anchor
+    }
+    return;
   }
+  put_point(e.point());
   int32_t u = 0, v = 0;
   encode_octahedral_normal({e.normal().x(), e.normal().y(), e.normal().z()}, &u, &v);
   w.write_bits(static_cast<uint32_t>(u + kNormalMax), kNormalBits);
@@ -121,15 +140,17 @@ void put_event(Sink& w, const CollisionEvent& e, uint32_t previous_sequence, uin
 
 // Everything after the checksum.
 template <class Sink>
-void put_block_body(Sink& w, std::span<const CollisionEvent> events, const PointCoder& pc) {
+void put_block_body(Sink& w, std::span<const CollisionEvent> events, std::span<const JointEventFields> joints,
+                    const PointCoder& pc) {
   w.write_bits(static_cast<uint32_t>(events.size()), kCountBits);
   if (events.empty()) return;
   put_u64(w, events[0].tick(), kBaseTickOrder);
   write_exp_golomb(w, events[0].sequence(), kBaseSequenceOrder);
   uint32_t previous_sequence = events[0].sequence() - 1u;
   uint64_t previous_tick = events[0].tick();
-  for (const CollisionEvent& e : events) {
-    put_event(w, e, previous_sequence, previous_tick, pc);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const CollisionEvent& e = events[i];
+    put_event(w, e, joints.empty() ? JointEventFields{} : joints[i], previous_sequence, previous_tick, pc);
     previous_sequence = e.sequence();
     previous_tick = e.tick();
   }
@@ -144,10 +165,16 @@ bool make_point_coder(const QuantizationConfig& config, PointCoder* pc) {
   return true;
 }
 
-bool encodable(std::span<const CollisionEvent> events) {
+bool encodable(std::span<const CollisionEvent> events, std::span<const JointEventFields> joints) {
   if (events.size() > kMaxEventsPerBlock) return false;
-  for (const CollisionEvent& e : events) {
-    if (static_cast<uint8_t>(e.type()) > static_cast<uint8_t>(ContactEventType::MAX)) return false;
+  if (!joints.empty() && joints.size() != events.size()) return false;
+  for (size_t i = 0; i < events.size(); ++i) {
+    const ContactEventType type = events[i].type();
+    if (static_cast<uint8_t>(type) > static_cast<uint8_t>(ContactEventType::MAX)) return false;
+    if (!is_joint_event(type)) continue;
+    if (joints.empty()) return false;
+    const uint8_t most = type == ContactEventType::JointAdded ? kMaxJointKindDetail : kMaxJointRemovedDetail;
+    if (joints[i].detail > most) return false;
   }
   return true;
 }
@@ -192,8 +219,36 @@ bool read_u32(BitReader& r, unsigned k, uint32_t* out, EventBlockError* error) {
   return false;
 }
 
+EventBlockError read_point(BitReader& r, const PointCoder& pc, float point[3]) {
+  for (int i = 0; i < 3; ++i) {
+    const uint32_t field = r.read_bits(pc.bits);
+    if (r.overrun()) return EventBlockError::Truncated;
+    if (field > 2u * static_cast<uint32_t>(pc.max)) return EventBlockError::BadRecord;
+    point[i] = dequantize_fixed(static_cast<int32_t>(field) - pc.max, pc.fraction_bits);
+  }
+  return EventBlockError::None;
+}
+
+// A joint event's suffix: the joint, its detail and (JointAdded) the two anchors.
+EventBlockError read_joint_suffix(BitReader& r, const PointCoder& pc, ContactEventType type, JointEventFields* joint,
+                                  float anchor_a[3], float anchor_b[3]) {
+  EventBlockError error = EventBlockError::None;
+  uint32_t index = 0, generation = 0;
+  if (!read_u32(r, kJointIndexOrder, &index, &error)) return error;
+  if (!read_u32(r, kGenerationOrder, &generation, &error)) return error;
+  const uint32_t detail = r.read_bits(kDetailBits);
+  if (r.overrun()) return EventBlockError::Truncated;
+  const uint8_t most = type == ContactEventType::JointAdded ? kMaxJointKindDetail : kMaxJointRemovedDetail;
+  if (detail > most) return EventBlockError::BadRecord;
+  joint->joint = impulse::to_wire(ObjectID{index, generation + 1u});
+  joint->detail = static_cast<uint8_t>(detail);
+  if (type != ContactEventType::JointAdded) return EventBlockError::None;
+  error = read_point(r, pc, anchor_a);
+  return error != EventBlockError::None ? error : read_point(r, pc, anchor_b);
+}
+
 EventBlockError read_event(BitReader& r, const PointCoder& pc, uint32_t* previous_sequence, uint64_t* previous_tick,
-                           CollisionEvent* out) {
+                           CollisionEvent* out, JointEventFields* joint) {
   EventBlockError error = EventBlockError::None;
   uint32_t zz_sequence = 0, a_index = 0, a_generation = 0, zz_index = 0, b_generation = 0;
   uint64_t zz_tick = 0;
@@ -207,18 +262,22 @@ EventBlockError read_event(BitReader& r, const PointCoder& pc, uint32_t* previou
   if (!read_u32(r, kIndexDeltaOrder, &zz_index, &error)) return error;
   if (!read_u32(r, kGenerationOrder, &b_generation, &error)) return error;
   float point[3] = {0.0f, 0.0f, 0.0f};
-  for (float& c : point) {
-    const uint32_t field = r.read_bits(pc.bits);
+  impulse::Vec3 normal;
+  *joint = JointEventFields{};
+  if (is_joint_event(static_cast<ContactEventType>(type))) {
+    float anchor_b[3] = {0.0f, 0.0f, 0.0f};
+    error = read_joint_suffix(r, pc, static_cast<ContactEventType>(type), joint, point, anchor_b);
+    if (error != EventBlockError::None) return error;
+    normal = {anchor_b[0], anchor_b[1], anchor_b[2]};
+  } else {
+    error = read_point(r, pc, point);
+    if (error != EventBlockError::None) return error;
+    const uint32_t u = r.read_bits(kNormalBits);
+    const uint32_t v = r.read_bits(kNormalBits);
     if (r.overrun()) return EventBlockError::Truncated;
-    if (field > 2u * static_cast<uint32_t>(pc.max)) return EventBlockError::BadRecord;
-    c = dequantize_fixed(static_cast<int32_t>(field) - pc.max, pc.fraction_bits);
+    if (u > 2u * kNormalMax || v > 2u * kNormalMax) return EventBlockError::BadRecord;
+    normal = decode_octahedral_normal(static_cast<int32_t>(u) - kNormalMax, static_cast<int32_t>(v) - kNormalMax);
   }
-  const uint32_t u = r.read_bits(kNormalBits);
-  const uint32_t v = r.read_bits(kNormalBits);
-  if (r.overrun()) return EventBlockError::Truncated;
-  if (u > 2u * kNormalMax || v > 2u * kNormalMax) return EventBlockError::BadRecord;
-  const impulse::Vec3 normal =
-      decode_octahedral_normal(static_cast<int32_t>(u) - kNormalMax, static_cast<int32_t>(v) - kNormalMax);
 
   const uint32_t sequence = *previous_sequence + 1u + static_cast<uint32_t>(zigzag_decode(zz_sequence));
   const uint64_t tick = *previous_tick + zigzag64_decode(zz_tick);
@@ -290,31 +349,36 @@ size_t max_event_block_bytes(uint32_t count) {
   if (count == 0) return kEmptyEventBlockBytes;
   const size_t header = kChecksumBytes * 8 + kCountBits + max_u64_bits(kBaseTickOrder) +
                         exp_golomb_bits(0xFFFFFFFFu, kBaseSequenceOrder);
-  const size_t event = exp_golomb_bits(0xFFFFFFFFu, kSequenceDeltaOrder) + max_u64_bits(kTickDeltaOrder) +
-                       kTypeBits + exp_golomb_bits(0xFFFFFFFFu, kIndexOrder) +
-                       2 * exp_golomb_bits(0xFFFFFFFFu, kGenerationOrder) +
-                       exp_golomb_bits(0xFFFFFFFFu, kIndexDeltaOrder) + 3 * kMaxPositionBits + 2 * kNormalBits;
+  const size_t prefix = exp_golomb_bits(0xFFFFFFFFu, kSequenceDeltaOrder) + max_u64_bits(kTickDeltaOrder) +
+                        kTypeBits + exp_golomb_bits(0xFFFFFFFFu, kIndexOrder) +
+                        2 * exp_golomb_bits(0xFFFFFFFFu, kGenerationOrder) +
+                        exp_golomb_bits(0xFFFFFFFFu, kIndexDeltaOrder);
+  const size_t contact = 3 * kMaxPositionBits + 2 * kNormalBits;
+  const size_t joint_added = exp_golomb_bits(0xFFFFFFFFu, kJointIndexOrder) +
+                             exp_golomb_bits(0xFFFFFFFFu, kGenerationOrder) + kDetailBits + 6 * kMaxPositionBits;
+  const size_t event = prefix + std::max(contact, joint_added);
   return (header + count * event + 7) / 8;
 }
 
-size_t event_block_bytes(std::span<const CollisionEvent> events, const QuantizationConfig& config) {
+size_t event_block_bytes(std::span<const CollisionEvent> events, const QuantizationConfig& config,
+                         std::span<const JointEventFields> joints) {
   PointCoder pc;
-  if (!encodable(events) || !make_point_coder(config, &pc)) return 0;
+  if (!encodable(events, joints) || !make_point_coder(config, &pc)) return 0;
   BitCounter counter;
-  put_block_body(counter, events, pc);
+  put_block_body(counter, events, joints, pc);
   return kChecksumBytes + (counter.bit_count() + 7) / 8;
 }
 
 bool encode_collision_events(std::span<const CollisionEvent> events, const QuantizationConfig& config,
-                             std::span<uint8_t> out) {
+                             std::span<uint8_t> out, std::span<const JointEventFields> joints) {
   PointCoder pc;
-  if (!encodable(events) || !make_point_coder(config, &pc)) return false;
+  if (!encodable(events, joints) || !make_point_coder(config, &pc)) return false;
   BitCounter counter;
-  put_block_body(counter, events, pc);
+  put_block_body(counter, events, joints, pc);
   if (out.size() != kChecksumBytes + (counter.bit_count() + 7) / 8) return false;
   std::fill(out.begin(), out.end(), uint8_t{0});
   SpanBitWriter w(out.subspan(kChecksumBytes));
-  put_block_body(w, events, pc);
+  put_block_body(w, events, joints, pc);
   if (w.overflow()) return false;  // unreachable: the span was sized by the same code
   const uint32_t sum = checksum_of(out.subspan(kChecksumBytes));
   for (size_t i = 0; i < kChecksumBytes; ++i) out[i] = static_cast<uint8_t>(sum >> (8 * i));
@@ -322,19 +386,20 @@ bool encode_collision_events(std::span<const CollisionEvent> events, const Quant
 }
 
 bool encode_collision_events(std::span<const CollisionEvent> events, const QuantizationConfig& config,
-                             std::vector<uint8_t>* out) {
+                             std::vector<uint8_t>* out, std::span<const JointEventFields> joints) {
   out->clear();
-  const size_t bytes = event_block_bytes(events, config);
+  const size_t bytes = event_block_bytes(events, config, joints);
   if (bytes == 0) return false;
   out->resize(bytes);
-  if (encode_collision_events(events, config, std::span<uint8_t>(*out))) return true;
+  if (encode_collision_events(events, config, std::span<uint8_t>(*out), joints)) return true;
   out->clear();
   return false;
 }
 
 EventBlockError decode_collision_events(std::span<const uint8_t> block, const QuantizationConfig& config,
-                                        std::vector<CollisionEvent>* out) {
+                                        std::vector<CollisionEvent>* out, std::vector<JointEventFields>* joints) {
   out->clear();
+  if (joints != nullptr) joints->clear();
   PointCoder pc;
   if (!make_point_coder(config, &pc)) return EventBlockError::BadHeader;
   if (block.size() < kEmptyEventBlockBytes) return EventBlockError::Truncated;
@@ -355,18 +420,22 @@ EventBlockError decode_collision_events(std::span<const uint8_t> block, const Qu
     uint64_t previous_tick = base_tick;
     for (uint32_t n = 0; n < count; ++n) {
       CollisionEvent e;
-      error = read_event(r, pc, &previous_sequence, &previous_tick, &e);
+      JointEventFields joint;
+      error = read_event(r, pc, &previous_sequence, &previous_tick, &e, &joint);
       if (error != EventBlockError::None) {
         out->clear();
+        if (joints != nullptr) joints->clear();
         return error;
       }
       out->push_back(e);
+      if (joints != nullptr) joints->push_back(joint);
     }
   }
   // Only zero padding to the byte boundary may follow the last event.
   const size_t rest = r.bits_remaining();
   if (rest >= 8 || r.read_bits(static_cast<unsigned>(rest)) != 0) {
     out->clear();
+    if (joints != nullptr) joints->clear();
     return EventBlockError::BadHeader;
   }
   return EventBlockError::None;

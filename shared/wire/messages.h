@@ -79,6 +79,11 @@ inline constexpr std::array<MessageRule, kMessageTypeCount> kMessageRules = {{
     detail::client_request(Message::SetFilter, true, true, false),
     // A per-tick control like SetVelocity: the next target supersedes a lost one.
     detail::client_request(Message::MoveKinematic, true, true, true),
+    // Joints name their bodies (and DestroyJoint, SetJointMotor their joint) in their own fields:
+    // ServerCore checks their ownership itself (authorize_joint), not through `id`.
+    detail::client_request(Message::CreateJoint, false, true, false),
+    detail::client_request(Message::DestroyJoint, false, true, false),
+    detail::client_request(Message::SetJointMotor, false, true, false),
 }};
 
 constexpr bool rules_in_order() {

@@ -6,8 +6,9 @@
 //
 // Invariants (abort = crash report): a rejected block yields no event; an accepted one holds at
 // most kMaxEventsPerBlock events of a known type, points within the world bound on the position
-// grid and unit normals; re-encoding the decoded events and decoding again gives the same ids,
-// ticks, sequences, types and points, and normals within max_normal_error_rad.
+// grid and unit normals (a joint event's anchors, in point and normal, on the grid; its detail in
+// range); re-encoding the decoded events and decoding again gives the same ids, ticks, sequences,
+// types, joint fields and points, and normals within max_normal_error_rad.
 #include <xxhash.h>
 
 #include <array>
@@ -51,30 +52,45 @@ double angle_between(const wire::Vec3& a, const wire::Vec3& b) {
 
 void check(std::span<const uint8_t> block, const wire::QuantizationConfig& config) {
   static std::vector<wire::CollisionEvent> events, again;
+  static std::vector<wire::JointEventFields> joints, joints_again;
   static std::vector<uint8_t> reencoded;
   events.assign(1, wire::CollisionEvent{});  // stale content must be cleared on every path
-  const wire::EventBlockError error = wire::decode_collision_events(block, config, &events);
+  joints.assign(1, wire::JointEventFields{});
+  const wire::EventBlockError error = wire::decode_collision_events(block, config, &events, &joints);
   IMPULSE_FUZZ_CHECK(static_cast<uint8_t>(error) < static_cast<uint8_t>(wire::EventBlockError::Count),
                      "unknown EventBlockError");
   if (error != wire::EventBlockError::None) {
-    IMPULSE_FUZZ_CHECK(events.empty(), "a rejected block yielded events");
+    IMPULSE_FUZZ_CHECK(events.empty() && joints.empty(), "a rejected block yielded events");
     return;
   }
+  IMPULSE_FUZZ_CHECK(joints.size() == events.size(), "the joint column is not one per event");
   IMPULSE_FUZZ_CHECK(events.size() <= wire::kMaxEventsPerBlock, "too many events");
   const float step = std::ldexp(1.0f, -static_cast<int>(config.position_fraction_bits));
-  for (const wire::CollisionEvent& e : events) {
-    IMPULSE_FUZZ_CHECK(static_cast<uint8_t>(e.type()) <= static_cast<uint8_t>(wire::ContactEventType::MAX),
-                       "unknown event type");
-    for (const float c : {e.point().x(), e.point().y(), e.point().z()}) {
+  auto on_grid = [&](const wire::Vec3& p) {
+    for (const float c : {p.x(), p.y(), p.z()}) {
       IMPULSE_FUZZ_CHECK(std::isfinite(c) && std::fabs(c) <= config.world_bound_m, "point beyond the world bound");
       IMPULSE_FUZZ_CHECK(std::fmod(c, step) == 0.0f, "point off the position grid");
     }
+  };
+  for (size_t i = 0; i < events.size(); ++i) {
+    const wire::CollisionEvent& e = events[i];
+    IMPULSE_FUZZ_CHECK(static_cast<uint8_t>(e.type()) <= static_cast<uint8_t>(wire::ContactEventType::MAX),
+                       "unknown event type");
+    on_grid(e.point());
+    if (e.type() == wire::ContactEventType::JointAdded || e.type() == wire::ContactEventType::JointRemoved) {
+      on_grid(e.normal());  // B's anchor (zero for a removal)
+      IMPULSE_FUZZ_CHECK(joints[i].detail <= (e.type() == wire::ContactEventType::JointAdded ? wire::kMaxJointKindDetail
+                                                                                          : wire::kMaxJointRemovedDetail),
+                         "joint detail out of range");
+      continue;
+    }
+    IMPULSE_FUZZ_CHECK(joints[i].joint == 0 && joints[i].detail == 0, "a contact with joint fields");
     const wire::Vec3& n = e.normal();
     const float length = std::sqrt(n.x() * n.x() + n.y() * n.y() + n.z() * n.z());
     IMPULSE_FUZZ_CHECK(std::fabs(length - 1.0f) < 1e-5f, "normal not unit");
   }
-  IMPULSE_FUZZ_CHECK(wire::encode_collision_events(events, config, &reencoded), "decoded events do not re-encode");
-  IMPULSE_FUZZ_CHECK(wire::decode_collision_events(reencoded, config, &again) == wire::EventBlockError::None,
+  IMPULSE_FUZZ_CHECK(wire::encode_collision_events(events, config, &reencoded, joints), "decoded events do not re-encode");
+  IMPULSE_FUZZ_CHECK(wire::decode_collision_events(reencoded, config, &again, &joints_again) == wire::EventBlockError::None,
                      "a re-encoded block does not decode");
   IMPULSE_FUZZ_CHECK(again.size() == events.size(), "re-encoding changed the event count");
   for (size_t i = 0; i < events.size(); ++i) {
@@ -86,6 +102,14 @@ void check(std::span<const uint8_t> block, const wire::QuantizationConfig& confi
     IMPULSE_FUZZ_CHECK(a.point().x() == b.point().x() && a.point().y() == b.point().y() &&
                            a.point().z() == b.point().z(),
                        "re-encoding moved a point");
+    IMPULSE_FUZZ_CHECK(joints[i].joint == joints_again[i].joint && joints[i].detail == joints_again[i].detail,
+                       "re-encoding changed a joint field");
+    if (a.type() == wire::ContactEventType::JointAdded || a.type() == wire::ContactEventType::JointRemoved) {
+      IMPULSE_FUZZ_CHECK(a.normal().x() == b.normal().x() && a.normal().y() == b.normal().y() &&
+                             a.normal().z() == b.normal().z(),
+                         "re-encoding moved a joint anchor");
+      continue;
+    }
     IMPULSE_FUZZ_CHECK(angle_between(a.normal(), b.normal()) <= wire::max_normal_error_rad() * 1.01,
                        "re-encoding turned a normal beyond the bound");
   }

@@ -119,6 +119,19 @@ std::vector<Seed> client_datagrams() {
   add("raycast_all", wire::build_raycast(fbb, 13, {-5, 0.5f, 0}, {10, 0, 0}, true));
   add("raycast_back_faces", wire::build_raycast(fbb, 14, {0, -0.5f, 0}, {0, 2, 0}, false, std::nullopt, true));
   add("move_kinematic", wire::build_move_kinematic(fbb, 15, ObjectID{3, 1}, {0, 1, 0}, impulse::Quat{0, 0.6f, 0, 0.8f}));
+  wire::CreateJointArgs hinge;
+  hinge.kind = wire::JointKind::Hinge;
+  hinge.body_a = ObjectID{3, 1};
+  hinge.anchor = {0, 1, 0};
+  hinge.axis = impulse::Vec3{0, 0, 1};
+  hinge.enable_limit = true;
+  hinge.lower_angle = -1.0f;
+  hinge.upper_angle = 1.0f;
+  hinge.motor_mode = wire::JointMotorMode::Position;
+  hinge.max_motor_torque = 10.0f;
+  add("create_joint", wire::build_create_joint(fbb, 16, hinge));
+  add("destroy_joint", wire::build_destroy_joint(fbb, 17, ObjectID{0, 1}));
+  add("set_joint_motor", wire::build_set_joint_motor(fbb, 18, ObjectID{0, 1}, {wire::JointMotorMode::Velocity, 2, 0, 5}));
   add("ping", wire::build_ping(fbb, 0x1234));
   add("disconnect", wire::build_disconnect(fbb, "bye"));
   return out;
@@ -303,6 +316,17 @@ std::vector<Seed> snapshot_payloads() {
 /// Event batches as a server sends them (consecutive sequences, one tick, ground and cube-cube
 /// contacts) and one that maximises every field, with the quantisation selector byte of
 /// fuzz_event_block (0: the default config, 1: the widest position field).
+/// A batch with a JointAdded (a hinge to the world) and a JointRemoved, and its joint column.
+std::pair<std::vector<wire::CollisionEvent>, std::vector<wire::JointEventFields>> joint_batch() {
+  using wire::ContactEventType;
+  const uint64_t joint = to_wire(ObjectID{2, 1});
+  return {{wire::CollisionEvent(7200, to_wire(ObjectID{17, 1}), 0, wire::Vec3(0.25f, 0, 0), wire::Vec3(0.25f, 3, 0), 5,
+                                ContactEventType::JointAdded),
+           wire::CollisionEvent(7260, to_wire(ObjectID{17, 1}), 0, wire::Vec3(0, 0, 0), wire::Vec3(0, 0, 0), 6,
+                                ContactEventType::JointRemoved)},
+          {{joint, 1}, {joint, 1}}};
+}
+
 std::vector<std::pair<std::string, std::vector<wire::CollisionEvent>>> event_batches() {
   const auto event = [](uint64_t tick, ObjectID a, ObjectID b, Vec3 p, Vec3 n, uint32_t sequence,
                         wire::ContactEventType type) {
@@ -346,6 +370,14 @@ std::vector<Seed> event_blocks() {
     block.insert(block.begin(), selector);
     out.push_back({"block_" + name, block});
   }
+  const auto [events, joints] = joint_batch();
+  Bytes block;
+  if (!wire::encode_collision_events(events, event_config(0), &block, joints)) {
+    std::fprintf(stderr, "fuzz_make_corpus: the joint event block did not encode\n");
+    std::abort();
+  }
+  block.insert(block.begin(), uint8_t{0});
+  out.push_back({"block_joints", block});
   return out;
 }
 
@@ -360,6 +392,10 @@ std::vector<Seed> event_datagrams() {
     wire::stamp_header(datagram, wire::PacketHeader(sequence++, 0, 0));
     out.push_back({"packed_events_" + name, datagram});
   }
+  const auto [events, joints] = joint_batch();
+  Bytes datagram = copy(wire::build_collision_events(fbb, events, wire::QuantizationConfig{}, joints));
+  wire::stamp_header(datagram, wire::PacketHeader(sequence++, 0, 0));
+  out.push_back({"packed_events_joints", datagram});
   return out;
 }
 

@@ -136,6 +136,31 @@ def test_vectors(doc):
     check(m2.RequestId() == 7 and m2.Id() == (1 << 32 | 3) and m2.Position().Z() == -0.25, "our MoveKinematic")
     ok("message vectors decode to the documented values (Python flatbuffers builds the same bytes: "
        "MoveKinematic %s, Raycast %s)" % same)
+    cj = h(mv["CreateJoint"])
+    e = W.Envelope.Envelope.GetRootAs(cj, 0)
+    check(e.MessageType() == W.Message.Message.CreateJoint == 24, "CreateJoint union type 24")
+    j = ic.union_as(e, W.CreateJoint, "CreateJoint")
+    a, x = j.Anchor(), j.Axis()
+    check(j.RequestId() == 9 and j.Kind() == W.JointKind.JointKind.Hinge and j.BodyA() == (1 << 32 | 3) and
+          j.BodyB() == 0, "CreateJoint request id, kind, bodies")
+    check((a.X(), a.Y(), a.Z()) == (0, 2, 0) and (x.X(), x.Y(), x.Z()) == (0, 0, 1) and j.AnchorB() is None,
+          "CreateJoint anchor, axis")
+    check(j.EnableLimit() and (j.LowerAngle(), j.UpperAngle()) == (-0.5, 1.25) and
+          j.MotorMode() == W.JointMotorMode.JointMotorMode.Velocity and (j.MotorSpeed(), j.MaxMotorTorque()) == (2, 50)
+          and j.BreakTorque() == 400 and j.BreakForce() == 0, "CreateJoint limit, motor, break")
+    sm = ic.union_as(W.Envelope.Envelope.GetRootAs(h(mv["SetJointMotor"]), 0), W.SetJointMotor, "SetJointMotor")
+    check(sm.RequestId() == 10 and sm.Id() == 1 << 32 and sm.Mode() == W.JointMotorMode.JointMotorMode.Position and
+          (sm.Speed(), sm.TargetAngle(), sm.MaxTorque()) == (0, 0.75, 20), "SetJointMotor fields")
+    ok("joint request vectors decode to the documented values")
+    jb = h(doc_block(doc, "joint-event-vectors")["block"])
+    je = ic.decode_events(jb, ic.Quant())
+    check(len(je) == 2 and [x["type"] for x in je] == [2, 3] and [x["sequence"] for x in je] == [5, 6] and
+          [x["tick"] for x in je] == [7200, 7260], "joint event block: types, sequences, ticks")
+    check(je[0]["a"] == (1 << 32 | 17) and je[0]["b"] == 0 and je[0]["joint"] == (1 << 32 | 2) and
+          je[0]["detail"] == 1 and je[0]["anchor_a"] == (0.25, 0, 0) and je[0]["anchor_b"] == (0.25, 3, 0),
+          "JointAdded fields")
+    check(je[1]["joint"] == (1 << 32 | 2) and je[1]["detail"] == 1, "JointRemoved: Broken")
+    ok("joint event vector decodes to the documented values")
 
     # --- snapshot worked example (section 8)
     Q = ic.Quant()
@@ -547,6 +572,26 @@ def live(exe, tmp):
         check(abs(us - tk * 1e6 / c.tick_hz) <= 2e6 / c.tick_hz, "Pong tick %d vs server_time_us %d" % (tk, us))
         ok("Ping -> Pong in %.2f ms: tick %d, server_time_us %d (tick * 1e6 / tick_hz %+.0f us)"
            % ((t1 - t0) * 1e3, tk, us, us - tk * 1e6 / c.tick_hz))
+
+        # joints: hang a fresh ball from the world on a hinge; JointAdded, then JointRemoved on destroy
+        rid = c.request(ic.msg_create, 0, (0.2, 0.2, 0.2), (x1 + 3.0, ground + 3.0, z1), mass=1.0)
+        bob = c.wait_result(rid)["id"]
+        rid = c.request(ic.msg_create_joint, ic.W.JointKind.JointKind.Hinge, bob, 0, (x1 + 3.0, ground + 3.2, z1),
+                        (0, 0, 1))
+        res = c.wait_result(rid)
+        check(res["code"] == 0 and res["id"] != 0, "CreateJoint: %s" % res["message"])
+        jid = res["id"]
+        added = c.wait_for(lambda: [e for e in c.events.values() if e["type"] == 2 and e["joint"] == jid], 1.0,
+                           "the JointAdded event")
+        check(len(added) == 1 and added[0]["a"] == bob and added[0]["b"] == 0 and added[0]["detail"] == 1 and
+              abs(added[0]["anchor_a"][1] - 0.2) <= 2.0 ** -9, "JointAdded fields %r" % added)
+        rid = c.request(ic.msg_destroy_joint, jid)
+        check(c.wait_result(rid)["code"] == 0, "DestroyJoint")
+        removed = c.wait_for(lambda: [e for e in c.events.values() if e["type"] == 3 and e["joint"] == jid], 1.0,
+                             "the JointRemoved event")
+        check(len(removed) == 1 and removed[0]["detail"] == 0, "JointRemoved fields %r" % removed)
+        ok("CreateJoint -> Ok with a JointID, a JointAdded with the anchor in the body's frame; DestroyJoint -> "
+           "a JointRemoved (Destroyed)")
 
         # a scene body cannot be destroyed by a client; a plaintext ping at a session address is dropped
         scene_box = next(i for i, v in scene.items() if v["kind"] == 0 and v["shape"] == 1)

@@ -18,7 +18,7 @@ import flatbuffers
 import nacl.bindings as nb
 import xxhash
 
-PROTOCOL_VERSION = 6
+PROTOCOL_VERSION = 7
 MAX_DATAGRAM = 1200
 MIN_CONNECT_BYTES = 248          # "The handshake", step 1 (protocol 6)
 SESSIONLESS_PING_BYTES = 128     # "Ping and the server clock": >= the 88-byte Pong
@@ -37,7 +37,8 @@ def load_bindings(gen_dir):
              "DestroyObject", "ApplyForce", "ApplyImpulse", "SetVelocity", "ApplyTorque",
              "SetAngularVelocity", "Raycast", "RaycastResult", "RayHitEntry", "SetInterest",
              "MoveKinematic", "SetFilter", "Ping", "Pong", "Disconnect", "RequestResult",
-             "Snapshot", "CollisionEvents", "ResultCode", "BodyKind", "ShapeKind"]
+             "Snapshot", "CollisionEvents", "ResultCode", "BodyKind", "ShapeKind", "CreateJoint",
+             "DestroyJoint", "SetJointMotor", "JointKind", "JointMotorMode"]
 
     class NS:
         pass
@@ -647,12 +648,28 @@ def decode_events(block, q):
             seq = (prev_seq + 1 + zz_dec32(r.eg(0))) & _M32
             tick = (prev_tick + zz_dec(r.egx(0))) & ((1 << 64) - 1)
             typ = r.read(2)
-            if typ > 1:
-                raise CodecError("BadRecord", "type")
             ai = r.eg(8) & _M32
             ag = (r.eg(0) + 1) & _M32
             bi = (ai + zz_dec32(r.eg(6))) & _M32
             bg = (r.eg(0) + 1) & _M32
+            if typ >= 2:  # protocol 7: JointAdded (2), JointRemoved (3) ("Joint events")
+                ji = r.eg(4) & _M32
+                jg = (r.eg(0) + 1) & _M32
+                detail = r.read(3)
+                if detail > (3 if typ == 2 else 2):
+                    raise CodecError("BadRecord", "joint detail")
+                anchors = []
+                if typ == 2:
+                    for _ in range(6):
+                        f = r.read(q.wp)
+                        if f > 2 * q.pmax:
+                            raise CodecError("BadRecord", "anchor")
+                        anchors.append((f - q.pmax) * 2.0 ** -q.fp)
+                events.append({"sequence": seq, "tick": tick, "type": typ, "a": (ag << 32) | ai,
+                               "b": (bg << 32) | bi, "joint": (jg << 32) | ji, "detail": detail,
+                               "anchor_a": tuple(anchors[:3]), "anchor_b": tuple(anchors[3:])})
+                prev_seq, prev_tick = seq, tick
+                continue
             p = []
             for _ in range(3):
                 f = r.read(q.wp)
@@ -938,6 +955,33 @@ def msg_raycast(request_id, origin, translation, all_hits=False, back_faces=Fals
         if back_faces:
             R.RaycastAddBackFaces(b, True)
         return W.Message.Message.Raycast, R.RaycastEnd(b)
+    return fn
+
+
+def msg_create_joint(request_id, kind, body_a, body_b, anchor, axis=None, break_force=0.0):
+    """CreateJoint ("Joints"); absent fields take their defaults."""
+    def fn(b):
+        M = W.CreateJoint
+        M.CreateJointStart(b)
+        M.CreateJointAddRequestId(b, request_id)
+        M.CreateJointAddKind(b, kind)
+        M.CreateJointAddBodyA(b, body_a)
+        M.CreateJointAddBodyB(b, body_b)
+        M.CreateJointAddAnchor(b, _vec3(b, anchor))
+        if axis is not None:
+            M.CreateJointAddAxis(b, _vec3(b, axis))
+        M.CreateJointAddBreakForce(b, break_force)
+        return W.Message.Message.CreateJoint, M.CreateJointEnd(b)
+    return fn
+
+
+def msg_destroy_joint(request_id, jid):
+    def fn(b):
+        M = W.DestroyJoint
+        M.DestroyJointStart(b)
+        M.DestroyJointAddRequestId(b, request_id)
+        M.DestroyJointAddId(b, jid)
+        return W.Message.Message.DestroyJoint, M.DestroyJointEnd(b)
     return fn
 
 

@@ -79,6 +79,10 @@ class Client : private ClientCore {
   using ClientCore::set_angular_velocity;
   using ClientCore::set_filter;
   using ClientCore::move_kinematic;
+  using ClientCore::create_joint;
+  using ClientCore::destroy_joint;
+  using ClientCore::set_joint_motor;
+  using ClientCore::joints;
   using ClientCore::raycast;
   using ClientCore::set_interest;
   using ClientCore::set_interest_sphere;

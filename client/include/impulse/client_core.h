@@ -193,6 +193,18 @@ class ClientCore {
   /// Replaces the collision filter of any body (ObjectDesc::category, mask and group; any values).
   /// Wakes it; a contact the new filter forbids ends with an End event at the next step.
   uint32_t set_filter(ObjectID id, uint32_t category, uint32_t mask, int32_t group);
+  /// Asks the server to join two bodies (JointDesc); the new JointID arrives in the
+  /// RequestResult's id, and every client gets a JointEvent (added). Under --authority owner a
+  /// client may join only its own bodies, to each other, to static scene bodies or to the world.
+  uint32_t create_joint(const JointDesc& desc);
+  /// Asks the server to destroy a joint (StaleId when it is gone); every client gets a JointEvent
+  /// (removed, Destroyed).
+  uint32_t destroy_joint(ObjectID joint);
+  /// Replaces a hinge's motor: mode, speed [rad/s] (Velocity), target angle [rad] (Position) and
+  /// maximum torque [N·m]. InvalidArgument for another joint kind.
+  uint32_t set_joint_motor(ObjectID joint, JointMotorMode mode, float speed, float target_angle, float max_torque);
+  /// The live joints this client has heard of (JointEvent), sorted by joint id.
+  std::span<const JointEvent> joints() const;
   /// Asks the server to cast the segment origin + t * translation, t in [0, 1] (world frame
   /// [m]; 0 < |translation| <= 2000 m) against every shape, sensors included. The answer arrives
   /// in a PollResult as a RaycastResult (PollResult::raycasts) with the returned request id: the

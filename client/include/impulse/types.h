@@ -215,6 +215,62 @@ struct CollisionEvent {
   uint32_t sequence = 0;  ///< the session's event number (each is delivered once)
 };
 
+/// The joint kinds (schemas/impulse.fbs JointKind; docs/PROTOCOL.md, "Joints").
+enum class JointKind : uint8_t {
+  Point = 0,     ///< ball and socket
+  Hinge = 1,     ///< revolute about one axis, with limits, motor and spring
+  Distance = 2,  ///< the anchors stay within [min_length, max_length] (or rigid), with a spring
+  Fixed = 3,     ///< weld
+};
+
+/// A hinge motor's mode (schemas/impulse.fbs JointMotorMode).
+enum class JointMotorMode : uint8_t {
+  Off = 0,
+  Velocity = 1,  ///< drives the angle's rate to `speed` [rad/s]
+  Position = 2,  ///< drives the angle to `target_angle` [rad] (a 2 Hz spring, damping ratio 1)
+};
+
+/// What create_joint() asks the server to join. Anchors and the axis are world-frame, at the
+/// bodies' poses when the server applies it; every value is sent as given and range-checked by
+/// the server (docs/PROTOCOL.md, "Joints").
+struct JointDesc {
+  JointKind kind = JointKind::Point;
+  ObjectID body_a;                  ///< a live body
+  ObjectID body_b;                  ///< a live body, or null: the static world
+  Vec3 anchor;                      ///< [m]; Distance: A's end
+  std::optional<Vec3> anchor_b;     ///< Distance only: B's end [m] (required there)
+  std::optional<Vec3> axis;         ///< Hinge: the axis (default +Y)
+  float min_length = 0, max_length = 0;              ///< Distance [m]; both 0 = rigid
+  float spring_hertz = 0, spring_damping_ratio = 0;  ///< Distance, Hinge; 0 Hz = no spring
+  bool enable_limit = false;
+  float lower_angle = 0, upper_angle = 0;  ///< Hinge [rad], within +-0.99 pi
+  JointMotorMode motor_mode = JointMotorMode::Off;
+  float motor_speed = 0;         ///< Velocity motor [rad/s]
+  float max_motor_torque = 0;    ///< [N·m]
+  float target_angle = 0;        ///< the hinge spring's rest angle [rad]
+  float motor_target_angle = 0;  ///< Position motor [rad]
+  float break_force = 0, break_torque = 0;  ///< [N], [N·m]; 0 = unbreakable
+  bool collide_connected = false;           ///< the two bodies keep colliding
+};
+
+/// Why a joint was removed (JointEvent::removed_reason).
+enum class JointRemovedReason : uint8_t { Destroyed = 0, Broken = 1, BodyGone = 2 };
+
+/// A joint the client learned of (JointEvent::added) or that left the world. Reliable and
+/// delivered once each, like collision events; every session hears of every joint, not only
+/// those in its area of interest. Anchors arrive quantised like collision points.
+struct JointEvent {
+  uint64_t tick = 0;       ///< the server tick of the change (of the announcement for a joint older than the session)
+  bool added = false;      ///< true: JointAdded; false: JointRemoved
+  ObjectID joint;
+  ObjectID a, b;           ///< its bodies; b null = the static world
+  JointKind kind = JointKind::Point;            ///< added only
+  JointRemovedReason removed_reason = JointRemovedReason::Destroyed;  ///< removed only
+  Vec3 local_anchor_a;     ///< added only: A's anchor in A's frame, relative to its centre [m]
+  Vec3 local_anchor_b;     ///< added only: B's anchor in B's frame (world frame when b is null) [m]
+  uint32_t sequence = 0;   ///< the session's event number
+};
+
 /// A Pong that answered one of this client's ping() calls.
 struct PongInfo {
   uint64_t nonce = 0;                     ///< as returned by ping()
@@ -241,6 +297,7 @@ struct PollResult {
   std::vector<RaycastResult> raycasts;        ///< answers to raycast(), in arrival order
   std::vector<RayHit> ray_hits;               ///< backing store of `raycasts`
   std::vector<CollisionEvent> collisions;     ///< in arrival order (server order within a tick)
+  std::vector<JointEvent> joints;             ///< joints added and removed, in arrival order
   std::vector<PongInfo> pongs;                ///< answers to ping(); keepalive and clock-sync pings are not listed
   bool server_disconnected = false;           ///< the server closed the session (see reason)
   std::string disconnect_reason;
@@ -254,7 +311,8 @@ struct PollResult {
     return std::span<const RayHit>(ray_hits).subspan(r.first, r.count);
   }
   bool empty() const {
-    return snapshots.empty() && results.empty() && raycasts.empty() && collisions.empty() && pongs.empty() &&
+    return snapshots.empty() && results.empty() && raycasts.empty() && collisions.empty() && joints.empty() &&
+           pongs.empty() &&
            !server_disconnected;
   }
 };

@@ -804,6 +804,7 @@ class ClientCoreScriptedSession : public ::testing::Test {
       raycast_hits.emplace_back(hits.begin(), hits.end());
     }
     collisions.insert(collisions.end(), r.collisions.begin(), r.collisions.end());
+    joint_events.insert(joint_events.end(), r.joints.begin(), r.joints.end());
     pongs.insert(pongs.end(), r.pongs.begin(), r.pongs.end());
     if (r.server_disconnected) disconnected_reason = r.disconnect_reason;
     return applied;
@@ -838,6 +839,7 @@ class ClientCoreScriptedSession : public ::testing::Test {
   std::vector<RaycastResult> raycasts;
   std::vector<std::vector<RayHit>> raycast_hits;  ///< of raycasts[i]
   std::vector<CollisionEvent> collisions;
+  std::vector<JointEvent> joint_events;
   std::vector<PongInfo> pongs;
   std::optional<std::string> disconnected_reason;
   const PollResult* last_result = nullptr;  ///< of the latest deliver(), valid until the next
@@ -1181,6 +1183,64 @@ TEST_F(ClientCoreScriptedSession, CollisionEventsAreDeliveredOncePerSequence) {
   EXPECT_EQ(client.stats().events_duplicate, 9u);  // 14 received, 5 delivered
   EXPECT_EQ(client.stats().event_blocks_rejected, 0u);
   EXPECT_EQ(client.server_tick(), 1045u);
+}
+
+TEST_F(ClientCoreScriptedSession, JointEventsKeepTheJointTableAndArriveOnce) {
+  // Two joints added (one to the world), a contact between them in the same block, a resend,
+  // then one removed (Broken) and a removal of a joint never heard of.
+  using wire::ContactEventType;
+  auto added = [](uint32_t sequence, ObjectID joint, ObjectID a, ObjectID b, Vec3 anchor_a, Vec3 anchor_b) {
+    return std::pair{wire::CollisionEvent(2000 + sequence, to_wire(a), to_wire(b), wire::to_wire(anchor_a),
+                                          wire::to_wire(anchor_b), sequence, ContactEventType::JointAdded),
+                     wire::JointEventFields{to_wire(joint), static_cast<uint8_t>(wire::JointKind::Hinge)}};
+  };
+  auto removed = [](uint32_t sequence, ObjectID joint, ObjectID a, ObjectID b) {
+    return std::pair{wire::CollisionEvent(2000 + sequence, to_wire(a), to_wire(b), wire::Vec3(0, 0, 0),
+                                          wire::Vec3(0, 0, 0), sequence, ContactEventType::JointRemoved),
+                     wire::JointEventFields{to_wire(joint), static_cast<uint8_t>(wire::JointRemovedReason::Broken)}};
+  };
+  const auto j1 = added(1, ObjectID{4, 1}, ObjectID{7, 1}, ObjectID{}, {0.5f, 0, 0}, {2.5f, 3, 0});
+  const auto j2 = added(2, ObjectID{1, 1}, ObjectID{7, 1}, ObjectID{8, 1}, {0, 0.25f, 0}, {0, -0.25f, 0});
+  const auto contact = std::pair{wire::CollisionEvent(2003, to_wire(ObjectID{7, 1}), to_wire(ObjectID{9, 1}),
+                                                      wire::Vec3(1, 0, 0), wire::Vec3(0, 1, 0), 3,
+                                                      ContactEventType::Begin),
+                                 wire::JointEventFields{}};
+  const auto gone = removed(4, ObjectID{4, 1}, ObjectID{7, 1}, ObjectID{});
+  const auto unknown = removed(5, ObjectID{9, 3}, ObjectID{7, 1}, ObjectID{});
+  auto send = [&](std::initializer_list<std::pair<wire::CollisionEvent, wire::JointEventFields>> batch) {
+    std::vector<wire::CollisionEvent> events;
+    std::vector<wire::JointEventFields> joints;
+    for (const auto& [e, j] : batch) {
+      events.push_back(e);
+      joints.push_back(j);
+    }
+    fake.send(wire::build_collision_events(fake.fbb(), events, wire::QuantizationConfig{}, joints));
+  };
+  send({j1, j2, contact});
+  send({j2});  // a resend
+  deliver(2);
+  ASSERT_EQ(joint_events.size(), 2u);
+  ASSERT_EQ(collisions.size(), 1u);
+  EXPECT_TRUE(joint_events[0].added);
+  EXPECT_EQ(joint_events[0].joint, (ObjectID{4, 1}));
+  EXPECT_EQ(joint_events[0].a, (ObjectID{7, 1}));
+  EXPECT_TRUE(joint_events[0].b.is_null());
+  EXPECT_EQ(joint_events[0].kind, JointKind::Hinge);
+  EXPECT_EQ(joint_events[0].local_anchor_a, (Vec3{0.5f, 0, 0}));
+  EXPECT_EQ(joint_events[0].local_anchor_b, (Vec3{2.5f, 3, 0}));
+  EXPECT_EQ(joint_events[0].tick, 2001u);
+  ASSERT_EQ(client.joints().size(), 2u);
+  EXPECT_EQ(client.joints()[0].joint, (ObjectID{1, 1}));  // sorted by joint id
+  EXPECT_EQ(client.joints()[1].joint, (ObjectID{4, 1}));
+  send({gone, unknown});
+  deliver(1);
+  ASSERT_EQ(joint_events.size(), 4u);
+  EXPECT_FALSE(joint_events[2].added);
+  EXPECT_EQ(joint_events[2].removed_reason, JointRemovedReason::Broken);
+  ASSERT_EQ(client.joints().size(), 1u);
+  EXPECT_EQ(client.joints()[0].joint, (ObjectID{1, 1}));
+  EXPECT_EQ(client.stats().events_duplicate, 1u);
+  EXPECT_EQ(client.stats().event_blocks_rejected, 0u);
 }
 
 TEST_F(ClientCoreScriptedSession, CollisionEventsArriveQuantisedWithinTheirStatedBounds) {

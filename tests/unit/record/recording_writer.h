@@ -2,7 +2,8 @@
 // record::encode_* functions, the way the Recorder lays it out: Header, then per tick the
 // requests applied through server::apply_to_world and the step's awake_hash, and a Keyframe
 // after every keyframe_interval-th tick. Bodies are created, pushed and destroyed (so ids get new
-// generations) and fall onto a ground box, so contacts and sleep are part of the state.
+// generations) and fall onto a ground box, so contacts and sleep are part of the state; hinges
+// join some of them, get their motors changed and are destroyed, so joints are too.
 #pragma once
 
 #include <unistd.h>
@@ -30,6 +31,7 @@ struct WrittenRecording {
   uint32_t keyframe_interval = 0;
   /// Byte offset of the end of every complete frame, in file order.
   std::vector<uint64_t> frame_ends;
+  uint32_t joints_created = 0;  ///< CreateJoint requests the World accepted
 };
 
 inline std::string temp_recording_path(std::string_view stem) {
@@ -80,6 +82,7 @@ inline WrittenRecording write_test_recording(uint64_t ticks, uint32_t keyframe_i
 
   const float dt = 1.0f / static_cast<float>(tick_hz);
   std::vector<ObjectID> live;
+  std::vector<ObjectID> joints;
   std::vector<RequestRecord> requests;
   std::vector<flatbuffers::Offset<Request>> scratch;
   auto apply = [&](server::PendingRequest p) {
@@ -107,6 +110,37 @@ inline WrittenRecording write_test_recording(uint64_t ticks, uint32_t keyframe_i
       p.id = live[t % live.size()];
       p.vector = {0.5f, 1.0f + 0.01f * f, -0.25f};
       apply(p);
+    }
+    if (t % 13 == 5 && live.size() >= 2) {  // a joint: a hinge between the two newest bodies, with a motor
+      server::PendingRequest p;
+      p.type = wire::Message::CreateJoint;
+      p.joint.kind = physics::JointKind::Hinge;
+      p.joint.body_a = live[live.size() - 1];
+      p.joint.body_b = live[live.size() - 2];
+      p.joint.anchor = world.get_object(p.joint.body_a)->position;
+      p.joint.axis = {0.0f, 0.0f, 1.0f};
+      p.joint.enable_motor = true;
+      p.joint.motor_speed = 1.0f;
+      p.joint.max_motor_torque = 5.0f;
+      const server::AppliedRequest a = apply(p);
+      if (!a.id.is_null()) {
+        joints.push_back(a.id);
+        ++out.joints_created;
+      }
+    }
+    if (t % 17 == 8 && !joints.empty()) {  // its motor to a position target
+      server::PendingRequest p;
+      p.type = wire::Message::SetJointMotor;
+      p.id = joints.back();
+      p.motor = physics::JointMotor{true, true, 0.0f, 0.5f, 3.0f};
+      apply(p);
+    }
+    if (t % 37 == 36 && !joints.empty()) {  // the oldest joint goes
+      server::PendingRequest p;
+      p.type = wire::Message::DestroyJoint;
+      p.id = joints.front();
+      apply(p);
+      joints.erase(joints.begin());
     }
     if (t % 31 == 30 && live.size() > 2) {  // a destruction: its index is reused with a new generation
       server::PendingRequest p;

@@ -99,6 +99,51 @@ std::vector<RequestRecord> sample_requests() {
   destroy.id = destroy.request.id;
   destroy.result = wire::ResultCode::StaleId;
   out.push_back(destroy);
+
+  RequestRecord joint;  // every field set, -0.0 and a denormal among them
+  joint.request.type = wire::Message::CreateJoint;
+  joint.request.client_id = 7;
+  joint.request.request_id = 103;
+  physics::JointDesc& j = joint.request.joint;
+  j.kind = physics::JointKind::Hinge;
+  j.body_a = ObjectID{5, 2};
+  j.body_b = ObjectID{6, 1};
+  j.anchor = {-0.0f, 1.25f, std::numeric_limits<float>::denorm_min()};
+  j.anchor_b = {0.5f, 2.0f, -3.0f};
+  j.axis = {0.0f, 0.0f, 1.0f};
+  j.min_length = 0.25f;
+  j.max_length = 1.5f;
+  j.spring_hertz = 4.0f;
+  j.spring_damping_ratio = 0.7f;
+  j.enable_limit = true;
+  j.lower_angle = -0.5f;
+  j.upper_angle = 1.0f / 3.0f;
+  j.enable_motor = true;
+  j.position_motor = true;
+  j.motor_speed = 2.0f;
+  j.max_motor_torque = 50.0f;
+  j.target_angle = 0.125f;
+  j.motor_target_angle = -0.75f;
+  j.break_force = 1000.0f;
+  j.break_torque = 400.0f;
+  j.collide_connected = true;
+  joint.id = ObjectID{0, 1};
+  out.push_back(joint);
+
+  RequestRecord motor;
+  motor.request.type = wire::Message::SetJointMotor;
+  motor.request.request_id = 104;
+  motor.request.id = ObjectID{0, 1};
+  motor.request.motor = physics::JointMotor{true, false, -1.5f, 0.0f, 20.0f};
+  motor.id = motor.request.id;
+  out.push_back(motor);
+
+  RequestRecord unjoin;
+  unjoin.request.type = wire::Message::DestroyJoint;
+  unjoin.request.request_id = 105;
+  unjoin.request.id = ObjectID{0, 1};
+  unjoin.id = unjoin.request.id;
+  out.push_back(unjoin);
   return out;
 }
 
@@ -205,8 +250,37 @@ TEST(RecordingFormat, EveryFrameKindRoundTripsBitExactly) {
       EXPECT_EQ(d.material, e.desc.material);
       EXPECT_EQ(d.sensor, e.desc.sensor);
       EXPECT_EQ(d.bullet, e.desc.bullet);
+    } else if (e.type == wire::Message::CreateJoint) {
+      EXPECT_TRUE(p.id.is_null()) << "a CreateJoint's recorded id is its result, not an input";
+      const physics::JointDesc& d = p.joint;
+      const physics::JointDesc& x = e.joint;
+      EXPECT_EQ(d.kind, x.kind);
+      EXPECT_EQ(d.body_a, x.body_a);
+      EXPECT_EQ(d.body_b, x.body_b);
+      EXPECT_TRUE(bits_equal(d.anchor, x.anchor));
+      EXPECT_TRUE(bits_equal(d.anchor_b, x.anchor_b));
+      EXPECT_TRUE(bits_equal(d.axis, x.axis));
+      for (const auto f : {&physics::JointDesc::min_length, &physics::JointDesc::max_length,
+                           &physics::JointDesc::spring_hertz, &physics::JointDesc::spring_damping_ratio,
+                           &physics::JointDesc::lower_angle, &physics::JointDesc::upper_angle,
+                           &physics::JointDesc::motor_speed, &physics::JointDesc::max_motor_torque,
+                           &physics::JointDesc::target_angle, &physics::JointDesc::motor_target_angle,
+                           &physics::JointDesc::break_force, &physics::JointDesc::break_torque}) {
+        EXPECT_TRUE(bits_equal(d.*f, x.*f));
+      }
+      EXPECT_EQ(d.enable_limit, x.enable_limit);
+      EXPECT_EQ(d.enable_motor, x.enable_motor);
+      EXPECT_EQ(d.position_motor, x.position_motor);
+      EXPECT_EQ(d.collide_connected, x.collide_connected);
     } else {
       EXPECT_EQ(p.id, e.id);
+      if (e.type == wire::Message::SetJointMotor) {
+        EXPECT_EQ(p.motor.enable, e.motor.enable);
+        EXPECT_EQ(p.motor.position, e.motor.position);
+        EXPECT_TRUE(bits_equal(p.motor.speed, e.motor.speed));
+        EXPECT_TRUE(bits_equal(p.motor.target_angle, e.motor.target_angle));
+        EXPECT_TRUE(bits_equal(p.motor.max_torque, e.motor.max_torque));
+      }
     }
   }
 

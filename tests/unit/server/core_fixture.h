@@ -320,14 +320,14 @@ class CoreTest : public ::testing::Test {
   /// The collision events of a CollisionEvents datagram in `s`, decoded with its recipient's
   /// quantisation (from its ConnectAccepted); empty for any other message. A block that does not
   /// decode fails the test.
-  std::vector<wire::CollisionEvent> events_of(const Sent& s) {
+  std::vector<wire::CollisionEvent> events_of(const Sent& s, std::vector<wire::JointEventFields>* joints = nullptr) {
     std::vector<wire::CollisionEvent> events;
     const auto* m = s.envelope()->message_as_CollisionEvents();
     const auto it = receivers_.find(s.to.port());
     if (m == nullptr || it == receivers_.end()) return events;
     const std::span<const uint8_t> block =
         m->packed() ? std::span<const uint8_t>(m->packed()->data(), m->packed()->size()) : std::span<const uint8_t>{};
-    const wire::EventBlockError e = wire::decode_collision_events(block, it->second.config(), &events);
+    const wire::EventBlockError e = wire::decode_collision_events(block, it->second.config(), &events, joints);
     EXPECT_EQ(e, wire::EventBlockError::None) << wire::to_string(e);
     return events;
   }

@@ -125,6 +125,9 @@ TEST_F(ReplayCoreTest, SpectatorsAreReadOnlyButMayRaycastAndSetInterest) {
       copy(wire::build_set_angular_velocity(fbb_, next_id(a), some, {1, 0, 0})),
       copy(wire::build_set_filter(fbb_, next_id(a), some, 2, 1, 0)),
       copy(wire::build_move_kinematic(fbb_, next_id(a), some, {1, 0, 0}, Quat{})),
+      copy(wire::build_create_joint(fbb_, next_id(a), wire::CreateJointArgs{.body_a = some, .anchor = {0, 1, 0}})),
+      copy(wire::build_destroy_joint(fbb_, next_id(a), ObjectID{0, 1})),
+      copy(wire::build_set_joint_motor(fbb_, next_id(a), ObjectID{0, 1}, {})),
   };
   const uint64_t hash = core_.world().world_hash();
   for (const Bytes& w : writes) {

@@ -17,6 +17,8 @@
 #include "shared/wire/bitstream.h"
 #include "shared/wire/codec.h"
 #include "shared/wire/event_codec.h"
+#include "shared/hex.h"
+#include "tests/support/doc_vectors.h"
 #include "tests/support/rng.h"
 
 namespace impulse::wire {
@@ -60,9 +62,10 @@ CollisionEvent make_event(uint64_t tick, ObjectID a, ObjectID b, impulse::Vec3 p
                         wire::Vec3(normal.x, normal.y, normal.z), sequence, type);
 }
 
-Bytes encode(std::span<const CollisionEvent> events, const QuantizationConfig& config = {}) {
+Bytes encode(std::span<const CollisionEvent> events, const QuantizationConfig& config = {},
+             std::span<const JointEventFields> joints = {}) {
   Bytes out;
-  EXPECT_TRUE(encode_collision_events(events, config, &out));
+  EXPECT_TRUE(encode_collision_events(events, config, &out, joints));
   return out;
 }
 
@@ -240,15 +243,23 @@ TEST(EventBlock, EncoderRefusesCallerBugs) {
 
 /// Events that maximise every field's code after the first event (whose sequence and tick deltas
 /// are 0 by construction): sequences 2^31 + 1 apart, ticks 2^63 apart, index 2^32 - 1 and an
-/// index delta of -2^31, generation 0 (sent as generation - 1 = 2^32 - 1).
-std::vector<CollisionEvent> worst_case_events(uint32_t n) {
+/// index delta of -2^31, generation 0 (sent as generation - 1 = 2^32 - 1). JointAdded events (the
+/// largest record: two anchors and a joint id) with their joint column in *joints, else contacts.
+std::vector<CollisionEvent> worst_case_events(uint32_t n, std::vector<JointEventFields>* joints = nullptr) {
   std::vector<CollisionEvent> events;
   uint32_t sequence = 0xFFFFFFFFu;
+  if (joints != nullptr) joints->clear();
   for (uint32_t i = 0; i < n; ++i) {
     const uint64_t tick = i % 2 == 0 ? uint64_t{1} << 63 : 0;
     events.push_back(make_event(tick, ObjectID{0xFFFFFFFFu, 0}, ObjectID{0x7FFFFFFFu, 0},
                                 {-32768.0f, 32768.0f, -32768.0f}, {0.3f, -0.5f, -0.81f}, sequence,
-                                ContactEventType::End));
+                                joints != nullptr ? ContactEventType::JointAdded : ContactEventType::End));
+    if (joints != nullptr) {
+      events.back() = make_event(tick, ObjectID{0xFFFFFFFFu, 0}, ObjectID{0x7FFFFFFFu, 0},
+                                 {-32768.0f, 32768.0f, -32768.0f}, {32768.0f, -32768.0f, 32768.0f}, sequence,
+                                 ContactEventType::JointAdded);
+      joints->push_back(JointEventFields{impulse::to_wire(ObjectID{0xFFFFFFFFu, 0}), kMaxJointKindDetail});
+    }
     sequence += 0x80000001u;
   }
   return events;
@@ -258,24 +269,28 @@ TEST(EventBlock, WorstCaseBoundHoldsAndIsReached) {
   const QuantizationConfig widest = widest_config();
   EXPECT_EQ(derive_limits(widest).position_bits, 26);  // the widest position field of any valid config
   for (uint32_t n = 1; n <= kMaxEventsPerBlock; ++n) {
-    const std::vector<CollisionEvent> events = worst_case_events(n);
-    const size_t bytes = encode(events, widest).size();
+    std::vector<JointEventFields> joints;
+    const std::vector<CollisionEvent> events = worst_case_events(n, &joints);
+    const size_t bytes = encode(events, widest, joints).size();
     EXPECT_LE(bytes, max_event_block_bytes(n)) << n;
     // Only the first event's two deltas (64 + 128 bits) fall short of their maxima.
     EXPECT_GE(bytes + 24, max_event_block_bytes(n)) << n;
+    // A contact's worst case is below a JointAdded's.
+    EXPECT_LT(encode(worst_case_events(n), widest).size(), bytes) << n;
   }
-  // The documented figures: a 199-bit header and 544 bits per event.
+  // The documented figures: a 199-bit header and 727 bits per event (a JointAdded; 544 a contact).
   EXPECT_EQ(max_event_block_bytes(0), kEmptyEventBlockBytes);
-  EXPECT_EQ(max_event_block_bytes(1), (199u + 544u + 7u) / 8u);
-  EXPECT_EQ(max_event_block_bytes(16), (199u + 16u * 544u + 7u) / 8u);
+  EXPECT_EQ(max_event_block_bytes(1), (199u + 727u + 7u) / 8u);
+  EXPECT_EQ(max_event_block_bytes(16), (199u + 16u * 727u + 7u) / 8u);
 }
 
 TEST(EventBlock, AFullDatagramOfWorstCaseEventsFits) {
   flatbuffers::FlatBufferBuilder fbb;
   const uint32_t capacity = collision_events_per_datagram();
   const QuantizationConfig widest = widest_config();
-  const std::vector<CollisionEvent> events = worst_case_events(capacity + 3);
-  const auto built = build_collision_events(fbb, events, widest);
+  std::vector<JointEventFields> joints;
+  const std::vector<CollisionEvent> events = worst_case_events(capacity + 3, &joints);
+  const auto built = build_collision_events(fbb, events, widest, joints);
   Bytes datagram(built.begin(), built.end());
   ASSERT_TRUE(stamp_header(datagram, PacketHeader(UINT32_MAX, UINT32_MAX, UINT32_MAX)));
   EXPECT_LE(datagram.size(), kMaxDatagramBytes);
@@ -557,6 +572,47 @@ TEST(EventBlock, WorkedExampleOfTheProtocolDocument) {
   encode_octahedral_normal({0.6f, 0.0f, -0.8f}, &u, &v);
   EXPECT_EQ(u, 2047);
   EXPECT_EQ(v, 1170);
+}
+
+// docs/PROTOCOL.md, "Joint events": a hinge (joint 2.1) from body 17.1 to the world is added in
+// tick 7200 (sequence 5), anchored 0.25 m along the body's x at world (0.25, 3, 0), and breaks in
+// tick 7260 (sequence 6). The block is pinned byte for byte, and every joint field round-trips.
+TEST(EventBlock, JointEventsRoundTripAndMatchTheDocument) {
+  const ObjectID body{17, 1}, joint{2, 1};
+  const CollisionEvent events[] = {
+      make_event(7200, body, ObjectID{}, {0.25f, 0, 0}, {0.25f, 3, 0}, 5, ContactEventType::JointAdded),
+      make_event(7260, body, ObjectID{}, {0, 0, 0}, {0, 0, 0}, 6, ContactEventType::JointRemoved),
+  };
+  const JointEventFields joints[] = {
+      {impulse::to_wire(joint), static_cast<uint8_t>(JointKind::Hinge)},
+      {impulse::to_wire(joint), static_cast<uint8_t>(JointRemovedReason::Broken)},
+  };
+  const Bytes block = encode(events, {}, joints);
+  std::vector<CollisionEvent> out;
+  std::vector<JointEventFields> fields;
+  ASSERT_EQ(decode_collision_events(block, {}, &out, &fields), EventBlockError::None);
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(fields.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(out[i].tick(), events[i].tick());
+    EXPECT_EQ(out[i].sequence(), events[i].sequence());
+    EXPECT_EQ(out[i].type(), events[i].type());
+    EXPECT_EQ(out[i].a(), events[i].a());
+    EXPECT_EQ(out[i].b(), 0u);  // the world
+    EXPECT_EQ(fields[i].joint, joints[i].joint);
+    EXPECT_EQ(fields[i].detail, joints[i].detail);
+  }
+  EXPECT_EQ(to_vec3(out[0].point()), (impulse::Vec3{0.25f, 0, 0}));
+  EXPECT_EQ(to_vec3(out[0].normal()), (impulse::Vec3{0.25f, 3, 0}));
+  // A joint event without its joint column is a caller bug: nothing is encoded.
+  Bytes none;
+  EXPECT_FALSE(encode_collision_events(events, {}, &none));
+  // A detail out of range is refused by the encoder, and by the decoder in a hand-made block.
+  const JointEventFields bad[] = {{impulse::to_wire(joint), 7}, joints[1]};
+  EXPECT_FALSE(encode_collision_events(events, {}, &none, bad));
+  const auto doc = test::protocol_doc_vectors("joint-event-vectors");
+  ASSERT_TRUE(doc.count("block")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n    block: " << to_hex(block);
+  EXPECT_EQ(doc.at("block"), to_hex(block));
 }
 
 TEST(EventBlock, ErrorsHaveNames) {

@@ -43,5 +43,41 @@ TEST(MessageVectors, MoveKinematicAndRaycastBackFacesMatchTheDocument) {
   EXPECT_EQ(doc.at("Raycast with back_faces"), ray_hex);
 }
 
+TEST(MessageVectors, JointRequestsMatchTheDocument) {
+  const auto doc = vectors_in_doc();
+  flatbuffers::FlatBufferBuilder fbb;
+  // CreateJoint{request_id 9, Hinge, body_a {index 3, generation 1}, body_b 0 (the world), anchor
+  // (0, 2, 0), axis (0, 0, 1), enable_limit, lower -0.5, upper 1.25 rad, Velocity motor at 2 rad/s
+  // with at most 50 N·m, break_torque 400 N·m}.
+  CreateJointArgs j;
+  j.kind = JointKind::Hinge;
+  j.body_a = ObjectID{3, 1};
+  j.anchor = {0.0f, 2.0f, 0.0f};
+  j.axis = impulse::Vec3{0.0f, 0.0f, 1.0f};
+  j.enable_limit = true;
+  j.lower_angle = -0.5f;
+  j.upper_angle = 1.25f;
+  j.motor_mode = JointMotorMode::Velocity;
+  j.motor_speed = 2.0f;
+  j.max_motor_torque = 50.0f;
+  j.break_torque = 400.0f;
+  const auto create = build_create_joint(fbb, 9, j);
+  const std::string create_hex = to_hex(create);
+  const Verified v = verify_datagram(create, Direction::ClientToServer);
+  ASSERT_EQ(v.reason, DropReason::None);
+  EXPECT_EQ(static_cast<int>(v.envelope->message_type()), 24);
+  EXPECT_TRUE(check_request(*v.envelope->message_as_CreateJoint()).ok());
+  ASSERT_TRUE(doc.count("CreateJoint")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n    CreateJoint: "
+                                        << create_hex;
+  EXPECT_EQ(doc.at("CreateJoint"), create_hex);
+
+  // SetJointMotor{request_id 10, id {index 0, generation 1}, Position, target 0.75 rad, at most 20 N·m}.
+  const auto motor = build_set_joint_motor(fbb, 10, ObjectID{0, 1}, {JointMotorMode::Position, 0.0f, 0.75f, 20.0f});
+  const std::string motor_hex = to_hex(motor);
+  ASSERT_TRUE(doc.count("SetJointMotor")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n    SetJointMotor: "
+                                          << motor_hex;
+  EXPECT_EQ(doc.at("SetJointMotor"), motor_hex);
+}
+
 }  // namespace
 }  // namespace impulse::wire
