@@ -147,8 +147,19 @@ constexpr int kShovedBox = 4;
 constexpr impulse::Vec3 kShove{6.0f, 0.0f, 0.0f};    // [N·s]
 constexpr impulse::Vec3 kShoveOffset{0.0f, 0.3f, 0.0f};  // from the box's centre [m]
 
+/// The demo scene's joints (scene_demo_joints.cpp), found by shape: the car is the body with
+/// four hinges (its axles), the sign the box hung from the world by a point joint.
+constexpr float kCarWheelSpeed = 6.0f;   // [rad/s] about the axles; the car rolls at about 2 m/s
+constexpr float kCarMotorTorque = 60.0f; // [N·m] per wheel
+/// A pull for one step: with the sign's 98 N weight the hook must hold 498 N, past its 250 N.
+/// (A joint breaks on its reaction at the step's last substep, so a force held through the step
+/// breaks it; an impulse is absorbed in the first substep and does not.)
+constexpr impulse::Vec3 kSignPull{0.0f, -400.0f, 0.0f};  // [N]
+
 struct DemoTimeline {
   std::chrono::milliseconds report_every{500};
+  std::chrono::milliseconds drive_car{1000};
+  std::chrono::milliseconds pull_sign{1500};
   std::chrono::milliseconds first_raycast{2000};   // after the tower has settled
   std::chrono::milliseconds shove{2500};
   std::chrono::milliseconds second_raycast{5000};  // after it toppled
@@ -197,6 +208,28 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
   uint64_t other_events = 0;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+
+  // The joints of the scene: the car's axles and the sign's hook, and the car's start.
+  std::vector<impulse::ObjectID> axles;
+  impulse::ObjectID car, sign;
+  std::optional<impulse::Vec3> car_start;
+  bool car_driven = false, sign_pulled = false;
+  auto find_scene_joints = [&] {
+    std::map<impulse::ObjectID, std::vector<impulse::ObjectID>> hinges_of;
+    for (const impulse::JointEvent& j : client.joints()) {
+      if (j.kind == impulse::JointKind::Hinge) hinges_of[j.a].push_back(j.joint);
+      const impulse::ObjectState* body = client.find(j.a);
+      if (j.kind == impulse::JointKind::Point && j.b.is_null() && body != nullptr && body->shape == impulse::ShapeKind::Box) {
+        sign = j.a;
+      }
+    }
+    for (const auto& [body, hinges] : hinges_of) {
+      if (hinges.size() == 4) {
+        car = body;
+        axles = hinges;
+      }
+    }
+  };
 
   auto cast_down = [&](const char* why) {
     // Straight down through the tower's axis from 20 m up, 25 m long: past the ground.
@@ -248,6 +281,13 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
                  e.type == impulse::ContactEventType::Begin ? "begin" : "end  ", label_of(e.a), label_of(e.b),
                  format_vec(e.point));
     }
+    for (const impulse::JointEvent& j : r.joints) {
+      if (j.added) continue;  // summarised when the car is driven
+      static constexpr const char* kReasons[] = {"destroyed", "broken", "its body gone"};
+      fmt::print("tick {} joint {} between {} and {} removed: {}\n", j.tick, format_id(j.joint), format_id(j.a),
+                 j.b.is_null() ? std::string("the world") : format_id(j.b),
+                 kReasons[static_cast<size_t>(j.removed_reason) % 3]);
+    }
     if (r.server_disconnected) {
       fmt::print(stderr, "impulse-client: server closed the session: {}\n", r.disconnect_reason);
       return 1;
@@ -255,6 +295,29 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
 
     const Clock::time_point now = Clock::now();
     const bool spawned = pending_create.empty();
+    if (!car_driven && now >= start + timeline.drive_car) {
+      car_driven = true;
+      find_scene_joints();
+      fmt::print("heard of {} joints\n", client.joints().size());
+      if (const impulse::ObjectState* c = car.is_null() ? nullptr : client.find(car)) {
+        car_start = c->position;
+        for (const impulse::ObjectID axle : axles) {
+          client.set_joint_motor(axle, impulse::JointMotorMode::Velocity, kCarWheelSpeed, 0.0f, kCarMotorTorque);
+        }
+        fmt::print("driving the car ({}) from {}: 4 axle motors at {} rad/s, at most {} N·m each\n", format_id(car),
+                   format_vec(c->position), kCarWheelSpeed, kCarMotorTorque);
+      } else {
+        fmt::print("no car in this scene (a body with four hinges): not driving\n");
+      }
+    }
+    if (!sign_pulled && now >= start + timeline.pull_sign) {
+      sign_pulled = true;
+      if (const impulse::ObjectState* g = sign.is_null() ? nullptr : client.find(sign)) {
+        client.apply_force(sign, kSignPull, g->position);
+        fmt::print("pulling the sign ({}) down with {} N for a step: its hook breaks past 250 N\n", format_id(sign),
+                   format_vec(kSignPull));
+      }
+    }
     if (spawned && !first_raycast_sent && now >= start + timeline.first_raycast) {
       cast_down("ray down onto the standing tower");
       first_raycast_sent = true;
@@ -301,6 +364,13 @@ int run_demo(const std::string& server, int seconds, const std::string& name, bo
     }
   }
 
+  if (car_start) {
+    if (const impulse::ObjectState* c = client.find(car)) {
+      fmt::print("the car drove {:.2f} m (from {} to {})\n", impulse::length(c->position - *car_start),
+                 format_vec(*car_start), format_vec(c->position));
+    }
+    for (const impulse::ObjectID axle : axles) client.set_joint_motor(axle, impulse::JointMotorMode::Off, 0, 0, 0);
+  }
   if (!keep_bodies) {
     for (const impulse::ObjectID id : boxes) {
       if (!id.is_null()) client.destroy(id);

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <tuple>
 
 #include <flatbuffers/idl.h>
 #include <fmt/format.h>
@@ -232,6 +234,70 @@ size_t element_line(std::string_view json, std::string_view key, size_t index) {
   return 0;
 }
 
+// A joint's fields with the wire protocol's bounds (docs/PROTOCOL.md, "Joints"), angles given in
+// degrees; returns an empty string or "field: reason". Its bodies are resolved by the caller.
+std::string convert_joint(const scene::Joint& j, physics::JointDesc* out) {
+  constexpr float kDegrees = kPi / 180.0f;
+  constexpr float kMaxDegrees = wire::kMaxJointAngle / kDegrees;
+  physics::JointDesc d;
+  d.kind = static_cast<physics::JointKind>(j.kind());
+  const char* axis = "";
+  d.anchor = to_vec3(*j.anchor());
+  if (!check_components(d.anchor, wire::kMaxCoordinate, &axis)) {
+    return fmt::format("anchor.{}: must be finite and in [-1e5, 1e5] m", axis);
+  }
+  if (d.kind == physics::JointKind::Distance) {
+    if (j.anchor_b() == nullptr) return "anchor_b: required for a Distance joint";
+    d.anchor_b = to_vec3(*j.anchor_b());
+    if (!check_components(d.anchor_b, wire::kMaxCoordinate, &axis)) {
+      return fmt::format("anchor_b.{}: must be finite and in [-1e5, 1e5] m", axis);
+    }
+    if (!(j.min_length() >= 0.0f && j.min_length() <= j.max_length() && j.max_length() <= 2.0f * wire::kMaxCoordinate)) {
+      return "min_length, max_length: need 0 <= min_length <= max_length <= 2e5 m";
+    }
+  }
+  if (j.axis() != nullptr) {
+    d.axis = to_vec3(*j.axis());
+    if (!is_finite(d.axis) || !(length(d.axis) > kMinAxisLength)) return "axis: must be finite and not zero";
+  }
+  auto angle = [&](float degrees, const char* name, float* radians) -> std::string {
+    if (!(std::fabs(degrees) <= kMaxDegrees)) return fmt::format("{}: must be in [-178.2, 178.2] degrees", name);
+    *radians = degrees * kDegrees;
+    return {};
+  };
+  for (const auto& [degrees, name, radians] :
+       {std::tuple{j.lower_degrees(), "lower_degrees", &d.lower_angle},
+        std::tuple{j.upper_degrees(), "upper_degrees", &d.upper_angle},
+        std::tuple{j.target_degrees(), "target_degrees", &d.target_angle},
+        std::tuple{j.motor_target_degrees(), "motor_target_degrees", &d.motor_target_angle}}) {
+    if (std::string problem = angle(degrees, name, radians); !problem.empty()) return problem;
+  }
+  d.enable_limit = j.enable_limit();
+  if (d.enable_limit && d.lower_angle > d.upper_angle) return "lower_degrees: must be <= upper_degrees";
+  d.enable_motor = j.motor() != scene::MotorMode::Off;
+  d.position_motor = j.motor() == scene::MotorMode::Position;
+  d.motor_speed = j.motor_speed();
+  if (!(std::fabs(d.motor_speed) <= wire::kMaxAngularSpeed)) return "motor_speed: must be in [-47.12, 47.12] rad/s";
+  auto non_negative = [](float x, float most) { return x >= 0.0f && x <= most; };  // NaN fails
+  d.max_motor_torque = j.max_motor_torque();
+  d.break_force = j.break_force();
+  d.break_torque = j.break_torque();
+  if (!non_negative(d.max_motor_torque, wire::kMaxTorque)) return "max_motor_torque: must be in [0, 1e9] N m";
+  if (!non_negative(d.break_force, wire::kMaxForce)) return "break_force: must be in [0, 1e9] N";
+  if (!non_negative(d.break_torque, wire::kMaxTorque)) return "break_torque: must be in [0, 1e9] N m";
+  d.spring_hertz = j.spring_hertz();
+  d.spring_damping_ratio = j.spring_damping_ratio();
+  if (!non_negative(d.spring_hertz, wire::kMaxSpringHertz)) return "spring_hertz: must be in [0, 1000] Hz";
+  if (!non_negative(d.spring_damping_ratio, wire::kMaxSpringDampingRatio)) {
+    return "spring_damping_ratio: must be in [0, 1000]";
+  }
+  d.min_length = j.min_length();
+  d.max_length = j.max_length();
+  d.collide_connected = j.collide_connected();
+  *out = d;
+  return {};
+}
+
 }  // namespace
 
 std::string escape_for_log(std::string_view text) {
@@ -324,6 +390,44 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
         return fail(fmt::format("{}: material_pairs[{}].{}", where, i, problem));
       }
       result.material_pairs.push_back(pair);
+    }
+  }
+  if (const auto* joints = root->joints()) {
+    if (joints->size() > kMaxSceneJoints) {
+      return fail(fmt::format("{}: joints: {} joints, at most {} are accepted", source, joints->size(), kMaxSceneJoints));
+    }
+    // Bodies by name, for the joints: a name two bodies share cannot name a joint's body.
+    std::map<std::string_view, int> by_name;
+    for (size_t b = 0; b < result.body_names.size(); ++b) {
+      const std::string& name = result.body_names[b];
+      if (name.empty()) continue;
+      const auto [it, added] = by_name.emplace(name, static_cast<int>(b));
+      if (!added) it->second = -2;  // ambiguous
+    }
+    auto resolve = [&](const flatbuffers::String* name, const char* field, int* index) -> std::string {
+      const auto it = by_name.find(name->string_view());
+      if (it == by_name.end()) return fmt::format("{}: no body is named \"{}\"", field, escape_for_log(name->string_view()));
+      if (it->second < 0) return fmt::format("{}: more than one body is named \"{}\"", field, escape_for_log(name->string_view()));
+      *index = it->second;
+      return {};
+    };
+    result.joints.reserve(joints->size());
+    for (flatbuffers::uoffset_t i = 0; i < joints->size(); ++i) {
+      const scene::Joint* joint = joints->Get(i);
+      SceneJoint sj;
+      std::string problem = convert_joint(*joint, &sj.desc);
+      if (problem.empty()) problem = resolve(joint->body_a(), "body_a", &sj.body_a);
+      if (problem.empty() && joint->body_b() != nullptr) problem = resolve(joint->body_b(), "body_b", &sj.body_b);
+      if (problem.empty() && sj.body_a == sj.body_b) problem = "body_b: must differ from body_a";
+      if (!problem.empty()) {
+        const std::string label =
+            joint->name() ? fmt::format(" (\"{}\")", escape_for_log(joint->name()->string_view())) : "";
+        const size_t line = element_line(json, "joints", i);
+        const std::string where = line > 0 ? fmt::format("{}:{}", source, line) : std::string(source);
+        return fail(fmt::format("{}: joints[{}]{}.{}", where, i, label, problem));
+      }
+      if (joint->name()) sj.name = joint->name()->str();
+      result.joints.push_back(std::move(sj));
     }
   }
   *scene = std::move(result);
@@ -493,6 +597,7 @@ Scene make_demo_scene() {
     ball.restitution = (i % 2 == 0) ? 0.8f : 0.2f;
     add(fmt::format("sphere/{}", i), ball);
   }
+  add_joint_showcase(&scene);
   return scene;
 }
 

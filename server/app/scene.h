@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/physics/joint.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
 
@@ -19,6 +20,16 @@ struct SceneMaterialPair {
   float restitution = 0.0f;   ///< [0, 1]
 };
 
+/// A joint of a scene: its description (JointDesc's anchors and axis in the world frame at the
+/// bodies' scene poses; body_a and body_b left null) and its bodies as indices into
+/// Scene::bodies (body_b -1: the static world).
+struct SceneJoint {
+  physics::JointDesc desc;
+  int body_a = -1;
+  int body_b = -1;
+  std::string name;  ///< "" when unnamed; for logs
+};
+
 /// A scene ready to be loaded into a World. Plain data; no physics state.
 struct Scene {
   std::string name;
@@ -28,6 +39,8 @@ struct Scene {
   std::vector<std::string> body_names;
   /// The material-pair table, in file order; each passed the range checks, no pair twice.
   std::vector<SceneMaterialPair> material_pairs;
+  /// Joints, in file order; each passed the range checks and names existing bodies.
+  std::vector<SceneJoint> joints;
 };
 
 /// `text` with backslash, double quote and control characters (< 0x20, 0x7f) escaped (\\, \",
@@ -43,6 +56,9 @@ inline constexpr size_t kMaxSceneFileBytes = 64u << 20;
 /// Most material pairs a scene may define (a bound on hostile files; 4096 is 64 materials
 /// fully paired).
 inline constexpr size_t kMaxSceneMaterialPairs = 4096;
+/// Most joints a scene may define (a bound on hostile files; a 100 x 100 grid of point joints
+/// to its neighbours is 19,800).
+inline constexpr size_t kMaxSceneJoints = 65536;
 /// Largest |gravity component| accepted [m/s^2].
 inline constexpr float kMaxGravity = 1000.0f;
 
@@ -57,8 +73,14 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
 /// Reads and parses a scene file (see parse_scene_json). File errors name the path and the cause.
 bool load_scene_file(const std::string& path, Scene* scene, std::string* error);
 
+/// The demo's joint showcase (scene_demo_joints.cpp), appended to `scene` by make_demo_scene:
+/// a hinged door with limits, a 20-link chain with a wrecking ball, a plank bridge, and a car on
+/// four motor-driven hinge wheels ("car/wheel/<i>": joints "car/axle/<i>").
+void add_joint_showcase(Scene* scene);
+
 /// The built-in demo (`make run`), built in code so the server needs no source tree at run time.
-/// Deterministic, 71 bodies, every body named ("tower_a/3" is the 4th box from the bottom):
+/// Deterministic, 113 bodies and 38 joints, every body named ("tower_a/3" is the 4th box from the
+/// bottom):
 ///  - a static ground plane through the origin (normal +Y);
 ///  - towers of unit boxes, 8, 6 and 7 high ("tower_a" .. "tower_c"); a heavy ball ("wrecking_ball")
 ///    flies into the upper half of tower_a and topples it in the first second;

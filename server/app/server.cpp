@@ -515,7 +515,10 @@ bool Server::start(std::string* error) {
     m.recorder = std::make_unique<record::Recorder>(recording_config_of(m.config), scene.name.empty() ? m.config.scene : scene.name);
     m.core->set_recorder(m.recorder.get());
   }
-  if (!m.core->add_material_pairs(scene.material_pairs, &scene_error) || !m.core->add_bodies(scene.bodies, &scene_error)) {
+  std::vector<ObjectID> scene_ids;
+  if (!m.core->add_material_pairs(scene.material_pairs, &scene_error) ||
+      !m.core->add_bodies(scene.bodies, &scene_error, &scene_ids) ||
+      !m.core->add_joints(scene.joints, scene_ids, &scene_error)) {
     return fail(fmt::format("bad scene: {}: {}", m.config.scene, scene_error));
   }
   if (recording) {
@@ -534,10 +537,10 @@ bool Server::start(std::string* error) {
   if (!m.start_admin(error)) return false;
   m.started = true;
   m.make_agones();
-  spdlog::info("listening on UDP {}:{}; scene \"{}\" with {} bodies and {} material pairs; {} Hz steps, {} Hz snapshots, "
+  spdlog::info("listening on UDP {}:{}; scene \"{}\" with {} bodies, {} joints and {} material pairs; {} Hz steps, {} Hz snapshots, "
                "snapshots of at most {} payload bytes, budget {} kbit/s per client",
                m.config.bind, m.port, escape_for_log(scene.name.empty() ? m.config.scene : scene.name), scene.bodies.size(),
-               scene.material_pairs.size(), m.config.tick_hz, m.config.snapshot_hz, wire::snapshot_payload_capacity(), m.config.max_kbps_per_client);
+               scene.joints.size(), scene.material_pairs.size(), m.config.tick_hz, m.config.snapshot_hz, wire::snapshot_payload_capacity(), m.config.max_kbps_per_client);
   spdlog::info("budget: clients may own {} live objects together (--max-client-objects), {} each "
                "(--max-objects-per-client) in up to {} sessions; a client's body at most {} m (--max-client-extent), "
                "overlapping at most {} bodies when created (--max-spawn-overlaps); sized to the capacity benchmark "

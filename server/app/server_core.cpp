@@ -208,7 +208,7 @@ bool ServerCore::init_security(std::string* error) {
   return true;
 }
 
-bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error) {
+bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error, std::vector<ObjectID>* ids) {
   for (size_t i = 0; i < bodies.size(); ++i) {
     const physics::CreateResult r = world_.create_object(bodies[i]);
     if (r.error != physics::Error::Ok) {
@@ -218,6 +218,7 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
     if (owners_.size() <= r.id.index) owners_.resize(r.id.index + 1);
     owners_[r.id.index] = Ownership{r.id.generation, 0, true, false, {}};  // the scene: everyone may push it
     journal_.scene_body(r.id, bodies[i]);
+    if (ids != nullptr) ids->push_back(r.id);
   }
   publish_stats();
   return true;

@@ -86,8 +86,14 @@ class ServerCore {
   /// (set_step_time_for_test) for the rest of the wake-up, instead of measuring (0 = measure).
   void set_send_time_for_test(std::chrono::nanoseconds send_time) { send_time_for_test_ = send_time; }
 
-  /// Creates `bodies` in order. On a World error returns false with *error naming the body index.
-  bool add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error);
+  /// Creates `bodies` in order, their ids appended to *ids when given. On a World error returns
+  /// false with *error naming the body index.
+  bool add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error, std::vector<ObjectID>* ids = nullptr);
+  /// Creates a scene's joints (after its bodies: `body_ids` are add_bodies' ids, by scene index),
+  /// owned by the scene: anyone may drive them, no client may destroy them. Before the recorder
+  /// starts, so its initial state carries them. On a World error returns false with *error naming
+  /// the joint index and name.
+  bool add_joints(std::span<const SceneJoint> joints, std::span<const ObjectID> body_ids, std::string* error);
   /// Fills the world's material-pair table (a scene's `material_pairs`), before the recorder
   /// starts so its initial state (World::save_state) carries the table. On a World error returns
   /// false with *error naming the pair index.

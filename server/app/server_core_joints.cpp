@@ -5,6 +5,7 @@
 // event channel (docs/PROTOCOL.md, "Joint events").
 #include <spdlog/spdlog.h>
 
+#include "server/app/scene.h"
 #include "server/app/server_core.h"
 #include "server/net/address_prefix.h"
 #include "server/physics/narrowphase.h"
@@ -52,6 +53,34 @@ void decrement(Map& map, const Key& key) {
 }
 
 }  // namespace
+
+bool ServerCore::add_joints(std::span<const SceneJoint> joints, std::span<const ObjectID> body_ids, std::string* error) {
+  for (size_t i = 0; i < joints.size(); ++i) {
+    const SceneJoint& sj = joints[i];
+    const auto body = [&](int index) {
+      return index >= 0 && static_cast<size_t>(index) < body_ids.size() ? body_ids[static_cast<size_t>(index)] : ObjectID{};
+    };
+    physics::JointDesc desc = sj.desc;
+    desc.body_a = body(sj.body_a);
+    desc.body_b = body(sj.body_b);
+    const physics::World::JointResult r = world_.create_joint(desc);
+    if (r.error != physics::Error::Ok) {
+      if (error) {
+        *error = fmt::format("joints[{}]{}: the world refused it: {}", i,
+                             sj.name.empty() ? std::string{} : fmt::format(" (\"{}\")", escape_for_log(sj.name)),
+                             r.error == physics::Error::StaleId
+                                 ? "a body is missing"
+                                 : "one of its bodies must be dynamic, and a distance joint's ends must differ");
+      }
+      return false;
+    }
+    note_joint_added(r.id, 0, Endpoint{});
+  }
+  joint_events_.clear();  // no session yet; each hears of these joints when it starts
+  joint_event_fields_.clear();
+  joint_event_serials_.clear();
+  return true;
+}
 
 wire::ResultCode ServerCore::authorize_joint(const PendingRequest& r, std::string_view* message) const {
   if (r.type != Message::CreateJoint) {

@@ -56,7 +56,8 @@ TEST(Scene, DemoLoadsAndEveryBodyIsAcceptedByTheWorld) {
   std::string error;
   ASSERT_TRUE(load_scene("demo", &scene, &error)) << error;
   EXPECT_EQ(scene.name, "demo");
-  EXPECT_EQ(scene.bodies.size(), 71u);  // as documented on make_demo_scene
+  EXPECT_EQ(scene.bodies.size(), 113u);  // as documented on make_demo_scene
+  EXPECT_EQ(scene.joints.size(), 38u);
   ASSERT_EQ(scene.body_names.size(), scene.bodies.size());
   EXPECT_EQ(scene.bodies.front().kind, physics::BodyKind::Static);  // the ground
   EXPECT_EQ(scene.bodies.front().shape.kind, physics::ShapeKind::Plane);
@@ -488,6 +489,130 @@ TEST(Scene, BadMaterialPairsNameTheFileLineAndField) {
     Scene scene;
     std::string error;
     EXPECT_FALSE(parse_scene_json(c.json, "m.json", &scene, &error)) << c.what;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << c.what << ": " << error;
+  }
+}
+
+// The demo's joint showcase over 10 s at the server's 60 Hz: nothing goes non-finite, no joint
+// breaks unasked, every point-like joint holds its anchors within 2 cm, the door stays within its
+// 80-degree limit (+2), and the car's hinges let its wheels turn only about their axles.
+TEST(Scene, DemoJointsHoldAndStayFinite) {
+  const Scene scene = make_demo_scene();
+  physics::WorldSettings settings;
+  settings.gravity = scene.gravity;
+  physics::World world(settings);
+  std::vector<ObjectID> ids;
+  for (const physics::BodyDesc& b : scene.bodies) ids.push_back(world.create_object(b).id);
+  std::vector<ObjectID> joints;
+  for (const SceneJoint& sj : scene.joints) {
+    physics::JointDesc d = sj.desc;
+    d.body_a = ids[static_cast<size_t>(sj.body_a)];
+    d.body_b = sj.body_b < 0 ? ObjectID{} : ids[static_cast<size_t>(sj.body_b)];
+    const physics::World::JointResult r = world.create_joint(d);
+    ASSERT_EQ(r.error, physics::Error::Ok) << sj.name;
+    joints.push_back(r.id);
+  }
+  const ObjectID door = ids[static_cast<size_t>(find_body(scene, "door"))];
+  float widest = 0;
+  float worst_gap = 0;
+  std::string worst_joint;
+  for (int step = 0; step < 600; ++step) {
+    world.step(1.0f / 60.0f);
+    const Quat q = world.get_object(door)->orientation;
+    widest = std::max(widest, std::fabs(2.0f * std::atan2(q.y, q.w)));
+    for (size_t k = 0; k < joints.size(); ++k) {
+      const std::optional<physics::JointRecord> j = world.get_joint(joints[k]);
+      ASSERT_TRUE(j.has_value()) << scene.joints[k].name << " broke at step " << step;
+      if (j->kind == physics::JointKind::Distance) continue;
+      auto end = [&](ObjectID body, Vec3 local) {
+        if (body.is_null()) return local;
+        const physics::BodyState b = *world.get_object(body);
+        return b.position + rotate(b.orientation, local);
+      };
+      const float gap = length(end(j->a, j->local_a) - end(j->b, j->local_b));
+      if (step >= 120 && gap > worst_gap) {  // after the first 2 s of swinging in
+        worst_gap = gap;
+        worst_joint = scene.joints[k].name;
+      }
+    }
+  }
+  world.for_each_object([](const physics::BodyState& b) {
+    EXPECT_TRUE(is_finite(b.position) && is_finite(b.velocity) && is_finite(b.angular_velocity)) << b.id.index;
+  });
+  EXPECT_LE(widest, 82.0f * 3.14159265f / 180.0f);
+  EXPECT_GT(widest, 60.0f * 3.14159265f / 180.0f) << "the door should swing open to its limit";
+  EXPECT_LT(worst_gap, 0.02f) << worst_joint;
+}
+
+TEST(Scene, JointsAreReadWithTheirBodiesByName) {
+  const char* json = R"({ "bodies": [
+    { "name": "post", "kind": "Static", "position": { "x": 0, "y": 2, "z": 0 }, "dims": { "x": 0.1, "y": 2, "z": 0.1 } },
+    { "name": "door", "position": { "x": 0.6, "y": 2, "z": 0 }, "dims": { "x": 0.5, "y": 1, "z": 0.05 }, "mass": 10 } ],
+  "joints": [
+    { "name": "hinge", "kind": "Hinge", "body_a": "door", "body_b": "post", "anchor": { "x": 0.1, "y": 2, "z": 0 },
+      "axis": { "x": 0, "y": 1, "z": 0 }, "enable_limit": true, "lower_degrees": -90, "upper_degrees": 45,
+      "motor": "Position", "motor_target_degrees": 30, "max_motor_torque": 20, "break_torque": 500 },
+    { "body_a": "door", "anchor": { "x": 0.6, "y": 3, "z": 0 } } ] })";
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(json, "j.json", &scene, &error)) << error;
+  ASSERT_EQ(scene.joints.size(), 2u);
+  const SceneJoint& h = scene.joints[0];
+  EXPECT_EQ(h.name, "hinge");
+  EXPECT_EQ(h.body_a, 1);
+  EXPECT_EQ(h.body_b, 0);
+  EXPECT_EQ(h.desc.kind, physics::JointKind::Hinge);
+  EXPECT_TRUE(h.desc.enable_limit);
+  EXPECT_NEAR(h.desc.lower_angle, -3.14159265f / 2.0f, 1e-6f);
+  EXPECT_NEAR(h.desc.upper_angle, 3.14159265f / 4.0f, 1e-6f);
+  EXPECT_TRUE(h.desc.enable_motor && h.desc.position_motor);
+  EXPECT_NEAR(h.desc.motor_target_angle, 3.14159265f / 6.0f, 1e-6f);
+  EXPECT_EQ(h.desc.break_torque, 500.0f);
+  EXPECT_EQ(scene.joints[1].desc.kind, physics::JointKind::Point);
+  EXPECT_EQ(scene.joints[1].body_b, -1);  // the world
+}
+
+TEST(Scene, BadJointsNameTheFileLineAndField) {
+  const auto with_joint = [](const std::string& joint) {
+    return std::string(R"({ "bodies": [
+    { "name": "a", "position": { "x": 0, "y": 1, "z": 0 }, "dims": { "x": 0.5, "y": 0.5, "z": 0.5 } },
+    { "name": "b", "position": { "x": 2, "y": 1, "z": 0 }, "dims": { "x": 0.5, "y": 0.5, "z": 0.5 } },
+    { "name": "twin", "position": { "x": 4, "y": 1, "z": 0 }, "dims": { "x": 0.5, "y": 0.5, "z": 0.5 } },
+    { "name": "twin", "position": { "x": 6, "y": 1, "z": 0 }, "dims": { "x": 0.5, "y": 0.5, "z": 0.5 } } ],
+  "joints": [
+    { "body_a": "a", "anchor": { "x": 0, "y": 2, "z": 0 } },
+    )") + joint + " ] }";
+  };
+  const BadScene cases[] = {
+      {"unknown body", with_joint(R"({ "name": "j", "body_a": "nobody", "anchor": { "x": 0, "y": 0, "z": 0 } })"),
+       R"(j.json:8: joints[1] ("j").body_a: no body is named "nobody")"},
+      {"ambiguous body", with_joint(R"({ "body_a": "a", "body_b": "twin", "anchor": { "x": 0, "y": 0, "z": 0 } })"),
+       R"(joints[1].body_b: more than one body is named "twin")"},
+      {"itself", with_joint(R"({ "body_a": "a", "body_b": "a", "anchor": { "x": 0, "y": 0, "z": 0 } })"),
+       "joints[1].body_b: must differ from body_a"},
+      {"NaN anchor", with_joint(R"({ "body_a": "a", "anchor": { "x": nan, "y": 0, "z": 0 } })"), "joints[1].anchor.x"},
+      {"limits reversed", with_joint(R"({ "kind": "Hinge", "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 },
+        "enable_limit": true, "lower_degrees": 10, "upper_degrees": -10 })"), "joints[1].lower_degrees: must be <= upper"},
+      {"angle past 178.2", with_joint(R"({ "kind": "Hinge", "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 },
+        "upper_degrees": 180 })"), "joints[1].upper_degrees"},
+      {"zero axis", with_joint(R"({ "kind": "Hinge", "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 },
+        "axis": { "x": 0, "y": 0, "z": 0 } })"), "joints[1].axis"},
+      {"distance without anchor_b", with_joint(R"({ "kind": "Distance", "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 } })"),
+       "joints[1].anchor_b: required"},
+      {"negative spring", with_joint(R"({ "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 }, "spring_hertz": -1 })"),
+       "joints[1].spring_hertz"},
+      {"infinite break force", with_joint(R"({ "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 }, "break_force": inf })"),
+       "joints[1].break_force"},
+      {"motor too fast", with_joint(R"({ "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 }, "motor_speed": 100 })"),
+       "joints[1].motor_speed"},
+      {"no body_a", with_joint(R"({ "anchor": { "x": 0, "y": 0, "z": 0 } })"), "required field"},
+      {"unknown field", with_joint(R"({ "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 }, "stiffness": 1 })"),
+       "unknown field: stiffness"},
+  };
+  for (const BadScene& c : cases) {
+    Scene scene;
+    std::string error;
+    EXPECT_FALSE(parse_scene_json(c.json, "j.json", &scene, &error)) << c.what;
     EXPECT_NE(error.find(c.expected), std::string::npos) << c.what << ": " << error;
   }
 }
