@@ -70,9 +70,11 @@ struct BulletWorld::Impl {
   std::vector<std::unique_ptr<btCollisionShape>> shapes;
   std::vector<std::unique_ptr<btRigidBody>> bodies;  // index-aligned with scene.bodies
   std::vector<const btRigidBody*> dynamic_bodies;
+  std::vector<std::unique_ptr<btPoint2PointConstraint>> joints;
 
   ~Impl() {
-    // Bodies leave the world before anything they point to is destroyed.
+    // Constraints, then bodies, leave the world before anything they point to is destroyed.
+    for (auto it = joints.rbegin(); it != joints.rend(); ++it) world.removeConstraint(it->get());
     for (auto it = bodies.rbegin(); it != bodies.rend(); ++it) world.removeRigidBody(it->get());
   }
 
@@ -120,9 +122,25 @@ BulletWorld::BulletWorld(const scenes::BenchScene& scene, const BulletOptions& o
     if ((!options.sleep && dynamic) || body.kind == physics::BodyKind::Kinematic) {
       rigid->setActivationState(DISABLE_DEACTIVATION);
     }
-    world.addRigidBody(rigid.get());
+    // Bullet's filter is Box2D's rule: (a.group & b.mask) && (b.group & a.mask). The default
+    // filter keeps Bullet's own default groups (static bodies apart), as S1-S3 were measured.
+    if (body.category == 1 && body.mask == ~0u) {
+      world.addRigidBody(rigid.get());
+    } else {
+      world.addRigidBody(rigid.get(), static_cast<int>(body.category), static_cast<int>(body.mask));
+    }
     if (dynamic) impl_->dynamic_bodies.push_back(rigid.get());
     impl_->bodies.push_back(std::move(rigid));
+  }
+  impl_->joints.reserve(scene.joints.size());
+  for (const scenes::ScenePointJoint& j : scene.joints) {
+    btRigidBody& a = *impl_->bodies[j.a];
+    btRigidBody& b = *impl_->bodies[j.b];
+    const btVector3 pivot = to_bt(j.anchor);
+    auto joint = std::make_unique<btPoint2PointConstraint>(a, b, a.getWorldTransform().invXform(pivot),
+                                                           b.getWorldTransform().invXform(pivot));
+    world.addConstraint(joint.get(), /*disableCollisionsBetweenLinkedBodies=*/true);
+    impl_->joints.push_back(std::move(joint));
   }
 }
 

@@ -18,7 +18,8 @@ ImpulseWorld::ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettin
       world_(with_scene_gravity(settings)),
       ids_(scenes::load_into(world_, scene)) {
   world_.set_worker_pool(pool_.get());
-  rejected_ = static_cast<uint32_t>(std::count(ids_.begin(), ids_.end(), ObjectID{}));
+  rejected_ = static_cast<uint32_t>(std::count(ids_.begin(), ids_.end(), ObjectID{})) +
+              static_cast<uint32_t>(scene.joints.size() - world_.joint_count());
 }
 
 Vec3 ImpulseWorld::position(uint32_t index) const {

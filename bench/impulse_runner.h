@@ -22,7 +22,7 @@ class ImpulseWorld {
   ///                  here, so a forked RSS child builds its arena after the fork); 1: no pool
   ImpulseWorld(const scenes::BenchScene& scene, physics::WorldSettings settings, int threads = 1);
 
-  /// Bodies the world rejected at creation (0 for the reference scenes; anything else is a bug
+  /// Bodies and joints the world rejected at creation (0 for the reference scenes; anything else is a bug
   /// in the scene or the world, and the benchmark refuses to run).
   uint32_t rejected_count() const { return rejected_; }
   /// One World::step(dt) [s].

@@ -54,8 +54,8 @@ static_assert(static_cast<int>(ResultCode::OverBudget) == static_cast<int>(wire:
               static_cast<int>(wire::ResultCode::MAX) == 19);
 static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&
               static_cast<int>(wire::ContactEventType::MAX) == 3);  // 2 and 3 are joint events (JointEvent)
-static_assert(static_cast<int>(JointKind::Fixed) == static_cast<int>(wire::JointKind::Fixed) &&
-              static_cast<int>(wire::JointKind::MAX) == 3);
+static_assert(static_cast<int>(JointKind::SwingTwist) == static_cast<int>(wire::JointKind::SwingTwist) &&
+              static_cast<int>(wire::JointKind::MAX) == 5);
 static_assert(static_cast<int>(JointMotorMode::Position) == static_cast<int>(wire::JointMotorMode::Position) &&
               static_cast<int>(wire::JointMotorMode::MAX) == 2);
 static_assert(static_cast<int>(JointRemovedReason::BodyGone) == static_cast<int>(wire::JointRemovedReason::BodyGone));
@@ -1078,6 +1078,13 @@ uint32_t ClientCore::create_joint(const JointDesc& d) {
   a.break_force = d.break_force;
   a.break_torque = d.break_torque;
   a.collide_connected = d.collide_connected;
+  a.lower_translation = d.lower_translation;
+  a.upper_translation = d.upper_translation;
+  a.max_motor_force = d.max_motor_force;
+  a.target_translation = d.target_translation;
+  a.motor_target_translation = d.motor_target_translation;
+  a.cone_angle = d.cone_angle;
+  a.friction_torque = d.friction_torque;
   const uint32_t request_id = m.take_request_id();
   return m.queue_request(request_id, wire::build_create_joint(m.fbb, request_id, a));
 }
@@ -1089,12 +1096,11 @@ uint32_t ClientCore::destroy_joint(ObjectID joint) {
   return m.queue_request(request_id, wire::build_destroy_joint(m.fbb, request_id, joint));
 }
 
-uint32_t ClientCore::set_joint_motor(ObjectID joint, JointMotorMode mode, float speed, float target_angle,
-                                     float max_torque) {
+uint32_t ClientCore::set_joint_motor(ObjectID joint, JointMotorMode mode, float speed, float target, float max_force) {
   Impl& m = *impl_;
   if (!connected()) return 0;
   const uint32_t request_id = m.take_request_id();
-  const wire::JointMotorArgs motor{static_cast<wire::JointMotorMode>(mode), speed, target_angle, max_torque};
+  const wire::JointMotorArgs motor{static_cast<wire::JointMotorMode>(mode), speed, target, max_force};
   return m.queue_request(request_id, wire::build_set_joint_motor(m.fbb, request_id, joint, motor));
 }
 

@@ -269,16 +269,36 @@ std::string convert_joint(const scene::Joint& j, physics::JointDesc* out) {
        {std::tuple{j.lower_degrees(), "lower_degrees", &d.lower_angle},
         std::tuple{j.upper_degrees(), "upper_degrees", &d.upper_angle},
         std::tuple{j.target_degrees(), "target_degrees", &d.target_angle},
-        std::tuple{j.motor_target_degrees(), "motor_target_degrees", &d.motor_target_angle}}) {
+        std::tuple{j.motor_target_degrees(), "motor_target_degrees", &d.motor_target_angle},
+        std::tuple{j.cone_degrees(), "cone_degrees", &d.cone_angle}}) {
     if (std::string problem = angle(degrees, name, radians); !problem.empty()) return problem;
   }
+  const bool slider = d.kind == physics::JointKind::Slider;
   d.enable_limit = j.enable_limit();
-  if (d.enable_limit && d.lower_angle > d.upper_angle) return "lower_degrees: must be <= upper_degrees";
+  if (d.enable_limit && !slider && d.lower_angle > d.upper_angle) return "lower_degrees: must be <= upper_degrees";
   d.enable_motor = j.motor() != scene::MotorMode::Off;
   d.position_motor = j.motor() == scene::MotorMode::Position;
   d.motor_speed = j.motor_speed();
-  if (!(std::fabs(d.motor_speed) <= wire::kMaxAngularSpeed)) return "motor_speed: must be in [-47.12, 47.12] rad/s";
+  if (!(std::fabs(d.motor_speed) <= (slider ? wire::kMaxSpeed : wire::kMaxAngularSpeed))) {
+    return slider ? "motor_speed: must be in [-500, 500] m/s for a Slider" : "motor_speed: must be in [-47.12, 47.12] rad/s";
+  }
+  for (const auto& [value, name, field] :
+       {std::tuple{j.lower_translation(), "lower_translation", &d.lower_translation},
+        std::tuple{j.upper_translation(), "upper_translation", &d.upper_translation},
+        std::tuple{j.target_translation(), "target_translation", &d.target_translation},
+        std::tuple{j.motor_target_translation(), "motor_target_translation", &d.motor_target_translation}}) {
+    if (!(std::fabs(value) <= wire::kMaxCoordinate)) return fmt::format("{}: must be in [-1e5, 1e5] m", name);
+    *field = value;
+  }
+  if (d.enable_limit && slider && d.lower_translation > d.upper_translation) {
+    return "lower_translation: must be <= upper_translation";
+  }
   auto non_negative = [](float x, float most) { return x >= 0.0f && x <= most; };  // NaN fails
+  d.max_motor_force = j.max_motor_force();
+  if (!non_negative(d.max_motor_force, wire::kMaxForce)) return "max_motor_force: must be in [0, 1e9] N";
+  if (d.cone_angle < 0.0f) return "cone_degrees: must be in [0, 178.2] degrees";
+  d.friction_torque = j.friction_torque();
+  if (!non_negative(d.friction_torque, wire::kMaxTorque)) return "friction_torque: must be in [0, 1e9] N m";
   d.max_motor_torque = j.max_motor_torque();
   d.break_force = j.break_force();
   d.break_torque = j.break_torque();

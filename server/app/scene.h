@@ -74,12 +74,13 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
 bool load_scene_file(const std::string& path, Scene* scene, std::string* error);
 
 /// The demo's joint showcase (scene_demo_joints.cpp), appended to `scene` by make_demo_scene:
-/// a hinged door with limits, a 20-link chain with a wrecking ball, a plank bridge, and a car on
-/// four motor-driven hinge wheels ("car/wheel/<i>": joints "car/axle/<i>").
+/// a hinged door with limits, a 20-link chain with a wrecking ball, a plank bridge, a car on four
+/// motor-driven hinge wheels ("car/wheel/<i>": joints "car/axle/<i>"), a 15-body ragdoll on six
+/// steps ("ragdoll/...", "stairs/<k>") and a sign on a breakable hook ("sign/hook").
 void add_joint_showcase(Scene* scene);
 
 /// The built-in demo (`make run`), built in code so the server needs no source tree at run time.
-/// Deterministic, 113 bodies and 38 joints, every body named ("tower_a/3" is the 4th box from the
+/// Deterministic, 134 bodies and 52 joints, every body named ("tower_a/3" is the 4th box from the
 /// bottom):
 ///  - a static ground plane through the origin (normal +Y);
 ///  - towers of unit boxes, 8, 6 and 7 high ("tower_a" .. "tower_c"); a heavy ball ("wrecking_ball")

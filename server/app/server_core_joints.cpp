@@ -28,7 +28,9 @@ constexpr uint32_t kJointSlotsPerUpdate = 4096;
 static_assert(static_cast<int>(wire::JointKind::Point) == static_cast<int>(physics::JointKind::Point) &&
                   static_cast<int>(wire::JointKind::Hinge) == static_cast<int>(physics::JointKind::Hinge) &&
                   static_cast<int>(wire::JointKind::Distance) == static_cast<int>(physics::JointKind::Distance) &&
-                  static_cast<int>(wire::JointKind::Fixed) == static_cast<int>(physics::JointKind::Fixed),
+                  static_cast<int>(wire::JointKind::Fixed) == static_cast<int>(physics::JointKind::Fixed) &&
+                  static_cast<int>(wire::JointKind::Slider) == static_cast<int>(physics::JointKind::Slider) &&
+                  static_cast<int>(wire::JointKind::SwingTwist) == static_cast<int>(physics::JointKind::SwingTwist),
               "a JointAdded's detail is the physics JointKind");
 
 wire::JointRemovedReason removed_reason(physics::JointRemoval reason) {

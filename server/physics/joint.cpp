@@ -134,44 +134,50 @@ float hinge_angle(const SolverJoint& j, const SolverBody& a, const SolverBody& b
   return std::atan2(dot(cross(ra, rb), axis), dot(ra, rb));
 }
 
-// The hinge's axial rows, on the rate of its angle (wB - wA) . axis, in Box2D v3's revolute order:
-// spring, motor, then the limits (each speculative while it has room, as the distance limits).
+// The spring, motor and limit rows along one direction, on its coordinate x (a hinge's angle, a
+// slider's translation) with effective mass `mass`, in Box2D v3's revolute and prismatic order:
+// spring, motor, then the limits (each speculative while it has room). rate() is x's rate now;
+// push(l) applies the impulse l along the direction.
+template <class Rate, class Push>
+void solve_axial_rows(SolverJoint& j, float x, float mass, const Softness& soft, float h, bool use_bias, Rate rate,
+                      Push push) {
+  if (j.spring) {
+    const Softness spring = make_softness(j.spring_hertz, j.spring_damping_ratio, h);
+    const float lambda = -spring.mass_scale * mass * (rate() + (x - j.spring_target) * spring.bias_rate) -
+                         spring.impulse_scale * j.axial_impulse;
+    j.axial_impulse += lambda;
+    push(lambda);
+  }
+  if (j.enable_motor) {
+    // Velocity motor: the rate to motor_speed. Position motor: a soft row towards the target
+    // (Jolt's position motor). Both within the motor's torque or force.
+    const float most = j.max_motor * h;
+    float want = -mass * (rate() - j.motor_speed);
+    if (j.position_motor) {
+      const Softness drive = make_softness(kPositionMotorHertz, kPositionMotorDampingRatio, h);
+      want = -drive.mass_scale * mass * (rate() + (x - j.motor_target) * drive.bias_rate) -
+             drive.impulse_scale * j.motor_impulse;
+    }
+    const float total = std::clamp(j.motor_impulse + want, -most, most);
+    push(total - j.motor_impulse);
+    j.motor_impulse = total;
+  }
+  if (j.enable_limit) {
+    push(limit_impulse(x - j.lower, rate(), mass, soft, use_bias, h, &j.lower_impulse));
+    push(-limit_impulse(j.upper - x, -rate(), mass, soft, use_bias, h, &j.upper_impulse));
+  }
+}
+
+// The hinge's axial rows, on the rate of its angle (wB - wA) . axis.
 void solve_hinge_axial(SolverJoint& j, SolverBody& a, SolverBody& b, const Softness& soft, float h, bool use_bias) {
   if (!j.spring && !j.enable_motor && !j.enable_limit) return;
   const Vec3 axis = rotate(a.delta_rotation, j.axis_a);
   const float k = dot(axis, a.inv_inertia * axis + b.inv_inertia * axis);
   if (!(k > 0)) return;
-  const float mass = 1.0f / k;
-  auto rate = [&] { return dot(b.angular_velocity - a.angular_velocity, axis); };
-  const float angle = hinge_angle(j, a, b, axis);
-  if (j.spring) {
-    const Softness spring = make_softness(j.spring_hertz, j.spring_damping_ratio, h);
-    const float lambda = -spring.mass_scale * mass * (rate() + (angle - j.target_angle) * spring.bias_rate) -
-                         spring.impulse_scale * j.axial_impulse;
-    j.axial_impulse += lambda;
-    apply_angular(a, b, axis * lambda);
-  }
-  if (j.enable_motor) {
-    // Velocity motor: the rate to motor_speed. Position motor: a soft row towards the target
-    // angle (Jolt's position motor), both within the torque limit.
-    const float most = j.max_motor_torque * h;
-    float want = -mass * (rate() - j.motor_speed);
-    if (j.position_motor) {
-      const Softness drive = make_softness(kPositionMotorHertz, kPositionMotorDampingRatio, h);
-      want = -drive.mass_scale * mass * (rate() + (angle - j.motor_target_angle) * drive.bias_rate) -
-             drive.impulse_scale * j.motor_impulse;
-    }
-    const float total = std::clamp(j.motor_impulse + want, -most, most);
-    const float lambda = total - j.motor_impulse;
-    j.motor_impulse = total;
-    apply_angular(a, b, axis * lambda);
-  }
-  if (j.enable_limit) {
-    const float lower = limit_impulse(angle - j.lower_angle, rate(), mass, soft, use_bias, h, &j.lower_impulse);
-    apply_angular(a, b, axis * lower);
-    const float upper = limit_impulse(j.upper_angle - angle, -rate(), mass, soft, use_bias, h, &j.upper_impulse);
-    apply_angular(a, b, axis * -upper);
-  }
+  solve_axial_rows(
+      j, hinge_angle(j, a, b, axis), 1.0f / k, soft, h, use_bias,
+      [&] { return dot(b.angular_velocity - a.angular_velocity, axis); },
+      [&](float lambda) { apply_angular(a, b, axis * lambda); });
 }
 
 // The weld's three angular rows: the rotation from where B should be to where it is, as the
@@ -225,6 +231,121 @@ void solve_distance(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 
   apply_linear(a, b, ra, rb, n * -upper);
 }
 
+// The slider's frame at this point of the substep: A's axis and two perpendiculars, the
+// translation d (B's anchor minus A's) and A's lever ra + d (the axis turns with A, so A's side of
+// every translation row acts at B's anchor).
+struct SliderFrame {
+  Vec3 axis, n0, n1, d, lever_a;
+};
+SliderFrame slider_frame(const SolverJoint& j, const SolverBody& a, const SolverBody& b, Vec3 ra, Vec3 rb) {
+  SliderFrame f;
+  f.axis = rotate(a.delta_rotation, j.axis_a);
+  tangent_basis(f.axis, f.n0, f.n1);
+  f.d = separation(j, a, b, ra, rb);
+  f.lever_a = ra + f.d;
+  return f;
+}
+
+// The response of the anchors' relative velocity along n to a unit impulse along m.
+float slider_k(const SolverBody& a, const SolverBody& b, Vec3 la, Vec3 rb, Vec3 n, Vec3 m) {
+  return dot(n, m) * (a.inv_mass + b.inv_mass) + dot(cross(la, n), a.inv_inertia * cross(la, m)) +
+         dot(cross(rb, n), b.inv_inertia * cross(rb, m));
+}
+
+// The slider's axial rows, on x = axis . d and its rate.
+void solve_slider_axial(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, const Softness& soft, float h,
+                        bool use_bias) {
+  if (!j.spring && !j.enable_motor && !j.enable_limit) return;
+  const SliderFrame f = slider_frame(j, a, b, ra, rb);
+  const float k = slider_k(a, b, f.lever_a, rb, f.axis, f.axis);
+  if (!(k > 0)) return;
+  solve_axial_rows(
+      j, dot(f.axis, f.d), 1.0f / k, soft, h, use_bias,
+      [&] { return dot(f.axis, anchor_velocity(b, rb) - anchor_velocity(a, f.lever_a)); },
+      [&](float lambda) { apply_linear(a, b, f.lever_a, rb, f.axis * lambda); });
+}
+
+// The slider's two rows across the axis: d . n_k = 0, solved together (2x2).
+void solve_slider_across(SolverJoint& j, SolverBody& a, SolverBody& b, Vec3 ra, Vec3 rb, Rows rows) {
+  const SliderFrame f = slider_frame(j, a, b, ra, rb);
+  const float k00 = slider_k(a, b, f.lever_a, rb, f.n0, f.n0);
+  const float k01 = slider_k(a, b, f.lever_a, rb, f.n0, f.n1);
+  const float k11 = slider_k(a, b, f.lever_a, rb, f.n1, f.n1);
+  const float det = k00 * k11 - k01 * k01;
+  if (!(det > 1e-30f)) return;
+  const Vec3 v = anchor_velocity(b, rb) - anchor_velocity(a, f.lever_a);
+  const float r0 = dot(f.n0, v) + dot(f.n0, f.d) * rows.bias_rate;
+  const float r1 = dot(f.n1, v) + dot(f.n1, f.d) * rows.bias_rate;
+  const float inv = 1.0f / det;
+  const float l0 = -rows.mass_scale * (k11 * r0 - k01 * r1) * inv - rows.impulse_scale * j.linear_impulse.x;
+  const float l1 = -rows.mass_scale * (k00 * r1 - k01 * r0) * inv - rows.impulse_scale * j.linear_impulse.y;
+  j.linear_impulse.x += l0;
+  j.linear_impulse.y += l1;
+  apply_linear(a, b, f.lever_a, rb, f.n0 * l0 + f.n1 * l1);
+}
+
+// The swing-twist's rows (Box3D's spherical joint; Jolt's SwingTwistConstraint): friction on the
+// relative spin (three rows, their impulse kept within friction * h), the cone limit on the swing
+// angle between A's and B's twist axes, then the twist range about their mean.
+struct SwingTwistFrame {
+  Vec3 a, b;          // the twist axes now, world frame
+  Vec3 swing_axis;    // (a x b) / |a x b|: the swing angle grows turning B about it; zero when aligned
+  float swing = 0;    // the angle between a and b [rad]
+  Vec3 twist_axis;    // normalize(a + b)
+  float twist = 0;    // B's turn about its twist axis relative to A since creation [rad], in (-pi, pi]
+};
+SwingTwistFrame swing_twist_frame(const SolverJoint& j, const SolverBody& a, const SolverBody& b) {
+  SwingTwistFrame f;
+  f.a = rotate(a.delta_rotation, j.axis_a);
+  f.b = rotate(b.delta_rotation, j.axis_b);
+  const Vec3 c = cross(f.a, f.b);
+  const float s = length(c);
+  f.swing = std::atan2(s, dot(f.a, f.b));
+  f.swing_axis = s > 1e-6f ? c * (1.0f / s) : Vec3{};
+  const Vec3 mean = f.a + f.b;
+  const float m = length(mean);
+  f.twist_axis = m > 1e-6f ? mean * (1.0f / m) : f.a;
+  // B's rotation from its rest pose relative to A, in B's frame; its twist about B's axis.
+  const Quat rest = a.delta_rotation * j.target;
+  Quat q = conjugate(rest) * (b.delta_rotation * j.orientation_b);
+  if (q.w < 0) q = Quat{-q.x, -q.y, -q.z, -q.w};
+  f.twist = 2.0f * std::atan2(dot(Vec3{q.x, q.y, q.z}, j.ref_b), q.w);
+  return f;
+}
+
+float angular_mass(const SolverBody& a, const SolverBody& b, Vec3 n) {
+  const float k = dot(n, a.inv_inertia * n + b.inv_inertia * n);
+  return k > 0 ? 1.0f / k : 0.0f;
+}
+
+void solve_swing_twist(SolverJoint& j, SolverBody& a, SolverBody& b, const Softness& soft, float h, bool use_bias) {
+  if (j.max_motor > 0) {
+    const Vec3 w = b.angular_velocity - a.angular_velocity;
+    auto response = [&](Vec3 x) { return a.inv_inertia * x + b.inv_inertia * x; };
+    const Vec3 want = solve3(response({1, 0, 0}), response({0, 1, 0}), response({0, 0, 1}), w) * -1.0f;
+    Vec3 total = j.angular_impulse + want;
+    const float most = j.max_motor * h;
+    const float size = length(total);
+    if (size > most) total = total * (most / size);
+    apply_angular(a, b, total - j.angular_impulse);
+    j.angular_impulse = total;
+  }
+  if (!j.enable_limit) return;
+  const SwingTwistFrame f = swing_twist_frame(j, a, b);
+  if (f.swing_axis != Vec3{}) {
+    const float mass = angular_mass(a, b, f.swing_axis);
+    const float rate = dot(b.angular_velocity - a.angular_velocity, f.swing_axis);
+    const float cone = limit_impulse(j.cone - f.swing, -rate, mass, soft, use_bias, h, &j.axial_impulse);
+    apply_angular(a, b, f.swing_axis * -cone);
+  }
+  const float mass = angular_mass(a, b, f.twist_axis);
+  auto rate = [&] { return dot(b.angular_velocity - a.angular_velocity, f.twist_axis); };
+  const float lower = limit_impulse(f.twist - j.lower, rate(), mass, soft, use_bias, h, &j.lower_impulse);
+  apply_angular(a, b, f.twist_axis * lower);
+  const float upper = limit_impulse(j.upper - f.twist, -rate(), mass, soft, use_bias, h, &j.upper_impulse);
+  apply_angular(a, b, f.twist_axis * -upper);
+}
+
 }  // namespace
 
 void joint_reaction(const SolverJoint& j, float h, float* force, float* torque) {
@@ -251,6 +372,20 @@ void joint_reaction(const SolverJoint& j, float h, float* force, float* torque) 
       *force = std::fabs(j.axial_impulse + j.lower_impulse - j.upper_impulse) * inv_h;
       *torque = 0;
       break;
+    case JointKind::SwingTwist: {
+      const float twist = j.lower_impulse - j.upper_impulse;
+      *force = length(j.linear_impulse) * inv_h;
+      *torque = std::sqrt(dot(j.angular_impulse, j.angular_impulse) + j.axial_impulse * j.axial_impulse +
+                          twist * twist) * inv_h;
+      break;
+    }
+    case JointKind::Slider: {
+      const float axial = hinge_axial_impulse(j);  // the same sum along the axis
+      *force = std::sqrt(j.linear_impulse.x * j.linear_impulse.x + j.linear_impulse.y * j.linear_impulse.y +
+                         axial * axial) * inv_h;
+      *torque = length(j.angular_impulse) * inv_h;
+      break;
+    }
   }
 }
 
@@ -287,6 +422,20 @@ void warm_start_joints(std::span<const SolverJoint> joints, std::span<SolverBody
         apply_linear(a, b, ra, rb, d * (total / len));
         break;
       }
+      case JointKind::SwingTwist: {
+        apply_linear(a, b, ra, rb, j.linear_impulse);
+        const SwingTwistFrame f = swing_twist_frame(j, a, b);
+        apply_angular(a, b, j.angular_impulse - f.swing_axis * j.axial_impulse +
+                                f.twist_axis * (j.lower_impulse - j.upper_impulse));
+        break;
+      }
+      case JointKind::Slider: {
+        const SliderFrame f = slider_frame(j, a, b, ra, rb);
+        apply_linear(a, b, f.lever_a, rb,
+                     f.n0 * j.linear_impulse.x + f.n1 * j.linear_impulse.y + f.axis * hinge_axial_impulse(j));
+        apply_angular(a, b, j.angular_impulse);
+        break;
+      }
     }
   }
 }
@@ -316,6 +465,16 @@ void solve_joints(std::span<SolverJoint> joints, std::span<SolverBody> bodies, c
         break;
       case JointKind::Distance:
         solve_distance(j, a, b, ra, rb, soft, h, use_bias);
+        break;
+      case JointKind::SwingTwist:
+        solve_swing_twist(j, a, b, soft, h, use_bias);
+        solve_point(j, a, b, ra, rb, rows);
+        break;
+      case JointKind::Slider:
+        // Box2D v3's prismatic order: spring, motor and limits, then the rows that hold it.
+        solve_slider_axial(j, a, b, ra, rb, soft, h, use_bias);
+        solve_fixed_angular(j, a, b, rows);
+        solve_slider_across(j, a, b, ra, rb, rows);
         break;
     }
   }

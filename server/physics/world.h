@@ -154,8 +154,8 @@ class World {
   JointResult create_joint(const JointDesc& desc);
   /// Destroys a joint and wakes its bodies. @return StaleId or Ok.
   Error destroy_joint(ObjectID joint);
-  /// Replaces a hinge's motor (JointMotor) and wakes its bodies; the motor's accumulated impulse
-  /// restarts from 0 when the mode changes. @return StaleId, InvalidArgument (not a hinge, a
+  /// Replaces a hinge's or a slider's motor (JointMotor) and wakes its bodies; the motor's accumulated impulse
+  /// restarts from 0 when the mode changes. @return StaleId, InvalidArgument (neither a hinge nor a slider, a
   /// value not finite or out of range: the world unchanged) or Ok.
   Error set_joint_motor(ObjectID joint, const JointMotor& motor);
   /// Every joint removed since clear_joint_removals(), in removal order: destroyed, broken (at a

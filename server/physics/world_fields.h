@@ -173,7 +173,7 @@ void io_joint(Io& io, S& slot) {
   io.u32(slot.generation);
   io.flag(slot.live, "joint live");
   auto& j = slot.joint;
-  io.enumeration(j.kind, JointKind::Fixed, "joint kind");
+  io.enumeration(j.kind, JointKind::SwingTwist, "joint kind");
   io_id(io, j.a);
   io_id(io, j.b);
   io_vec(io, j.local_a);
@@ -191,15 +191,16 @@ void io_joint(Io& io, S& slot) {
   io_vec(io, j.ref_b);
   io.flag(j.enable_limit, "joint enable_limit");
   io.flag(j.enable_motor, "joint enable_motor");
-  io.f32(j.lower_angle);
-  io.f32(j.upper_angle);
+  io.f32(j.lower);
+  io.f32(j.upper);
   io.f32(j.motor_speed);
-  io.f32(j.max_motor_torque);
-  io.f32(j.target_angle);
+  io.f32(j.max_motor);
+  io.f32(j.spring_target);
   io.f32(j.break_force);
   io.f32(j.break_torque);
   io.flag(j.position_motor, "joint position_motor");
-  io.f32(j.motor_target_angle);
+  io.f32(j.motor_target);
+  io.f32(j.cone);
   io_vec(io, j.linear_impulse);
   io_vec(io, j.angular_impulse);
   io.f32(j.axial_impulse);
@@ -207,7 +208,7 @@ void io_joint(Io& io, S& slot) {
   io.f32(j.upper_impulse);
   io.f32(j.motor_impulse);
 }
-inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 2 + 7 * 4 + 1 + 4 + 2 * 12 + 4 * 4;  // 206
-inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 2 + 7 + 2 + 6 + 4;  // 56
+inline constexpr size_t kJointBytes = 4 + 1 + 1 + 16 + 4 * 12 + 16 + 5 * 4 + 1 + 2 * 12 + 2 + 7 * 4 + 1 + 2 * 4 + 2 * 12 + 4 * 4;  // 210
+inline constexpr size_t kWordsPerJoint = 2 + 1 + 4 + 12 + 4 + 5 + 1 + 6 + 2 + 7 + 3 + 6 + 4;  // 57
 
 }  // namespace impulse::physics::detail

@@ -59,10 +59,11 @@
 //                (null: the world), local_a, local_b, axis_a, axis_b 3 f32 each, relative
 //                x y z w f32, length, min_length, max_length, spring_hertz,
 //                spring_damping_ratio f32, collide_connected bool, ref_a, ref_b 3 f32 each,
-//                enable_limit bool, enable_motor bool, lower_angle, upper_angle, motor_speed,
-//                max_motor_torque, target_angle, break_force, break_torque f32,
+//                enable_limit bool, enable_motor bool, lower, upper, motor_speed,
+//                max_motor, spring_target, break_force, break_torque f32, position_motor
+//                bool, motor_target, cone f32,
 //                linear_impulse, angular_impulse 3 f32 each, axial, lower, upper, motor
-//                impulse f32                                                           (201);
+//                impulse f32                                                           (210);
 //                then G u32 and the free joint slots u32 [G], the next reused last
 //   Trailer (8 bytes)
 //     u64 XXH64 with seed 0 of every byte before it (header and payload)
@@ -104,7 +105,7 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 9;
+constexpr uint32_t kFormatVersion = 10;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
@@ -112,7 +113,7 @@ constexpr uint32_t kFormatVersion = 9;
 static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
-                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 212,
+                  sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 216,
               "a struct saved by World::save_state changed: update world_state.cpp and kFormatVersion");
 
 struct FingerprintEntry {
@@ -573,8 +574,8 @@ std::string check_image(const Image& im) {
     if (!finite_non_negative(j.min_length) || !(j.min_length <= j.length) || !(j.length <= j.max_length) ||
         !std::isfinite(j.max_length) || !finite_non_negative(j.spring_hertz) ||
         !finite_non_negative(j.spring_damping_ratio) || j.lower_impulse < 0 || j.upper_impulse < 0 ||
-        !is_finite(j.ref_a) || !is_finite(j.ref_b) || !(j.lower_angle <= j.upper_angle) ||
-        !finite(j.motor_speed) || !finite_non_negative(j.max_motor_torque) || !finite(j.target_angle) ||
+        !is_finite(j.ref_a) || !is_finite(j.ref_b) || !(j.lower <= j.upper) ||
+        !finite(j.motor_speed) || !finite_non_negative(j.max_motor) || !finite(j.spring_target) ||
         !finite(j.motor_impulse) || !finite_non_negative(j.break_force) || !finite_non_negative(j.break_torque)) {
       return "joint " + std::to_string(k) + " lengths, spring or limit impulses out of range";
     }

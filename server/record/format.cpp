@@ -91,15 +91,18 @@ physics::BodyDesc to_physics(const record::BodyDesc& r) {
 record::JointDesc to_record(const physics::JointDesc& j, const physics::JointMotor& motor, bool is_motor) {
   if (is_motor) {
     const uint8_t flags = static_cast<uint8_t>((motor.enable ? 2u : 0u) | (motor.position ? 4u : 0u));
+    // The motor in the motor fields: speed, max_force in max_motor_torque, target in motor_target_angle.
     return record::JointDesc(record::Vec3{}, record::Vec3{}, record::Vec3{}, 0, 0, 0, 0, 0, 0, 0, 0, motor.speed,
-                             motor.max_torque, 0, motor.target_angle, 0, 0, 0, flags);
+                             motor.max_force, 0, motor.target, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, flags);
   }
   const uint8_t flags = static_cast<uint8_t>((j.enable_limit ? 1u : 0u) | (j.enable_motor ? 2u : 0u) |
                                              (j.position_motor ? 4u : 0u) | (j.collide_connected ? 8u : 0u));
   return record::JointDesc(rec(j.anchor), rec(j.anchor_b), rec(j.axis), to_wire(j.body_a), to_wire(j.body_b),
                            j.min_length, j.max_length, j.spring_hertz, j.spring_damping_ratio, j.lower_angle,
                            j.upper_angle, j.motor_speed, j.max_motor_torque, j.target_angle, j.motor_target_angle,
-                           j.break_force, j.break_torque, static_cast<uint8_t>(j.kind), flags);
+                           j.break_force, j.break_torque, j.lower_translation, j.upper_translation,
+                           j.max_motor_force, j.target_translation, j.motor_target_translation, j.cone_angle,
+                           j.friction_torque, static_cast<uint8_t>(j.kind), flags);
 }
 
 void from_record(const record::JointDesc& r, server::PendingRequest* p) {
@@ -128,6 +131,13 @@ void from_record(const record::JointDesc& r, server::PendingRequest* p) {
   j.motor_target_angle = r.motor_target_angle();
   j.break_force = r.break_force();
   j.break_torque = r.break_torque();
+  j.lower_translation = r.lower_translation();
+  j.upper_translation = r.upper_translation();
+  j.max_motor_force = r.max_motor_force();
+  j.target_translation = r.target_translation();
+  j.motor_target_translation = r.motor_target_translation();
+  j.cone_angle = r.cone_angle();
+  j.friction_torque = r.friction_torque();
   j.enable_limit = (flags & 1u) != 0;
   j.enable_motor = (flags & 2u) != 0;
   j.position_motor = (flags & 4u) != 0;

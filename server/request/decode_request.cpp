@@ -134,6 +134,13 @@ void decode_create_joint(const wire::Envelope& e, const DecodeContext&, DecodedR
   j.break_force = m->break_force();
   j.break_torque = m->break_torque();
   j.collide_connected = m->collide_connected();
+  j.lower_translation = m->lower_translation();
+  j.upper_translation = m->upper_translation();
+  j.max_motor_force = m->max_motor_force();
+  j.target_translation = m->target_translation();
+  j.motor_target_translation = m->motor_target_translation();
+  j.cone_angle = m->cone_angle();
+  j.friction_torque = m->friction_torque();
 }
 
 void decode_destroy_joint(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
@@ -149,8 +156,8 @@ void decode_set_joint_motor(const wire::Envelope& e, const DecodeContext&, Decod
   d.check = wire::check_request(*m);
   if (!d.check.ok()) return;
   d.request.motor = physics::JointMotor{m->mode() != wire::JointMotorMode::Off,
-                                        m->mode() == wire::JointMotorMode::Position, m->speed(), m->target_angle(),
-                                        m->max_torque()};
+                                        m->mode() == wire::JointMotorMode::Position, m->speed(), m->target(),
+                                        m->max_force()};
 }
 
 void decode_raycast(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {

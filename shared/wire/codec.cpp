@@ -409,12 +409,33 @@ Check check_request(const CreateJoint& m) {
       !angle(m.motor_target_angle())) {
     return {kInvalid, "lower_angle, upper_angle, target_angle, motor_target_angle: each in [-0.99 pi, 0.99 pi] rad"};
   }
-  if (m.enable_limit() && m.lower_angle() > m.upper_angle()) return {kInvalid, "lower_angle: must be <= upper_angle"};
+  const bool slider = m.kind() == JointKind::Slider;
+  if (m.enable_limit() && !slider && m.lower_angle() > m.upper_angle()) {
+    return {kInvalid, "lower_angle: must be <= upper_angle"};
+  }
   if (m.motor_mode() < JointMotorMode::MIN || m.motor_mode() > JointMotorMode::MAX) {
     return {kInvalid, "motor_mode: unknown motor mode"};
   }
-  if (!in_closed(m.motor_speed(), -kMaxAngularSpeed, kMaxAngularSpeed)) {
-    return {kInvalid, "motor_speed: must be finite with |speed| <= 47.12389 rad/s"};
+  if (slider ? !in_closed(m.motor_speed(), -kMaxSpeed, kMaxSpeed)
+             : !in_closed(m.motor_speed(), -kMaxAngularSpeed, kMaxAngularSpeed)) {
+    return {kInvalid, slider ? "motor_speed: must be finite with |speed| <= 500 m/s for a Slider"
+                             : "motor_speed: must be finite with |speed| <= 47.12389 rad/s"};
+  }
+  auto offset = [](float x) { return in_closed(x, -kMaxCoordinate, kMaxCoordinate); };
+  if (!offset(m.lower_translation()) || !offset(m.upper_translation()) || !offset(m.target_translation()) ||
+      !offset(m.motor_target_translation())) {
+    return {kInvalid, "lower_translation, upper_translation, target_translation, motor_target_translation: each "
+                      "finite with |x| <= 1e5 m"};
+  }
+  if (m.enable_limit() && slider && m.lower_translation() > m.upper_translation()) {
+    return {kInvalid, "lower_translation: must be <= upper_translation"};
+  }
+  if (!in_closed(m.max_motor_force(), 0.0f, kMaxForce)) {
+    return {kInvalid, "max_motor_force: must be finite, >= 0 and <= 1e9 N"};
+  }
+  if (!in_closed(m.cone_angle(), 0.0f, kMaxJointAngle)) return {kInvalid, "cone_angle: must be in [0, 0.99 pi] rad"};
+  if (!in_closed(m.friction_torque(), 0.0f, kMaxTorque)) {
+    return {kInvalid, "friction_torque: must be finite, >= 0 and <= 1e9 N*m"};
   }
   if (!in_closed(m.max_motor_torque(), 0.0f, kMaxTorque) || !in_closed(m.break_force(), 0.0f, kMaxForce) ||
       !in_closed(m.break_torque(), 0.0f, kMaxTorque)) {
@@ -430,13 +451,13 @@ Check check_request(const CreateJoint& m) {
 Check check_request(const SetJointMotor& m) {
   constexpr auto kInvalid = ResultCode::InvalidArgument;
   if (m.mode() < JointMotorMode::MIN || m.mode() > JointMotorMode::MAX) return {kInvalid, "mode: unknown motor mode"};
-  if (!in_closed(m.speed(), -kMaxAngularSpeed, kMaxAngularSpeed)) {
-    return {kInvalid, "speed: must be finite with |speed| <= 47.12389 rad/s"};
+  if (!in_closed(m.speed(), -kMaxSpeed, kMaxSpeed)) {
+    return {kInvalid, "speed: must be finite with |speed| <= 500 (a hinge's at most 47.12389 rad/s)"};
   }
-  if (!in_closed(m.target_angle(), -kMaxJointAngle, kMaxJointAngle)) {
-    return {kInvalid, "target_angle: must be in [-0.99 pi, 0.99 pi] rad"};
+  if (!in_closed(m.target(), -kMaxCoordinate, kMaxCoordinate)) {
+    return {kInvalid, "target: must be finite with |target| <= 1e5 (a hinge's within 0.99 pi rad)"};
   }
-  if (!in_closed(m.max_torque(), 0.0f, kMaxTorque)) return {kInvalid, "max_torque: must be finite, >= 0 and <= 1e9 N*m"};
+  if (!in_closed(m.max_force(), 0.0f, kMaxForce)) return {kInvalid, "max_force: must be finite, >= 0 and <= 1e9"};
   return {};
 }
 
@@ -653,7 +674,9 @@ std::span<const uint8_t> build_create_joint(flatbuffers::FlatBufferBuilder& fbb,
       fbb, request_id, a.kind, impulse::to_wire(a.body_a), impulse::to_wire(a.body_b), &anchor,
       a.anchor_b ? &anchor_b : nullptr, a.axis ? &axis : nullptr, a.min_length, a.max_length, a.spring_hertz,
       a.spring_damping_ratio, a.enable_limit, a.lower_angle, a.upper_angle, a.motor_mode, a.motor_speed,
-      a.max_motor_torque, a.target_angle, a.motor_target_angle, a.break_force, a.break_torque, a.collide_connected);
+      a.max_motor_torque, a.target_angle, a.motor_target_angle, a.break_force, a.break_torque, a.collide_connected,
+      a.lower_translation, a.upper_translation, a.max_motor_force, a.target_translation, a.motor_target_translation,
+      a.cone_angle, a.friction_torque);
   return finish(fbb, Message::CreateJoint, message.Union());
 }
 
@@ -668,7 +691,7 @@ std::span<const uint8_t> build_set_joint_motor(flatbuffers::FlatBufferBuilder& f
                                                ObjectID joint, const JointMotorArgs& m) {
   fbb.Clear();
   const auto message =
-      CreateSetJointMotor(fbb, request_id, impulse::to_wire(joint), m.mode, m.speed, m.target_angle, m.max_torque);
+      CreateSetJointMotor(fbb, request_id, impulse::to_wire(joint), m.mode, m.speed, m.target, m.max_force);
   return finish(fbb, Message::SetJointMotor, message.Union());
 }
 

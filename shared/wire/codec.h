@@ -160,13 +160,15 @@ inline constexpr float kMaxSpringHertz = 1000.0f;
 inline constexpr float kMaxSpringDampingRatio = 1000.0f;
 ///  - CreateJoint: kind known; anchor present, |component| <= kMaxCoordinate; body_a not null
 ///    and not body_b; Distance: anchor_b present, within kMaxCoordinate, 0 <= min_length <=
-///    max_length <= 2 kMaxCoordinate; Hinge: axis (optional) finite with length > 1e-6; angles
-///    finite, |angle| <= kMaxJointAngle, lower <= upper; motor_mode known, |motor_speed| <=
-///    kMaxAngularSpeed, max_motor_torque, break_force, break_torque finite and >= 0; spring
+///    max_length <= 2 kMaxCoordinate; Hinge, Slider: axis (optional) finite with length > 1e-6;
+///    angles finite, |angle| <= kMaxJointAngle, lower <= upper; motor_mode known, |motor_speed|
+///    <= kMaxAngularSpeed (Slider: kMaxSpeed), max_motor_torque, max_motor_force, break_force,
+///    break_torque, friction_torque finite in [0, 1e9]; cone_angle in [0, kMaxJointAngle];
+///    translations |x| <= kMaxCoordinate, lower <= upper; spring
 ///    hertz in [0, kMaxSpringHertz], damping ratio in [0, kMaxSpringDampingRatio]. (That the
 ///    bodies are live, different and one of them dynamic is the World's to answer.)
-///  - SetJointMotor: mode known, |speed| <= kMaxAngularSpeed, |target_angle| <= kMaxJointAngle,
-///    max_torque finite and >= 0.
+///  - SetJointMotor: mode known, |speed| <= kMaxSpeed, |target| <= kMaxCoordinate, max_force in
+///    [0, 1e9] (the World answers the joint kind's own ranges: a hinge's speed and angle).
 Check check_request(const CreateJoint& m);
 Check check_request(const SetJointMotor& m);
 
@@ -250,14 +252,19 @@ struct CreateJointArgs {
   float motor_target_angle = 0;           ///< the position motor's target [rad]
   float break_force = 0, break_torque = 0;  ///< [N], [N·m]; 0 = unbreakable
   bool collide_connected = false;
+  float lower_translation = 0, upper_translation = 0;  ///< Slider [m]
+  float max_motor_force = 0;                           ///< Slider [N]
+  float target_translation = 0, motor_target_translation = 0;  ///< Slider [m]
+  float cone_angle = 0;       ///< SwingTwist [rad]
+  float friction_torque = 0;  ///< SwingTwist [N·m]
 };
 
 /// A SetJointMotor request's motor.
 struct JointMotorArgs {
   JointMotorMode mode = JointMotorMode::Off;
-  float speed = 0;         ///< Velocity [rad/s]
-  float target_angle = 0;  ///< Position [rad]
-  float max_torque = 0;    ///< [N·m]
+  float speed = 0;      ///< Velocity: hinge [rad/s], slider [m/s]
+  float target = 0;     ///< Position: hinge [rad], slider [m]
+  float max_force = 0;  ///< hinge: torque [N·m]; slider: force [N]
 };
 
 /// A SetInterest request's area, world frame [m].

@@ -150,7 +150,7 @@ def test_vectors(doc):
           and j.BreakTorque() == 400 and j.BreakForce() == 0, "CreateJoint limit, motor, break")
     sm = ic.union_as(W.Envelope.Envelope.GetRootAs(h(mv["SetJointMotor"]), 0), W.SetJointMotor, "SetJointMotor")
     check(sm.RequestId() == 10 and sm.Id() == 1 << 32 and sm.Mode() == W.JointMotorMode.JointMotorMode.Position and
-          (sm.Speed(), sm.TargetAngle(), sm.MaxTorque()) == (0, 0.75, 20), "SetJointMotor fields")
+          (sm.Speed(), sm.Target(), sm.MaxForce()) == (0, 0.75, 20), "SetJointMotor fields")
     ok("joint request vectors decode to the documented values")
     jb = h(doc_block(doc, "joint-event-vectors")["block"])
     je = ic.decode_events(jb, ic.Quant())
@@ -356,8 +356,8 @@ def live(exe, tmp):
         ok("handshake edges: a resent Connect gets ConnectAccepted again; an unpadded %d-byte Connect gets "
            "nothing; a protocol-4 Connect gets ConnectRejected{VersionMismatch} (%d B, envelope version %d)"
            % (len(small), len(data), e.ProtocolVersion()))
-        # the whole demo scene arrives (71 bodies, README) within a few snapshots
-        c.wait_for(lambda: len(c.snap.objects) >= 71, 3.0, "the demo scene's 71 bodies in snapshots")
+        # the whole demo scene arrives (134 bodies, README) within a few snapshots
+        c.wait_for(lambda: len(c.snap.objects) >= 134, 3.0, "the demo scene's 134 bodies in snapshots")
         scene = c.objects()
         planes = [v for v in scene.values() if v["shape"] == 3]
         check(len(planes) == 1, "one ground plane in the demo scene (found %d)" % len(planes))
@@ -591,9 +591,9 @@ def live(exe, tmp):
                              "the JointRemoved event")
         check(len(removed) == 1 and removed[0]["detail"] == 0, "JointRemoved fields %r" % removed)
         scene_joints = [e for e in c.events.values() if e["type"] == 2 and e["joint"] != jid]
-        check(len(scene_joints) == 38, "the demo scene's 38 joints announced (got %d)" % len(scene_joints))
+        check(len(scene_joints) == 52, "the demo scene's 52 joints announced (got %d)" % len(scene_joints))
         ok("CreateJoint -> Ok with a JointID, a JointAdded with the anchor in the body's frame; DestroyJoint -> "
-           "a JointRemoved (Destroyed); the scene's 38 joints announced once each")
+           "a JointRemoved (Destroyed); the scene's 52 joints announced once each")
 
         # a scene body cannot be destroyed by a client; a plaintext ping at a session address is dropped
         scene_box = next(i for i, v in scene.items() if v["kind"] == 0 and v["shape"] == 1)
@@ -694,7 +694,7 @@ def token_mode(exe, tmp):
         a = ic.Client("127.0.0.1", srv.port, client_token_hex=ta, name="tokenA")
         ca = a.connect(3.0)
         check(ca.TokenBound() and ca.ClientId() != 0, "token session: token_bound %s" % ca.TokenBound())
-        a.wait_for(lambda: len(a.snap.objects) >= 71, 3.0, "the scene over the token session")
+        a.wait_for(lambda: len(a.snap.objects) >= 134, 3.0, "the scene over the token session")
         ground = [v for v in a.objects().values() if v["shape"] == 3][0]["position"][1]
         rid = a.request(ic.msg_create, 1, (0.25, 0.25, 0.25), (40.0, ground + 0.25, 40.0), mass=1.0)
         res = a.wait_result(rid)

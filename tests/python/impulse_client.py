@@ -656,7 +656,7 @@ def decode_events(block, q):
                 ji = r.eg(4) & _M32
                 jg = (r.eg(0) + 1) & _M32
                 detail = r.read(3)
-                if detail > (3 if typ == 2 else 2):
+                if detail > (5 if typ == 2 else 2):
                     raise CodecError("BadRecord", "joint detail")
                 anchors = []
                 if typ == 2:

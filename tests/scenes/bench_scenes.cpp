@@ -129,6 +129,37 @@ uint32_t count_dynamic(const BenchScene& scene) {
   }));
 }
 
+BenchScene make_j1_joint_grid(int side) {
+  const int n = std::clamp(side, 8, kMaxJointGridSide);
+  BenchScene scene;
+  scene.name = "J1";
+  scene.sleep = false;
+  constexpr float kRadius = 0.4f;
+  constexpr float kDensity = 1000.0f;
+  const float mass = kDensity * 4.0f / 3.0f * 3.14159265f * kRadius * kRadius * kRadius;
+  for (int k = 0; k < n; ++k) {
+    for (int i = 0; i < n; ++i) {
+      SceneBody b;
+      b.kind = i == 0 && k >= n / 2 - 3 && k <= n / 2 + 3 ? physics::BodyKind::Static : physics::BodyKind::Dynamic;
+      b.shape = physics::make_sphere(kRadius);
+      b.position = {static_cast<float>(k), -static_cast<float>(i), 0.0f};
+      b.mass = mass;
+      b.category = 2;
+      b.mask = ~2u;
+      const auto index = static_cast<uint32_t>(scene.bodies.size());
+      scene.bodies.push_back(b);
+      // Joints between two static bodies (the pinned row's neighbours) hold nothing: left out.
+      auto join = [&](uint32_t other, Vec3 anchor) {
+        if (b.kind == physics::BodyKind::Static && scene.bodies[other].kind == physics::BodyKind::Static) return;
+        scene.joints.push_back({other, index, anchor});
+      };
+      if (i > 0) join(index - 1, b.position + Vec3{0.0f, 0.5f, 0.0f});
+      if (k > 0) join(index - static_cast<uint32_t>(n), b.position - Vec3{0.5f, 0.0f, 0.0f});
+    }
+  }
+  return scene;
+}
+
 std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene) {
   std::vector<ObjectID> ids;
   ids.reserve(scene.bodies.size());
@@ -141,8 +172,17 @@ std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene) 
     desc.mass = body.mass;
     desc.friction = body.friction;
     desc.restitution = body.restitution;
+    desc.filter = physics::Filter{body.category, body.mask, 0};
     const physics::CreateResult created = world.create_object(desc);
     ids.push_back(created.error == physics::Error::Ok ? created.id : ObjectID{});
+  }
+  for (const ScenePointJoint& j : scene.joints) {
+    physics::JointDesc desc;
+    desc.kind = physics::JointKind::Point;
+    desc.body_a = ids[j.a];
+    desc.body_b = ids[j.b];
+    desc.anchor = j.anchor;
+    world.create_joint(desc);  // a refused joint shows in World::joint_count()
   }
   return ids;
 }

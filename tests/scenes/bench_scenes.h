@@ -1,4 +1,4 @@
-// The reference benchmark scenes S1 (pyramid), S2 (pile) and S3 (spheres), as an engine-neutral
+// The reference benchmark scenes S1 (pyramid), S2 (pile), S3 (spheres) and J1 (joint grid), as an engine-neutral
 // list of bodies shared by the unit tests and impulse-bench (Bullet gets the same list). This file
 // and bench_scenes.cpp define them; docs/BENCHMARKS.md, "Scenes", describes them.
 #pragma once
@@ -42,6 +42,18 @@ struct SceneBody {
   float mass = 1.0f;  ///< [kg]; meaningful for dynamic bodies only
   float friction = 0.6f;
   float restitution = 0.0f;
+  /// Collision filter (Box2D's b2Filter; Bullet's group and mask): two bodies collide when each
+  /// one's category is in the other's mask.
+  uint32_t category = 1;
+  uint32_t mask = ~0u;
+};
+
+/// A ball-and-socket joint between bodies a and b (indices into BenchScene::bodies) at `anchor`
+/// [m], world frame, at the scene's poses: Impulse's JointKind::Point, Bullet's
+/// btPoint2PointConstraint; the two bodies do not collide with each other.
+struct ScenePointJoint {
+  uint32_t a = 0, b = 0;
+  Vec3 anchor;
 };
 
 /// A whole scene: its static level first, then the dynamic bodies in a fixed order.
@@ -51,6 +63,7 @@ struct BenchScene {
   bool sleep = true;              ///< the scene's specified sleep setting (S1 is run both ways)
   /// S1 only: index into `bodies` of the pyramid's top box (the one whose drift is reported).
   uint32_t top_body = 0;
+  std::vector<ScenePointJoint> joints;  ///< created after every body, in this order
 };
 
 /// Box half-extent and sphere radius of every dynamic body of the scenes [m].
@@ -83,13 +96,27 @@ BenchScene make_s2_pile(int n);
 /// @param n  in [1, kMaxSphereCount]; values outside are clamped.
 BenchScene make_s3_spheres(int n);
 
+/// Largest J1 grid side: 200 x 200 = 40,000 spheres and 79,600 joints.
+inline constexpr int kMaxJointGridSide = 200;
+
+/// J1: Box2D v3's joint_grid benchmark (shared/benchmarks.c, CreateJointGrid) in 3D: side x side
+/// spheres of radius 0.4 m (density 1000 kg/m^3: 268 kg) 1 m apart in the XY plane (column k at
+/// x = k, row i at y = -i), each joined by a point joint at the midpoint to the sphere above and
+/// the one to its left (2 side (side - 1) joints, less the 6 between the pinned spheres: 19,794
+/// for 100); the 7 spheres at the middle of the top row are static, so the grid hangs and swings
+/// from them. The spheres do not collide
+/// with each other (category 2, mask ~2). sleep = false.
+/// @param side  in [8, kMaxJointGridSide]; values outside are clamped.
+BenchScene make_j1_joint_grid(int side = 100);
+
 /// Number of dynamic bodies of a scene.
 uint32_t count_dynamic(const BenchScene& scene);
 
-/// Creates every body of the scene in `world`, in order (the world's settings are the caller's:
-/// set WorldSettings::allow_sleep from scene.sleep or the benchmark flag).
+/// Creates every body of the scene in `world`, in order, then its joints (the world's settings
+/// are the caller's: set WorldSettings::allow_sleep from scene.sleep or the benchmark flag).
 /// @return the ids, index-aligned with scene.bodies; a body the world rejected gets a null id
-///         (cannot happen for the scenes above within the limits, and the caller should check).
+///         (cannot happen for the scenes above within the limits, and the caller should check,
+///         with World::joint_count() against scene.joints.size() for the joints).
 std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene);
 
 }  // namespace impulse::scenes

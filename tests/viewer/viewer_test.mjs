@@ -191,6 +191,11 @@ async function main() {
     check(bodies > 40, `the page reports the server's ${bodies} bodies (impulse_bodies on /metrics)`);
     const shownTick = Number(await page.textContent('#stat-tick'));
     check(shownTick > 0, `the page reports tick ${shownTick}`);
+    const joints = await poll('the page to hear of the demo\'s joints', async () => {
+      const n = await page.evaluate(() => (impulseViewer.latest.joints || []).length);
+      return n >= 52 ? n : null;
+    }, 10000);
+    check(joints === 52, `the page draws the demo's ${joints} joints as lines between their anchors`);
 
     // tower_c (x = -2, z = -6, 7 unit boxes) does not fall in the demo: its top box against the sky.
     const top = await page.evaluate(() => impulseViewer.project(-2, 6.5, -6));

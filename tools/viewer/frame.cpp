@@ -49,7 +49,8 @@ void append_json_string(std::string* out, std::string_view text) {
   out->push_back('"');
 }
 
-std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies, std::span<const FrameContact> contacts) {
+std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies, std::span<const FrameContact> contacts,
+                       std::span<const FrameJoint> joints) {
   std::string out;
   out.reserve(256 + bodies.size() * 120 + contacts.size() * 64);
   auto it = std::back_inserter(out);
@@ -94,6 +95,18 @@ std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies,
     first = false;
     fmt::format_to(it, "[{},{},{},{},{}", c.tick, c.a.index, c.a.generation, c.b.index, c.b.generation);
     append_vec(&out, c.point, 2);
+    out.push_back(']');
+  }
+  out += "],\"joints\":[";
+  first = true;
+  for (const FrameJoint& j : joints) {
+    if (!first) out.push_back(',');
+    first = false;
+    std::string six;
+    append_vec(&six, j.a, 3);
+    append_vec(&six, j.b, 3);
+    out.push_back('[');
+    out.append(six, 1);  // without the leading comma
     out.push_back(']');
   }
   out += "]}";

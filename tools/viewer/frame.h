@@ -29,6 +29,11 @@ struct FrameContact {
   Vec3 point;
 };
 
+/// A joint the page draws as a line between its anchors, world frame [m] (at the drawn poses).
+struct FrameJoint {
+  Vec3 a, b;
+};
+
 /// The figures and status lines of one frame.
 struct FrameInfo {
   std::string status;            ///< "connected", "connecting", or why not
@@ -49,8 +54,9 @@ struct FrameInfo {
 /// The frame as one line of JSON (no newline inside, so it is one SSE `data:` line). Bodies are
 /// arrays [index, generation, kind, shape, flags (1 sleeping, 2 sensor), dims xyz, position xyz,
 /// orientation xyzw, velocity xyz]; contacts [tick, a index, a generation, b index, b generation,
-/// point xyz]. Non-finite numbers are written as 0 (JSON has no NaN).
-std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies, std::span<const FrameContact> contacts);
+/// point xyz]; joints [a xyz, b xyz]. Non-finite numbers are written as 0 (JSON has no NaN).
+std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies, std::span<const FrameContact> contacts,
+                       std::span<const FrameJoint> joints = {});
 
 /// Escapes `text` for a JSON string (quotes, backslash, control characters as \u00XX).
 void append_json_string(std::string* out, std::string_view text);

@@ -130,6 +130,7 @@ int run(const Options& o) {
   std::deque<FrameContact> recent;
   std::vector<FrameBody> bodies;
   std::vector<FrameContact> contacts;
+  std::vector<FrameJoint> joints;
   FrameInfo info;
   info.server = o.server;
   std::vector<std::pair<uint32_t, std::string>> pending_controls;  // request id -> what was asked
@@ -202,6 +203,7 @@ int run(const Options& o) {
 
     bodies.clear();
     contacts.clear();
+    joints.clear();
     info.awake = 0;
     if (client.connected()) {
       info.status = "connected";
@@ -230,6 +232,20 @@ int run(const Options& o) {
         info.awake += s.kind == BodyKind::Dynamic && !s.sleeping;
         bodies.push_back(b);
       }
+      // Each joint between its anchors at the drawn poses (bodies is sorted by id, as objects()).
+      auto drawn = [&](ObjectID id) -> const FrameBody* {
+        const auto it = std::lower_bound(bodies.begin(), bodies.end(), id,
+                                         [](const FrameBody& x, ObjectID y) { return x.state.id < y; });
+        return it != bodies.end() && it->state.id == id ? &*it : nullptr;
+      };
+      for (const JointEvent& j : client.joints()) {
+        const FrameBody* a = drawn(j.a);
+        const FrameBody* b = j.b.is_null() ? nullptr : drawn(j.b);
+        if (a == nullptr || (!j.b.is_null() && b == nullptr)) continue;  // a body out of view
+        const Vec3 end_a = a->position + rotate(a->orientation, j.local_anchor_a);
+        const Vec3 end_b = b ? b->position + rotate(b->orientation, j.local_anchor_b) : j.local_anchor_b;
+        joints.push_back(FrameJoint{end_a, end_b});
+      }
       const double window_ticks = kContactWindowS * std::max<double>(info.tick_hz, 1.0);
       for (const FrameContact& c : recent) {
         if (static_cast<double>(c.tick) + window_ticks >= static_cast<double>(info.tick) && c.tick <= info.tick) {
@@ -240,7 +256,7 @@ int run(const Options& o) {
       info.status = problem.empty() ? "connecting" : "reconnecting: " + problem;
       info.replay.reset();
     }
-    frames.publish(std::make_shared<const std::string>(frame_json(info, bodies, contacts)));
+    frames.publish(std::make_shared<const std::string>(frame_json(info, bodies, contacts, joints)));
   }
 
   fmt::print("impulse-viewer: stopping\n");

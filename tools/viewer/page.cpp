@@ -86,6 +86,10 @@ scene.add(new THREE.HemisphereLight(0xdfe8ff, 0x3a3a44, 0.65));
 const sun = new THREE.DirectionalLight(0xffffff, 0.75);
 sun.position.set(8, 20, 12);
 scene.add(sun);
+const jointLines = new THREE.LineSegments(new THREE.BufferGeometry(),
+                                          new THREE.LineBasicMaterial({ color: 0xffcc33 }));
+jointLines.frustumCulled = false;
+scene.add(jointLines);
 
 function resize() {
   const w = window.innerWidth, h = window.innerHeight;
@@ -218,6 +222,12 @@ function apply(f) {
   }
   for (const [key, b] of bodies) if (!seen.has(key)) removeBody(key, b);
   if (selected && !bodies.has(selected)) selected = null;
+
+  // Joints: one line each between its anchors; a removed (broken) joint is simply gone.
+  const ends = new Float32Array((f.joints || []).length * 6);
+  (f.joints || []).forEach((j, i) => ends.set(j, i * 6));
+  jointLines.geometry.setAttribute('position', new THREE.BufferAttribute(ends, 3));
+  jointLines.geometry.computeBoundingSphere();
 
   // Begins are repeated for half a second of ticks: flash each once. A seek back starts afresh.
   if (f.tick < lastTick) { flashedTick = -1; flashedKeys.clear(); }

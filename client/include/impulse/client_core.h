@@ -200,9 +200,10 @@ class ClientCore {
   /// Asks the server to destroy a joint (StaleId when it is gone); every client gets a JointEvent
   /// (removed, Destroyed).
   uint32_t destroy_joint(ObjectID joint);
-  /// Replaces a hinge's motor: mode, speed [rad/s] (Velocity), target angle [rad] (Position) and
-  /// maximum torque [N·m]. InvalidArgument for another joint kind.
-  uint32_t set_joint_motor(ObjectID joint, JointMotorMode mode, float speed, float target_angle, float max_torque);
+  /// Replaces a hinge's or a slider's motor: mode, speed (Velocity: [rad/s] or [m/s]), target
+  /// (Position: an angle [rad] or a translation [m]) and the most it applies (a torque [N·m] or a
+  /// force [N]). InvalidArgument for another joint kind.
+  uint32_t set_joint_motor(ObjectID joint, JointMotorMode mode, float speed, float target, float max_force);
   /// The live joints this client has heard of (JointEvent), sorted by joint id.
   std::span<const JointEvent> joints() const;
   /// Asks the server to cast the segment origin + t * translation, t in [0, 1] (world frame

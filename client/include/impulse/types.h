@@ -221,6 +221,8 @@ enum class JointKind : uint8_t {
   Hinge = 1,     ///< revolute about one axis, with limits, motor and spring
   Distance = 2,  ///< the anchors stay within [min_length, max_length] (or rigid), with a spring
   Fixed = 3,     ///< weld
+  Slider = 4,    ///< prismatic along one axis, with limits, motor and spring in metres and newtons
+  SwingTwist = 5,  ///< ragdoll joint: a point, the swing within a cone, the twist within a range, friction
 };
 
 /// A hinge motor's mode (schemas/impulse.fbs JointMotorMode).
@@ -251,6 +253,14 @@ struct JointDesc {
   float motor_target_angle = 0;  ///< Position motor [rad]
   float break_force = 0, break_torque = 0;  ///< [N], [N·m]; 0 = unbreakable
   bool collide_connected = false;           ///< the two bodies keep colliding
+  /// Slider only: B's anchor's offset from A's along the axis [m], 0 at creation.
+  float lower_translation = 0, upper_translation = 0;
+  float max_motor_force = 0;                                   ///< [N]; motor_speed is then in m/s
+  float target_translation = 0, motor_target_translation = 0;  ///< spring rest and motor target [m]
+  /// SwingTwist only (`axis` is the twist axis; with enable_limit the twist stays within
+  /// [lower_angle, upper_angle]): the swing's cone [rad], and the friction torque [N·m].
+  float cone_angle = 0;
+  float friction_torque = 0;
 };
 
 /// Why a joint was removed (JointEvent::removed_reason).

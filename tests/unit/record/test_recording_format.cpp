@@ -278,8 +278,8 @@ TEST(RecordingFormat, EveryFrameKindRoundTripsBitExactly) {
         EXPECT_EQ(p.motor.enable, e.motor.enable);
         EXPECT_EQ(p.motor.position, e.motor.position);
         EXPECT_TRUE(bits_equal(p.motor.speed, e.motor.speed));
-        EXPECT_TRUE(bits_equal(p.motor.target_angle, e.motor.target_angle));
-        EXPECT_TRUE(bits_equal(p.motor.max_torque, e.motor.max_torque));
+        EXPECT_TRUE(bits_equal(p.motor.target, e.motor.target));
+        EXPECT_TRUE(bits_equal(p.motor.max_force, e.motor.max_force));
       }
     }
   }

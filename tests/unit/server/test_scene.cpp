@@ -56,8 +56,8 @@ TEST(Scene, DemoLoadsAndEveryBodyIsAcceptedByTheWorld) {
   std::string error;
   ASSERT_TRUE(load_scene("demo", &scene, &error)) << error;
   EXPECT_EQ(scene.name, "demo");
-  EXPECT_EQ(scene.bodies.size(), 113u);  // as documented on make_demo_scene
-  EXPECT_EQ(scene.joints.size(), 38u);
+  EXPECT_EQ(scene.bodies.size(), 134u);  // as documented on make_demo_scene
+  EXPECT_EQ(scene.joints.size(), 52u);
   ASSERT_EQ(scene.body_names.size(), scene.bodies.size());
   EXPECT_EQ(scene.bodies.front().kind, physics::BodyKind::Static);  // the ground
   EXPECT_EQ(scene.bodies.front().shape.kind, physics::ShapeKind::Plane);
@@ -552,11 +552,14 @@ TEST(Scene, JointsAreReadWithTheirBodiesByName) {
     { "name": "hinge", "kind": "Hinge", "body_a": "door", "body_b": "post", "anchor": { "x": 0.1, "y": 2, "z": 0 },
       "axis": { "x": 0, "y": 1, "z": 0 }, "enable_limit": true, "lower_degrees": -90, "upper_degrees": 45,
       "motor": "Position", "motor_target_degrees": 30, "max_motor_torque": 20, "break_torque": 500 },
-    { "body_a": "door", "anchor": { "x": 0.6, "y": 3, "z": 0 } } ] })";
+    { "body_a": "door", "anchor": { "x": 0.6, "y": 3, "z": 0 } },
+    { "kind": "Slider", "body_a": "door", "anchor": { "x": 0.6, "y": 2, "z": 0 }, "axis": { "x": 1, "y": 0, "z": 0 },
+      "enable_limit": true, "lower_translation": -0.5, "upper_translation": 1.5, "motor": "Velocity",
+      "motor_speed": 2, "max_motor_force": 100 } ] })";
   Scene scene;
   std::string error;
   ASSERT_TRUE(parse_scene_json(json, "j.json", &scene, &error)) << error;
-  ASSERT_EQ(scene.joints.size(), 2u);
+  ASSERT_EQ(scene.joints.size(), 3u);
   const SceneJoint& h = scene.joints[0];
   EXPECT_EQ(h.name, "hinge");
   EXPECT_EQ(h.body_a, 1);
@@ -570,6 +573,12 @@ TEST(Scene, JointsAreReadWithTheirBodiesByName) {
   EXPECT_EQ(h.desc.break_torque, 500.0f);
   EXPECT_EQ(scene.joints[1].desc.kind, physics::JointKind::Point);
   EXPECT_EQ(scene.joints[1].body_b, -1);  // the world
+  const physics::JointDesc& slider = scene.joints[2].desc;
+  EXPECT_EQ(slider.kind, physics::JointKind::Slider);
+  EXPECT_EQ(slider.lower_translation, -0.5f);
+  EXPECT_EQ(slider.upper_translation, 1.5f);
+  EXPECT_EQ(slider.motor_speed, 2.0f);  // m/s: within a slider's range, beyond a hinge's
+  EXPECT_EQ(slider.max_motor_force, 100.0f);
 }
 
 TEST(Scene, BadJointsNameTheFileLineAndField) {
@@ -606,6 +615,8 @@ TEST(Scene, BadJointsNameTheFileLineAndField) {
       {"motor too fast", with_joint(R"({ "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 }, "motor_speed": 100 })"),
        "joints[1].motor_speed"},
       {"no body_a", with_joint(R"({ "anchor": { "x": 0, "y": 0, "z": 0 } })"), "required field"},
+      {"slider limits reversed", with_joint(R"({ "kind": "Slider", "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 },
+        "enable_limit": true, "lower_translation": 1, "upper_translation": -1 })"), "joints[1].lower_translation: must be <="},
       {"unknown field", with_joint(R"({ "body_a": "a", "anchor": { "x": 0, "y": 0, "z": 0 }, "stiffness": 1 })"),
        "unknown field: stiffness"},
   };

@@ -311,5 +311,43 @@ TEST_F(JointTest, AMotorIsSetOverTheWireAndABreakReachesEveryone) {
   EXPECT_FALSE(core_.world().get_joint(hook_id).has_value());
 }
 
+TEST_F(JointTest, ASliderIsCreatedAndDrivenOverTheWire) {
+  // The second joint kind added through docs/ARCHITECTURE.md's checklist: a box on a slider along
+  // +X to the world, driven at 1.5 m/s by SetJointMotor, stopped by its limit at 2 m.
+  const Endpoint a = endpoint(1);
+  ASSERT_NE(connect(a), 0u);
+  const ObjectID carriage = ball(a, {0, 3, 0});
+  wire::CreateJointArgs s;
+  s.kind = wire::JointKind::Slider;
+  s.body_a = carriage;
+  s.anchor = {0, 3, 0};
+  s.axis = Vec3{1, 0, 0};
+  s.enable_limit = true;
+  s.lower_translation = -1.0f;
+  s.upper_translation = 2.0f;
+  const auto* r = create_joint(a, s);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->code(), ResultCode::Ok) << r->message()->str();
+  const ObjectID rail = from_wire(r->id());
+  const auto added = joint_events(last_, a);
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].detail, static_cast<uint8_t>(wire::JointKind::Slider));
+  // The world is B, so B's offset from A is minus the carriage's: -1.5 m/s moves it along +X.
+  EXPECT_EQ(request(a, wire::build_set_joint_motor(fbb_, next_id(a), rail, {wire::JointMotorMode::Velocity, -1.5f, 0, 1000})),
+            ResultCode::Ok);
+  for (int i = 0; i < 30; ++i) advance(kStep);
+  const physics::BodyState moving = *core_.world().get_object(carriage);
+  EXPECT_NEAR(moving.velocity.x, 1.5f, 0.01f);
+  EXPECT_NEAR(moving.position.y, 3.0f, 0.01f);  // held on its rail against gravity
+  // Faster (beyond a hinge's 47 rad/s bound, within a slider's 500 m/s), into its limit.
+  EXPECT_EQ(request(a, wire::build_set_joint_motor(fbb_, next_id(a), rail, {wire::JointMotorMode::Velocity, -60, 0, 1000})),
+            ResultCode::Ok);
+  for (int i = 0; i < 30; ++i) advance(kStep);
+  EXPECT_NEAR(core_.world().get_object(carriage)->position.x, 1.0f, 0.01f);  // its lower limit: -1 m of B from A
+  const auto answers = receive(a, wire::build_set_joint_motor(fbb_, next_id(a), rail, {wire::JointMotorMode::Velocity, 600, 0, 10}));
+  ASSERT_EQ(results(answers).size(), 1u);
+  EXPECT_EQ(results(answers)[0]->code(), ResultCode::InvalidArgument);
+}
+
 }  // namespace
 }  // namespace impulse::server

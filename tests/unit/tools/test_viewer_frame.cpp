@@ -37,7 +37,8 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   info.replay_speed = 2;
   const FrameBody bodies[] = {body(1, ShapeKind::Box, false), body(7, ShapeKind::Capsule, true)};
   const FrameContact contacts[] = {{1230, ObjectID{1, 3}, ObjectID{7, 3}, Vec3{0.5f, 1.0f, -6.0f}}};
-  const std::string text = frame_json(info, bodies, contacts);
+  const FrameJoint joints[] = {{Vec3{1.0f, 2.0f, 3.0f}, Vec3{-1.5f, 0.25f, 4.0f}}};
+  const std::string text = frame_json(info, bodies, contacts, joints);
   ASSERT_EQ(text.find('\n'), std::string::npos) << "one SSE data line";
   const nlohmann::json j = nlohmann::json::parse(text);
   EXPECT_EQ(j["tick"], 1234);
@@ -59,6 +60,11 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   ASSERT_EQ(j["begins"].size(), 1u);
   EXPECT_EQ(j["begins"][0][0], 1230);
   EXPECT_EQ(j["begins"][0][3], 7);
+  ASSERT_EQ(j["joints"].size(), 1u);
+  ASSERT_EQ(j["joints"][0].size(), 6u);
+  EXPECT_DOUBLE_EQ(j["joints"][0][1].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["joints"][0][3].get<double>(), -1.5);
+  EXPECT_DOUBLE_EQ(j["joints"][0][4].get<double>(), 0.25);
 }
 
 TEST(ViewerFrame, EscapesTextAndWritesNonFiniteNumbersAsZero) {
