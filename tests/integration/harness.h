@@ -221,6 +221,7 @@ class ClientDriver {
       raycasts.push_back(Raycast{ray, std::vector<RayHit>(hits.begin(), hits.end())});
     }
     collisions.insert(collisions.end(), r.collisions.begin(), r.collisions.end());
+    joint_events.insert(joint_events.end(), r.joints.begin(), r.joints.end());
     pongs.insert(pongs.end(), r.pongs.begin(), r.pongs.end());
     if (r.server_disconnected) {
       server_disconnected = true;
@@ -314,6 +315,7 @@ class ClientDriver {
   std::vector<RequestResult> results;
   std::vector<Raycast> raycasts;
   std::vector<CollisionEvent> collisions;
+  std::vector<JointEvent> joint_events;
   std::vector<PongInfo> pongs;
   std::map<uint64_t, std::vector<ObjectState>> snapshots;  ///< tick -> objects, sorted by id
   bool server_disconnected = false;

@@ -126,5 +126,65 @@ TEST(HostileLink, RequestsAndEventsExactlyOnceAndTheViewConverges) {
   EXPECT_LE(converged_at - cleared_tick, 2 * ticks_per_snapshot + 12);
 }
 
+TEST(HostileLink, AJointBreakReachesEveryClientOnceUnder30PercentLoss) {
+  // Two clients on links losing 30 % each way (and late, duplicated, reordered): one hangs a
+  // 10 kg ball on a hook that breaks past 150 N, then pulls it down with 400 N. Each client
+  // hears of the hook once (JointAdded) and of its break once (JointRemoved, Broken).
+  RunningServer server(ServerOptions{});
+  ASSERT_TRUE(server.started()) << server.error();
+  net::LinkConditions lossy = hostile_link(21);
+  lossy.loss = 0.3;
+  server.server().set_link_conditions(lossy);
+  ClientDriver owner, watcher;
+  for (ClientDriver* d : {&owner, &watcher}) {
+    net::LinkConditions mine = hostile_link(d == &owner ? 22 : 23);
+    mine.loss = 0.3;
+    ASSERT_TRUE(d->client.set_link_conditions(mine));
+    std::string error;
+    ASSERT_TRUE(d->connect(server.port(), &error, "lossy", milliseconds{10000})) << error;
+  }
+  ObjectDesc ball = make_sphere(0.25f, {3.0f, 2.0f, 3.0f});
+  ball.mass = 10.0f;
+  const uint32_t create = owner.client.create_object(ball);
+  ASSERT_TRUE(owner.poll_until([&] { return owner.find_result(create) != nullptr; }, milliseconds{15000}));
+  const ObjectID id = owner.find_result(create)->id;
+  JointDesc hook;
+  hook.kind = JointKind::Point;
+  hook.body_a = id;
+  hook.anchor = {3.0f, 2.25f, 3.0f};
+  hook.break_force = 150.0f;
+  const uint32_t join = owner.client.create_joint(hook);
+  ASSERT_TRUE(owner.poll_until([&] { return owner.find_result(join) != nullptr; }, milliseconds{15000}));
+  ASSERT_TRUE(owner.find_result(join)->ok()) << owner.find_result(join)->message;
+  const ObjectID joint = owner.find_result(join)->id;
+  // The hook holds the ball's 98 N: both hear of it, and it is still there a second later.
+  auto count = [](const ClientDriver& d, ObjectID j, bool added) {
+    return std::count_if(d.joint_events.begin(), d.joint_events.end(),
+                         [&](const JointEvent& e) { return e.joint == j && e.added == added; });
+  };
+  for (ClientDriver* d : {&owner, &watcher}) {
+    ASSERT_TRUE(d->poll_until([&] { return count(*d, joint, true) >= 1; }, milliseconds{15000}));
+  }
+  owner.poll_until([] { return false; }, milliseconds{1000});
+  EXPECT_EQ(count(owner, joint, false), 0) << "the hook broke under the ball's weight alone";
+  // Pull until it breaks (a force lasts one step: resend it while the request may be lost).
+  for (int i = 0; i < 200 && count(owner, joint, false) == 0; ++i) {
+    owner.client.apply_force(id, {0.0f, -400.0f, 0.0f});
+    owner.poll_until([] { return false; }, milliseconds{20});
+  }
+  for (ClientDriver* d : {&owner, &watcher}) {
+    ASSERT_TRUE(d->poll_until([&] { return count(*d, joint, false) >= 1; }, milliseconds{15000})) << "no break heard";
+    d->poll_until([] { return false; }, milliseconds{1000});  // resends keep coming: still once
+    EXPECT_EQ(count(*d, joint, true), 1);
+    EXPECT_EQ(count(*d, joint, false), 1);
+    const auto removal = std::find_if(d->joint_events.begin(), d->joint_events.end(),
+                                      [&](const JointEvent& e) { return e.joint == joint && !e.added; });
+    EXPECT_EQ(removal->removed_reason, JointRemovedReason::Broken);
+    EXPECT_TRUE(d->client.joints().empty());
+  }
+  EXPECT_GT(watcher.client.stats().events_duplicate + owner.client.stats().events_duplicate, 0u)
+      << "a lossy, duplicating link should have delivered some events twice";
+}
+
 }  // namespace
 }  // namespace impulse::test
