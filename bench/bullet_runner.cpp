@@ -70,7 +70,7 @@ struct BulletWorld::Impl {
   std::vector<std::unique_ptr<btCollisionShape>> shapes;
   std::vector<std::unique_ptr<btRigidBody>> bodies;  // index-aligned with scene.bodies
   std::vector<const btRigidBody*> dynamic_bodies;
-  std::vector<std::unique_ptr<btPoint2PointConstraint>> joints;
+  std::vector<std::unique_ptr<btTypedConstraint>> joints;
 
   ~Impl() {
     // Constraints, then bodies, leave the world before anything they point to is destroyed.
@@ -129,16 +129,50 @@ BulletWorld::BulletWorld(const scenes::BenchScene& scene, const BulletOptions& o
     } else {
       world.addRigidBody(rigid.get(), static_cast<int>(body.category), static_cast<int>(body.mask));
     }
-    if (dynamic) impl_->dynamic_bodies.push_back(rigid.get());
+    if (dynamic) {
+      impl_->dynamic_bodies.push_back(rigid.get());
+      if (!(body.velocity == Vec3{})) rigid->setLinearVelocity(to_bt(body.velocity));
+    }
     impl_->bodies.push_back(std::move(rigid));
   }
   impl_->joints.reserve(scene.joints.size());
-  for (const scenes::ScenePointJoint& j : scene.joints) {
+  for (const scenes::SceneJoint& j : scene.joints) {
     btRigidBody& a = *impl_->bodies[j.a];
     btRigidBody& b = *impl_->bodies[j.b];
     const btVector3 pivot = to_bt(j.anchor);
-    auto joint = std::make_unique<btPoint2PointConstraint>(a, b, a.getWorldTransform().invXform(pivot),
-                                                           b.getWorldTransform().invXform(pivot));
+    const btVector3 pivot_a = a.getWorldTransform().invXform(pivot);
+    const btVector3 pivot_b = b.getWorldTransform().invXform(pivot);
+    const btVector3 axis = to_bt(j.axis);
+    const btVector3 axis_a = a.getWorldTransform().getBasis().transpose() * axis;
+    const btVector3 axis_b = b.getWorldTransform().getBasis().transpose() * axis;
+    std::unique_ptr<btTypedConstraint> joint;
+    switch (j.kind) {
+      case physics::JointKind::Hinge: {
+        auto hinge = std::make_unique<btHingeConstraint>(a, b, pivot_a, pivot_b, axis_a, axis_b);
+        hinge->setLimit(j.lower, j.upper);
+        joint = std::move(hinge);
+        break;
+      }
+      case physics::JointKind::SwingTwist: {
+        // The cone-twist's twist axis is its frames' local X: a frame in each body with X along
+        // the joint's axis, at the pivot.
+        auto frame = [](btVector3 x, btVector3 origin) {
+          btVector3 y, z;
+          btPlaneSpace1(x, y, z);
+          btTransform t;
+          t.getBasis().setValue(x.x(), y.x(), z.x(), x.y(), y.y(), z.y(), x.z(), y.z(), z.z());
+          t.setOrigin(origin);
+          return t;
+        };
+        auto cone = std::make_unique<btConeTwistConstraint>(a, b, frame(axis_a, pivot_a), frame(axis_b, pivot_b));
+        cone->setLimit(j.cone, j.cone, std::max(std::fabs(j.lower), std::fabs(j.upper)));
+        joint = std::move(cone);
+        break;
+      }
+      default:
+        joint = std::make_unique<btPoint2PointConstraint>(a, b, pivot_a, pivot_b);
+        break;
+    }
     world.addConstraint(joint.get(), /*disableCollisionsBetweenLinkedBodies=*/true);
     impl_->joints.push_back(std::move(joint));
   }

@@ -138,7 +138,16 @@ std::optional<scenes::BenchScene> make_scene(const Options& o, std::string& erro
     }
     return scenes::make_j1_joint_grid(side);
   }
-  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3 or J1)";
+  if (o.scene == "J2") {
+    const int count = o.n.value_or(160);
+    if (count < 1 || count > scenes::kMaxRagdolls) {
+      error = "--n for J2 is the ragdoll count, 1.." + std::to_string(scenes::kMaxRagdolls) + ", got " +
+              std::to_string(count);
+      return std::nullopt;
+    }
+    return scenes::make_j2_ragdolls(count);
+  }
+  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3, J1 or J2)";
   return std::nullopt;
 }
 
@@ -152,7 +161,7 @@ int run(const Options& o) {
     return 0;
   }
   if (o.scene.empty()) {
-    std::fprintf(stderr, "impulse-bench: --scene S1|S2|S3|J1|N1|latency is required (or --summary FILE)\n");
+    std::fprintf(stderr, "impulse-bench: --scene S1|S2|S3|J1|J2|N1|latency is required (or --summary FILE)\n");
     return kExitBadArgument;
   }
   if (o.scene == "N1") return run_n1_scene(o);
@@ -226,10 +235,11 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"impulse-bench: the reference scenes through Impulse and Bullet, alternating, in one run"};
   app.add_option("--scene", o.scene,
-                 "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid); N1 (network bandwidth) or latency (request -> snapshot)")
-      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "N1", "latency"}, CLI::ignore_case));
+                 "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid), J2 (ragdolls); N1 (network bandwidth) or latency "
+                 "(request -> snapshot)")
+      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "J2", "N1", "latency"}, CLI::ignore_case));
   app.add_option("--n", o.n, "S1: base row (default 20); S2: boxes (default 4000); S3: spheres (default 10000); "
-                             "J1: grid side (default 100)");
+                             "J1: grid side (default 100); J2: ragdolls (default 160)");
   app.add_option("--sleep", o.sleep, "on|off (default: the scene's: S1 off, S2 and S3 on)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--steps", o.steps, "timed steps of 1/60 s per round")->check(CLI::Range(1, 1000000));

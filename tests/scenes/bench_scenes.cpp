@@ -151,11 +151,110 @@ BenchScene make_j1_joint_grid(int side) {
       // Joints between two static bodies (the pinned row's neighbours) hold nothing: left out.
       auto join = [&](uint32_t other, Vec3 anchor) {
         if (b.kind == physics::BodyKind::Static && scene.bodies[other].kind == physics::BodyKind::Static) return;
-        scene.joints.push_back({other, index, anchor});
+        SceneJoint j;
+        j.a = other;
+        j.b = index;
+        j.anchor = anchor;
+        scene.joints.push_back(j);
       };
       if (i > 0) join(index - 1, b.position + Vec3{0.0f, 0.5f, 0.0f});
       if (k > 0) join(index - static_cast<uint32_t>(n), b.position - Vec3{0.5f, 0.0f, 0.0f});
     }
+  }
+  return scene;
+}
+
+void append_ragdoll(BenchScene* scene, Vec3 base, Vec3 velocity, bool joint_friction) {
+  struct Part {
+    physics::Shape shape;
+    Vec3 at;  // from the feet's base [m]
+    float mass;
+  };
+  const Part parts[] = {
+      {physics::make_box({0.15f, 0.08f, 0.1f}), {0, 1.0f, 0}, 10.0f},          // 0 pelvis
+      {physics::make_box({0.14f, 0.09f, 0.09f}), {0, 1.19f, 0}, 8.0f},         // 1 abdomen
+      {physics::make_box({0.17f, 0.12f, 0.1f}), {0, 1.42f, 0}, 12.0f},         // 2 chest
+      {physics::make_capsule(0.05f, 0.02f), {0, 1.6f, 0}, 1.0f},               // 3 neck
+      {physics::make_sphere(0.1f), {0, 1.77f, 0}, 4.0f},                       // 4 head
+      {physics::make_capsule(0.045f, 0.1f), {-0.25f, 1.37f, 0}, 2.0f},         // 5 upper arm
+      {physics::make_capsule(0.04f, 0.09f), {-0.25f, 1.1f, 0}, 1.5f},          // 6 forearm
+      {physics::make_capsule(0.045f, 0.1f), {0.25f, 1.37f, 0}, 2.0f},          // 7
+      {physics::make_capsule(0.04f, 0.09f), {0.25f, 1.1f, 0}, 1.5f},           // 8
+      {physics::make_capsule(0.065f, 0.14f), {-0.09f, 0.7f, 0}, 7.0f},         // 9 thigh
+      {physics::make_capsule(0.05f, 0.14f), {-0.09f, 0.3f, 0}, 4.0f},          // 10 shin
+      {physics::make_box({0.045f, 0.03f, 0.1f}), {-0.09f, 0.035f, 0.05f}, 1.0f},  // 11 foot
+      {physics::make_capsule(0.065f, 0.14f), {0.09f, 0.7f, 0}, 7.0f},          // 12
+      {physics::make_capsule(0.05f, 0.14f), {0.09f, 0.3f, 0}, 4.0f},           // 13
+      {physics::make_box({0.045f, 0.03f, 0.1f}), {0.09f, 0.035f, 0.05f}, 1.0f},   // 14
+  };
+  const auto first = static_cast<uint32_t>(scene->bodies.size());
+  for (const Part& p : parts) {
+    SceneBody b;
+    b.shape = p.shape;
+    b.position = base + p.at;
+    b.mass = p.mass;
+    b.velocity = velocity;
+    scene->bodies.push_back(b);
+  }
+  constexpr auto kSwing = physics::JointKind::SwingTwist;
+  constexpr auto kHinge = physics::JointKind::Hinge;
+  const Vec3 up{0, 1, 0}, down{0, -1, 0}, side{1, 0, 0};
+  struct Link {
+    physics::JointKind kind;
+    uint32_t a, b;
+    Vec3 at, axis;
+    float cone, lower, upper, friction;
+  };
+  const Link links[] = {
+      {kSwing, 0, 1, {0, 1.09f, 0}, up, 0.35f, -0.3f, 0.3f, 2.0f},
+      {kSwing, 1, 2, {0, 1.29f, 0}, up, 0.35f, -0.3f, 0.3f, 2.0f},
+      {kSwing, 2, 3, {0, 1.55f, 0}, up, 0.6f, -0.5f, 0.5f, 0.5f},
+      {kSwing, 3, 4, {0, 1.66f, 0}, up, 0.6f, -0.5f, 0.5f, 0.5f},
+      {kSwing, 2, 5, {-0.25f, 1.52f, 0}, down, 1.2f, -0.8f, 0.8f, 1.0f},
+      {kHinge, 5, 6, {-0.25f, 1.23f, 0}, side, 0, -2.4f, 0, 0},
+      {kSwing, 2, 7, {0.25f, 1.52f, 0}, down, 1.2f, -0.8f, 0.8f, 1.0f},
+      {kHinge, 7, 8, {0.25f, 1.23f, 0}, side, 0, -2.4f, 0, 0},
+      {kSwing, 0, 9, {-0.09f, 0.91f, 0}, down, 0.9f, -0.4f, 0.4f, 2.0f},
+      {kHinge, 9, 10, {-0.09f, 0.5f, 0}, side, 0, 0, 2.4f, 0},
+      {kHinge, 10, 11, {-0.09f, 0.08f, 0}, side, 0, -0.5f, 0.5f, 0},
+      {kSwing, 0, 12, {0.09f, 0.91f, 0}, down, 0.9f, -0.4f, 0.4f, 2.0f},
+      {kHinge, 12, 13, {0.09f, 0.5f, 0}, side, 0, 0, 2.4f, 0},
+      {kHinge, 13, 14, {0.09f, 0.08f, 0}, side, 0, -0.5f, 0.5f, 0},
+  };
+  for (const Link& l : links) {
+    SceneJoint j;
+    j.kind = l.kind;
+    j.a = first + l.a;
+    j.b = first + l.b;
+    j.anchor = base + l.at;
+    j.axis = l.axis;
+    j.cone = l.cone;
+    j.lower = l.lower;
+    j.upper = l.upper;
+    j.friction = joint_friction ? l.friction : 0.0f;
+    scene->joints.push_back(j);
+  }
+}
+
+BenchScene make_j2_ragdolls(int count) {
+  const int n = std::clamp(count, 1, kMaxRagdolls);
+  BenchScene scene;
+  scene.name = "J2";
+  scene.sleep = true;
+  SceneBody ground;
+  ground.kind = physics::BodyKind::Static;
+  ground.shape = physics::make_box({50.0f, 1.0f, 50.0f});
+  ground.position = {0.0f, -1.0f, 0.0f};
+  scene.bodies.push_back(ground);
+  // Columns of 10 on a grid 1.2 m apart, each ragdoll 2.2 m above the last, turned by a quarter
+  // turn every level so the piles tangle (the turn is in the layout: bodies start unrotated).
+  const int columns = (n + 9) / 10;
+  const int side = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(columns))));
+  for (int r = 0; r < n; ++r) {
+    const int column = r / 10, level = r % 10;
+    const float x = 1.2f * static_cast<float>(column % side) + (level % 2 == 0 ? 0.0f : 0.3f);
+    const float z = 1.2f * static_cast<float>(column / side) + (level % 2 == 0 ? 0.0f : 0.2f);
+    append_ragdoll(&scene, {x, 0.05f + 2.2f * static_cast<float>(level), z}, {});
   }
   return scene;
 }
@@ -172,16 +271,23 @@ std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene) 
     desc.mass = body.mass;
     desc.friction = body.friction;
     desc.restitution = body.restitution;
+    desc.velocity = body.velocity;
     desc.filter = physics::Filter{body.category, body.mask, 0};
     const physics::CreateResult created = world.create_object(desc);
     ids.push_back(created.error == physics::Error::Ok ? created.id : ObjectID{});
   }
-  for (const ScenePointJoint& j : scene.joints) {
+  for (const SceneJoint& j : scene.joints) {
     physics::JointDesc desc;
-    desc.kind = physics::JointKind::Point;
+    desc.kind = j.kind;
     desc.body_a = ids[j.a];
     desc.body_b = ids[j.b];
     desc.anchor = j.anchor;
+    desc.axis = j.axis;
+    desc.enable_limit = j.kind != physics::JointKind::Point;
+    desc.lower_angle = j.lower;
+    desc.upper_angle = j.upper;
+    desc.cone_angle = j.cone;
+    desc.friction_torque = j.friction;
     world.create_joint(desc);  // a refused joint shows in World::joint_count()
   }
   return ids;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "server/physics/joint.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
@@ -42,18 +43,27 @@ struct SceneBody {
   float mass = 1.0f;  ///< [kg]; meaningful for dynamic bodies only
   float friction = 0.6f;
   float restitution = 0.0f;
+  Vec3 velocity;  ///< [m/s] at the start
   /// Collision filter (Box2D's b2Filter; Bullet's group and mask): two bodies collide when each
   /// one's category is in the other's mask.
   uint32_t category = 1;
   uint32_t mask = ~0u;
 };
 
-/// A ball-and-socket joint between bodies a and b (indices into BenchScene::bodies) at `anchor`
-/// [m], world frame, at the scene's poses: Impulse's JointKind::Point, Bullet's
-/// btPoint2PointConstraint; the two bodies do not collide with each other.
-struct ScenePointJoint {
+/// A joint between bodies a and b (indices into BenchScene::bodies) at `anchor` [m], world
+/// frame, at the scene's poses; the two bodies do not collide with each other. Point: Impulse's
+/// JointKind::Point, Bullet's btPoint2PointConstraint. Hinge: about `axis` within [lower, upper]
+/// [rad] (btHingeConstraint with its limit). SwingTwist: the swing within `cone` [rad] of `axis`,
+/// the twist within [lower, upper] (btConeTwistConstraint with both swing spans `cone` and the
+/// twist span max(|lower|, |upper|): Bullet's twist limit is symmetric).
+struct SceneJoint {
+  physics::JointKind kind = physics::JointKind::Point;
   uint32_t a = 0, b = 0;
   Vec3 anchor;
+  Vec3 axis{0, 1, 0};
+  float lower = 0, upper = 0, cone = 0;
+  /// SwingTwist: friction torque [N·m] (Impulse only: Bullet's cone-twist has none; J2 uses 0).
+  float friction = 0;
 };
 
 /// A whole scene: its static level first, then the dynamic bodies in a fixed order.
@@ -63,7 +73,7 @@ struct BenchScene {
   bool sleep = true;              ///< the scene's specified sleep setting (S1 is run both ways)
   /// S1 only: index into `bodies` of the pyramid's top box (the one whose drift is reported).
   uint32_t top_body = 0;
-  std::vector<ScenePointJoint> joints;  ///< created after every body, in this order
+  std::vector<SceneJoint> joints;  ///< created after every body, in this order
 };
 
 /// Box half-extent and sphere radius of every dynamic body of the scenes [m].
@@ -108,6 +118,19 @@ inline constexpr int kMaxJointGridSide = 200;
 /// with each other (category 2, mask ~2). sleep = false.
 /// @param side  in [8, kMaxJointGridSide]; values outside are clamped.
 BenchScene make_j1_joint_grid(int side = 100);
+
+/// Appends a 15-body ragdoll (pelvis, abdomen, chest, neck, head; upper arms, forearms; thighs,
+/// shins, feet; 74 kg), standing with its feet at `base` and moving at `velocity`, with 14 joints:
+/// swing-twist at the waist, spine, neck, skull, shoulders and hips, hinges at the elbows, knees
+/// and ankles. Used by J2 (without friction) and by the ragdoll tests
+/// (tests/unit/physics/test_ragdoll.cpp, with friction torques of 0.5-2 N·m so that it settles).
+void append_ragdoll(BenchScene* scene, Vec3 base, Vec3 velocity, bool joint_friction = false);
+
+/// J2: Jolt's Ragdoll performance scene in shape: `count` ragdolls (15 bodies each) dropped in
+/// columns of 10 onto a static plane, where they pile up. sleep = true.
+/// @param count  in [1, kMaxRagdolls]; values outside are clamped.
+inline constexpr int kMaxRagdolls = 2000;
+BenchScene make_j2_ragdolls(int count = 160);
 
 /// Number of dynamic bodies of a scene.
 uint32_t count_dynamic(const BenchScene& scene);

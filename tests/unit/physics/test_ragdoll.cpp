@@ -9,6 +9,7 @@
 
 #include "server/physics/world.h"
 #include "shared/parallel.h"
+#include "tests/scenes/bench_scenes.h"
 #include "unit/physics/world_test_helpers.h"
 
 namespace impulse::physics {
@@ -16,7 +17,6 @@ namespace {
 
 using test::add;
 using test::box_desc;
-using test::sphere_desc;
 
 constexpr float kDt = 1.0f / 60.0f;
 constexpr float kPi = 3.14159265358979f;
@@ -44,19 +44,6 @@ JointDesc swing_twist(ObjectID a, ObjectID b, Vec3 anchor, Vec3 axis, float cone
   d.lower_angle = lower;
   d.upper_angle = upper;
   d.friction_torque = friction;
-  return d;
-}
-
-JointDesc hinge(ObjectID a, ObjectID b, Vec3 anchor, Vec3 axis, float lower, float upper) {
-  JointDesc d;
-  d.kind = JointKind::Hinge;
-  d.body_a = a;
-  d.body_b = b;
-  d.anchor = anchor;
-  d.axis = axis;
-  d.enable_limit = true;
-  d.lower_angle = lower;
-  d.upper_angle = upper;
   return d;
 }
 
@@ -136,55 +123,19 @@ TEST(SwingTwist, TheTwistStaysInItsRangeAndFrictionSlowsIt) {
   EXPECT_NEAR(state(w, d).angular_velocity.y, 3.0f - 0.5f / inertia * 0.5f, 0.02f);  // 0.5 s of tau / I
 }
 
-// A 15-body ragdoll (pelvis, abdomen, chest, neck, head; upper arms, forearms; thighs, shins,
-// feet), standing with its feet at `base`: swing-twist joints at the spine, neck, shoulders and
-// hips, hinges at the elbows, knees and ankles. Returns its bodies.
-std::vector<ObjectID> add_ragdoll(World& w, Vec3 base, Vec3 velocity) {
-  std::vector<ObjectID> parts;
-  auto part = [&](BodyDesc d) {
-    d.position = d.position + base;
-    d.velocity = velocity;
-    d.friction = 0.6f;
-    parts.push_back(add(w, d));
-    return parts.back();
+// Six static steps descending along +z, 0.2 m high and 0.4 m deep, and a ground box under them.
+void add_stairs(scenes::BenchScene* scene, float x, bool ground) {
+  auto stat = [&](Vec3 at, Vec3 half) {
+    scenes::SceneBody b;
+    b.kind = BodyKind::Static;
+    b.shape = make_box(half);
+    b.position = at;
+    scene->bodies.push_back(b);
   };
-  auto at = [&](float x, float y, float z) { return base + Vec3{x, y, z}; };
-  const ObjectID pelvis = part(box_desc({0, 1.0f, 0}, {0.15f, 0.08f, 0.1f}, 10.0f));
-  const ObjectID abdomen = part(box_desc({0, 1.19f, 0}, {0.14f, 0.09f, 0.09f}, 8.0f));
-  const ObjectID chest = part(box_desc({0, 1.42f, 0}, {0.17f, 0.12f, 0.1f}, 12.0f));
-  const ObjectID neck = part(capsule_desc({0, 1.6f, 0}, 0.05f, 0.02f, 1.0f));
-  const ObjectID head = part(sphere_desc({0, 1.77f, 0}, 0.1f, 4.0f));
-  constexpr float kSpineCone = 0.35f, kNeckCone = 0.6f;
-  const Vec3 up{0, 1, 0}, down{0, -1, 0}, side{1, 0, 0};
-  EXPECT_EQ(w.create_joint(swing_twist(pelvis, abdomen, at(0, 1.09f, 0), up, kSpineCone, -0.3f, 0.3f, 2.0f)).error,
-            Error::Ok);
-  EXPECT_EQ(w.create_joint(swing_twist(abdomen, chest, at(0, 1.29f, 0), up, kSpineCone, -0.3f, 0.3f, 2.0f)).error,
-            Error::Ok);
-  EXPECT_EQ(w.create_joint(swing_twist(chest, neck, at(0, 1.55f, 0), up, kNeckCone, -0.5f, 0.5f, 0.5f)).error, Error::Ok);
-  EXPECT_EQ(w.create_joint(swing_twist(neck, head, at(0, 1.66f, 0), up, kNeckCone, -0.5f, 0.5f, 0.5f)).error, Error::Ok);
-  for (const float s : {-1.0f, 1.0f}) {
-    const ObjectID upper_arm = part(capsule_desc({0.25f * s, 1.37f, 0}, 0.045f, 0.1f, 2.0f));
-    const ObjectID forearm = part(capsule_desc({0.25f * s, 1.1f, 0}, 0.04f, 0.09f, 1.5f));
-    EXPECT_EQ(w.create_joint(swing_twist(chest, upper_arm, at(0.25f * s, 1.52f, 0), down, 1.2f, -0.8f, 0.8f, 1.0f)).error,
-              Error::Ok);
-    EXPECT_EQ(w.create_joint(hinge(upper_arm, forearm, at(0.25f * s, 1.23f, 0), side, -2.4f, 0.0f)).error, Error::Ok);
-    const ObjectID thigh = part(capsule_desc({0.09f * s, 0.7f, 0}, 0.065f, 0.14f, 7.0f));
-    const ObjectID shin = part(capsule_desc({0.09f * s, 0.3f, 0}, 0.05f, 0.14f, 4.0f));
-    const ObjectID foot = part(box_desc({0.09f * s, 0.035f, 0.05f}, {0.045f, 0.03f, 0.1f}, 1.0f));
-    EXPECT_EQ(w.create_joint(swing_twist(pelvis, thigh, at(0.09f * s, 0.91f, 0), down, 0.9f, -0.4f, 0.4f, 2.0f)).error,
-              Error::Ok);
-    EXPECT_EQ(w.create_joint(hinge(thigh, shin, at(0.09f * s, 0.5f, 0), side, 0.0f, 2.4f)).error, Error::Ok);
-    EXPECT_EQ(w.create_joint(hinge(shin, foot, at(0.09f * s, 0.08f, 0), side, -0.5f, 0.5f)).error, Error::Ok);
-  }
-  return parts;
-}
-
-// Six static steps descending along +z, 0.2 m high and 0.4 m deep (put a ground under them).
-void add_stairs(World& w, float x) {
+  if (ground) stat({0, -1, 0}, {50, 1, 50});
   for (int k = 0; k < 6; ++k) {
     const float height = 0.2f * static_cast<float>(6 - k);
-    w.create_object(box_desc({x, 0.5f * height, 0.4f * static_cast<float>(k)}, {1.0f, 0.5f * height, 0.2f}, 1.0f,
-                             BodyKind::Static));
+    stat({x, 0.5f * height, 0.4f * static_cast<float>(k)}, {1.0f, 0.5f * height, 0.2f});
   }
 }
 
@@ -205,10 +156,14 @@ float worst_joint_gap(const World& w, uint32_t joints) {
 }
 
 TEST(SwingTwist, ARagdollThrownDownStairsHoldsTogetherAndSleeps) {
+  // The ragdoll of the J2 benchmark (tests/scenes/bench_scenes.h), with its joints' friction.
+  scenes::BenchScene scene;
+  add_stairs(&scene, 0.0f, true);
+  const auto first = static_cast<uint32_t>(scene.bodies.size());
+  scenes::append_ragdoll(&scene, {0, 1.25f, -0.1f}, {0, 0, 1.5f}, /*joint_friction=*/true);
   World w;
-  test::add_ground(w);
-  add_stairs(w, 0.0f);
-  const std::vector<ObjectID> parts = add_ragdoll(w, {0, 1.25f, -0.1f}, {0, 0, 1.5f});
+  const std::vector<ObjectID> ids = scenes::load_into(w, scene);
+  const std::vector<ObjectID> parts(ids.begin() + first, ids.end());
   ASSERT_EQ(parts.size(), 15u);
   ASSERT_EQ(w.joint_count(), 14u);
   int asleep_at = -1;
@@ -235,16 +190,17 @@ TEST(SwingTwist, ARagdollThrownDownStairsHoldsTogetherAndSleeps) {
 TEST(SwingTwist, RagdollsSleepAtTheSameStepWithTheSameHashOnOneAndTwoThreads) {
   // Box3D's determinism test in spirit: 2 x 2 groups of 2 ragdolls (8 ragdolls, 120 bodies) on
   // stairs, stepped until all sleep, on one thread and on a pool of two.
-  auto build = [](World& w) {
-    test::add_ground(w);
-    for (int g = 0; g < 2; ++g) {
-      add_stairs(w, 3.0f * static_cast<float>(g));
-      for (int r = 0; r < 4; ++r) {
-        add_ragdoll(w, {3.0f * static_cast<float>(g) + 0.5f * static_cast<float>(r % 2) - 0.25f, 1.25f + 2.2f * static_cast<float>(r / 2), -0.1f},
-                    {0, 0, 1.0f + 0.25f * static_cast<float>(r)});
-      }
+  scenes::BenchScene scene;
+  for (int g = 0; g < 2; ++g) {
+    add_stairs(&scene, 3.0f * static_cast<float>(g), g == 0);
+    for (int r = 0; r < 4; ++r) {
+      scenes::append_ragdoll(&scene,
+                             {3.0f * static_cast<float>(g) + 0.5f * static_cast<float>(r % 2) - 0.25f,
+                              1.25f + 2.2f * static_cast<float>(r / 2), -0.1f},
+                             {0, 0, 1.0f + 0.25f * static_cast<float>(r)}, /*joint_friction=*/true);
     }
-  };
+  }
+  auto build = [&](World& w) { scenes::load_into(w, scene); };
   WorkerPool two(2);
   World one, pooled;
   pooled.set_worker_pool(&two);
