@@ -575,6 +575,78 @@ TEST(Joints, ATwentyLinkChainHangsWithinOnePercentAndAHeavyBallWithinFive) {
   }
 }
 
+TEST(Joints, AFiftyPlankBridgeWithTenBoxesSettles) {
+  // The issue's bridge: 50 planks of 0.5 m (2 kg) hinged end to end, hung with slack between two
+  // static pillars 24 m apart (laid along a parabola sagging 3 m: a 25 m chain held straight
+  // across 25 m would need infinite tension), ten 5 kg boxes dropped onto it, its hinges with
+  // friction. It settles (every hinge's anchors within 2 cm, no box falls through, every body
+  // below 0.15 m/s after 30 s).
+  World w;
+  test::add_ground(w);
+  constexpr int kPlanks = 50;
+  constexpr float kPlank = 0.5f, kDeck = 8.0f, kSpan = 24.0f, kSag = 3.0f;
+  auto arc = [&](float x) { return Vec3{x, kDeck - 4.0f * kSag * x * (kSpan - x) / (kSpan * kSpan), 0}; };
+  // The plank ends along the arc, each kPlank from the last (bisection on x).
+  std::vector<Vec3> ends{arc(0)};
+  for (int k = 0; k < kPlanks; ++k) {
+    float lo = ends.back().x, hi = ends.back().x + kPlank;
+    for (int i = 0; i < 40; ++i) {
+      const float mid = 0.5f * (lo + hi);
+      (length(arc(mid) - ends.back()) < kPlank ? lo : hi) = mid;
+    }
+    ends.push_back(arc(lo));
+  }
+  const ObjectID left = add(w, test::box_desc({-0.5f, kDeck * 0.5f, 0}, {0.5f, kDeck * 0.5f, 1}, 1.0f, BodyKind::Static));
+  const Vec3 last = ends.back();
+  const ObjectID right = add(w, test::box_desc({last.x + 0.5f, last.y * 0.5f, 0}, {0.5f, last.y * 0.5f, 1}, 1.0f,
+                                               BodyKind::Static));
+  ObjectID previous = left;
+  for (int k = 0; k <= kPlanks; ++k) {
+    JointDesc d;
+    d.kind = JointKind::Hinge;
+    d.anchor = ends[static_cast<size_t>(k)];
+    d.axis = {0, 0, 1};
+    d.body_b = previous;
+    // Joint friction as Box2D's bridge sample has it: a motor held at speed 0 with a small
+    // torque. Without it the hanging bridge sways like a pendulum for minutes (0.09 m/s at 28 s).
+    d.enable_motor = true;
+    d.max_motor_torque = 5.0f;
+    if (k < kPlanks) {
+      const Vec3 from = ends[static_cast<size_t>(k)], to = ends[static_cast<size_t>(k) + 1];
+      BodyDesc plank = test::box_desc((from + to) * 0.5f, {0.5f * kPlank - 0.01f, 0.05f, 0.6f}, 2.0f);
+      plank.orientation = quat_from_axis_angle({0, 0, 1}, std::atan2(to.y - from.y, to.x - from.x));
+      d.body_a = add(w, plank);
+    } else {
+      d.body_a = previous;
+      d.body_b = right;
+    }
+    ASSERT_EQ(w.create_joint(d).error, Error::Ok) << k;
+    previous = d.body_a;
+  }
+  std::vector<ObjectID> boxes;
+  for (int k = 0; k < 10; ++k) {
+    const Vec3 below = ends[static_cast<size_t>(4 + 4 * k)];
+    boxes.push_back(add(w, test::box_desc(below + Vec3{0, 1.0f, 0}, {0.25f, 0.25f, 0.25f}, 5.0f)));
+  }
+  for (int k = 0; k < 1800; ++k) w.step(kDt);
+  float fastest = 0;
+  w.for_each_object([&](const BodyState& b) { fastest = std::max(fastest, length(b.velocity)); });
+  // Settled, but not asleep: from about 18 s on it keeps a 0.06-0.08 m/s motion, above the
+  // 0.05 m/s sleep speed (docs/BENCHMARKS.md, "Joints"). The issue asks for sleep: not met.
+  EXPECT_LT(fastest, 0.15f);
+  float worst = 0;
+  for (uint32_t k = 0; k <= kPlanks; ++k) {
+    const JointRecord j = *w.get_joint(ObjectID{k, 1});
+    auto end = [&](ObjectID body, Vec3 local) {
+      const BodyState b = state(w, body);
+      return b.position + rotate(b.orientation, local);
+    };
+    worst = std::max(worst, length(end(j.a, j.local_a) - end(j.b, j.local_b)));
+  }
+  EXPECT_LT(worst, 0.02f);
+  for (const ObjectID box : boxes) EXPECT_GT(state(w, box).position.y, kDeck - kSag - 2.0f) << "a box fell through";
+}
+
 TEST(Joints, AHingeLimitHoldsAHundredKiloDoorWithinOneDegree) {
   // A 100 kg door (1 m x 2 m) on a vertical hinge with its limit at 0, pushed into the stop by a
   // 500 N push at its free edge each step for 2 s: it stays within 1 degree of the stop.
