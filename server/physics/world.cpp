@@ -540,6 +540,7 @@ void World::step(float dt) {
   StageTimer total;
   StageTimer timer;
   profile_ = StepProfile{};
+  joint_removals_.clear();  // a caller that wants them reads them between steps
 
   remove_non_finite();  // 0. guard
   if (freeze_pending_) freeze_parked_contacts();

@@ -158,9 +158,10 @@ class World {
   /// restarts from 0 when the mode changes. @return StaleId, InvalidArgument (neither a hinge nor a slider, a
   /// value not finite or out of range: the world unchanged) or Ok.
   Error set_joint_motor(ObjectID joint, const JointMotor& motor);
-  /// Every joint removed since clear_joint_removals(), in removal order: destroyed, broken (at a
-  /// step's end) or gone with one of its bodies (destroy_object, the non-finite guard). The
-  /// caller clears it (a server after telling its clients); not saved by save_state, cleared by
+  /// Every joint removed since the last step began (or clear_joint_removals()), in removal order:
+  /// destroyed, broken (at a step's end) or gone with one of its bodies (destroy_object, the
+  /// non-finite guard). Read it after the requests and after each step: every step starts it
+  /// afresh, so a world nobody reads (a replay) keeps none. Not saved by save_state, cleared by
   /// restore_state.
   std::span<const RemovedJoint> joint_removals() const { return joint_removals_; }
   void clear_joint_removals() { joint_removals_.clear(); }

@@ -371,7 +371,9 @@ TEST(Joints, ASliderVelocityMotorAcceleratesAtItsForceThenHoldsItsSpeed) {
     SliderRig r = make_slider(d, {}, dynamic_pair, /*gravity=*/!dynamic_pair);
     for (int k = 0; k < 60; ++k) r.w.step(kDt);
     EXPECT_LT(length(state(r.w, r.b).velocity - Vec3{2, 0, 0}), 1e-4f) << dynamic_pair;
-    if (dynamic_pair) EXPECT_LT(length(state(r.w, r.a).velocity - Vec3{-2, 0, 0}), 1e-4f);
+    if (dynamic_pair) {
+      EXPECT_LT(length(state(r.w, r.a).velocity - Vec3{-2, 0, 0}), 1e-4f);
+    }
     for (int k = 0; k < 60; ++k) r.w.step(kDt);
     EXPECT_LT(length(state(r.w, r.b).velocity - Vec3{3, 0, 0}), 1e-4f) << dynamic_pair;
     // 1.5 s of acceleration, then 0.5 s at 3 m/s.

@@ -115,6 +115,9 @@ TEST_F(ReplayCoreTest, SpectatorsAreReadOnlyButMayRaycastAndSetInterest) {
 
   for (int i = 0; i < 20; ++i) advance(kStep);
   const ObjectID some{1, 1};
+  wire::CreateJointArgs point_joint;
+  point_joint.body_a = some;
+  point_joint.anchor = {0, 1, 0};
   const std::vector<Bytes> writes = {
       copy(wire::build_create_object(fbb_, next_id(a), wire::CreateObjectArgs{})),
       copy(wire::build_destroy_object(fbb_, next_id(a), some)),
@@ -125,7 +128,7 @@ TEST_F(ReplayCoreTest, SpectatorsAreReadOnlyButMayRaycastAndSetInterest) {
       copy(wire::build_set_angular_velocity(fbb_, next_id(a), some, {1, 0, 0})),
       copy(wire::build_set_filter(fbb_, next_id(a), some, 2, 1, 0)),
       copy(wire::build_move_kinematic(fbb_, next_id(a), some, {1, 0, 0}, Quat{})),
-      copy(wire::build_create_joint(fbb_, next_id(a), wire::CreateJointArgs{.body_a = some, .anchor = {0, 1, 0}})),
+      copy(wire::build_create_joint(fbb_, next_id(a), point_joint)),
       copy(wire::build_destroy_joint(fbb_, next_id(a), ObjectID{0, 1})),
       copy(wire::build_set_joint_motor(fbb_, next_id(a), ObjectID{0, 1}, {})),
   };
