@@ -706,7 +706,7 @@ def token_mode(exe, tmp):
         # an observer with its own token
         obs = ic.Client("127.0.0.1", srv.port, client_token_hex=tc, name="observer")
         obs.connect(3.0)
-        obs.wait_for(lambda: abox in obs.objects() and len(obs.snap.objects) >= 72, 3.0,
+        obs.wait_for(lambda: abox in obs.objects() and len(obs.snap.objects) >= 135, 3.0,
                      "the observer to see the scene and the box")
         # the bare 69-byte token of A (as seen on the wire), without the secret
         bare = ic.Client("127.0.0.1", srv.port, bare_token_hex=ta[:138], name="thief")
