@@ -97,6 +97,8 @@ Aabb compute_aabb(const Shape& shape, const Transform& transform) {
       }
       return box;
     }
+    case ShapeKind::Hull:
+      return hull_aabb(*shape.hull, transform);
     case ShapeKind::Count:
       break;
   }
@@ -267,18 +269,22 @@ bool collide_nothing(const Shape&, const Transform&, const Shape&, const Transfo
 
 constexpr std::size_t kKinds = static_cast<std::size_t>(ShapeKind::Count);
 
-// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane.
+// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane, Hull.
 constexpr std::array<std::array<CollideFn, kKinds>, kKinds> kCollideTable{{
-    {collide_sphere_sphere, collide_sphere_box, collide_sphere_capsule, collide_swapped<collide_plane_sphere>},
+    {collide_sphere_sphere, collide_sphere_box, collide_sphere_capsule, collide_swapped<collide_plane_sphere>,
+     collide_sphere_hull},
     {collide_swapped<collide_sphere_box>, collide_box_box, collide_swapped<collide_capsule_box>,
-     collide_swapped<collide_plane_box>},
+     collide_swapped<collide_plane_box>, collide_box_hull},
     {collide_swapped<collide_sphere_capsule>, collide_capsule_box, collide_capsule_capsule,
-     collide_swapped<collide_plane_capsule>},
-    {collide_plane_sphere, collide_plane_box, collide_plane_capsule, collide_nothing},
+     collide_swapped<collide_plane_capsule>, collide_capsule_hull},
+    {collide_plane_sphere, collide_plane_box, collide_plane_capsule, collide_nothing, collide_plane_hull},
+    {collide_swapped<collide_sphere_hull>, collide_swapped<collide_box_hull>, collide_swapped<collide_capsule_hull>,
+     collide_swapped<collide_plane_hull>, collide_hull_hull},
 }};
 
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
-                  static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3,
+                  static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3 &&
+                  static_cast<int>(ShapeKind::Hull) == 4,
               "kCollideTable rows follow ShapeKind order");
 
 }  // namespace

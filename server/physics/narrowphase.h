@@ -39,7 +39,7 @@ struct Manifold {
 /// the speculative margin). Box: the half extents through |R|; capsule: the core's end points +-
 /// radius. A plane gets +-1e18 m on its unbounded axes; when its normal is axis-aligned (the other
 /// two components within 1e-6) that axis is bounded at the plane: normal +Y at y = h gives
-/// max.y = h, min.y = -1e18. A kind outside [0, ShapeKind::Count) gives the point AABB at the position.
+/// max.y = h, min.y = -1e18. A hull: its vertices rotated. A kind outside [0, ShapeKind::Count) gives the point AABB at the position.
 Aabb compute_aabb(const Shape& shape, const Transform& transform);
 
 /// Distance [m] below which a direction is treated as undefined (concentric spheres, a point on
@@ -93,6 +93,29 @@ bool collide_plane_box(const Shape& a, const Transform& ta, const Shape& b, cons
                        float margin, Manifold& out);
 bool collide_plane_capsule(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb,
                            float margin, Manifold& out);
+
+/// Convex hull pairs (narrowphase_hull.cpp; the hull is always B, or both). Hull-hull and box-hull
+/// (the box seen as a hull): SAT over both face sets and the edge pairs that form a Minkowski face
+/// (the Gauss-map test), face-biased like box-box; a face contact clips the incident face against
+/// the reference face's side planes and keeps up to 4 points; an edge contact is one point.
+/// Sphere-hull: the closest point on the faces in front of the centre, or, for a centre inside,
+/// out through the least-penetrated face. Capsule-hull: exact closest points of the core and the
+/// faces in front of it; two points (the core clipped to the face) when the core lies along a
+/// face within kParallelSin; a core inside uses the SAT (faces, hull edges x core). Plane-hull: up
+/// to 4 of the vertices within the margin. Feature ids are per pair kind (narrowphase_hull.cpp).
+bool collide_sphere_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                         Manifold& out);
+bool collide_box_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                      Manifold& out);
+bool collide_capsule_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                          Manifold& out);
+bool collide_hull_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                       Manifold& out);
+bool collide_plane_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                        Manifold& out);
+
+/// The exact world-frame AABB of a hull under a transform (its vertices rotated) [m].
+Aabb hull_aabb(const ConvexHull& hull, const Transform& transform);
 
 /// Dispatches on (a.kind, b.kind) through the table; a pair stored as (B, A) is swapped and its
 /// normal flipped so the result always points from A towards B. Returns false (point_count 0) for

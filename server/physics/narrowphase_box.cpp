@@ -18,26 +18,12 @@ namespace {
 
 using detail::kDegenerateSq;
 using detail::kFallbackNormal;
-
-// Axis-choice tolerances (Gregorius GDC 2013/2015, Box2D's b2CollidePolygons; qu3e). Exact ties
-// and float noise between near-equal axes would otherwise flip the reference face or switch
-// between face and edge contacts from one step to the next, so warm starting would lose its
-// points. Sign-agnostic form: a candidate wins only if its separation exceeds the incumbent's by
-// rel * |incumbent| + abs * scale, scale = the mean half extent of the smaller box [m].
-// - B's face beats A's face: 2 % + 0.1 % of the scale (prefer A as reference within noise).
-// - An edge axis beats the best face: 5 % + 1 % of the scale (5 mm for a 1 m box). An edge contact
-//   is one point; when a face contact is nearly as good, its 2-4 points are far more stable.
-constexpr float kFaceRelTol = 0.02f;
-constexpr float kFaceAbsTol = 0.001f;
-constexpr float kEdgeRelTol = 0.05f;
-constexpr float kEdgeAbsTol = 0.01f;
-/// Edge pairs with |a_i x b_j|^2 below this (angle under ~1e-3 rad) are skipped: their axis is
-/// numerically meaningless, and for parallel edges the face axes already cover the test.
-constexpr float kEdgeParallelSq = 1.0e-6f;
-
-constexpr bool wins(float candidate, float incumbent, float rel, float abs_tol) {
-  return candidate > incumbent + rel * (incumbent < 0.0f ? -incumbent : incumbent) + abs_tol;
-}
+using detail::kEdgeAbsTol;
+using detail::kEdgeParallelSq;
+using detail::kEdgeRelTol;
+using detail::kFaceAbsTol;
+using detail::kFaceRelTol;
+using detail::wins;
 
 /// An oriented box in the world frame.
 struct BoxFrame {

@@ -24,6 +24,27 @@ inline constexpr float kParallelSinSq = kParallelSin * kParallelSin;
 /// Squared lengths and areas [m^2] below this are degenerate (kNarrowphaseEpsilon squared).
 inline constexpr float kDegenerateSq = kNarrowphaseEpsilon * kNarrowphaseEpsilon;
 
+// Axis-choice tolerances (Gregorius GDC 2013/2015, Box2D's b2CollidePolygons; qu3e). Exact ties
+// and float noise between near-equal axes would otherwise flip the reference face or switch
+// between face and edge contacts from one step to the next, so warm starting would lose its
+// points. Sign-agnostic form: a candidate wins only if its separation exceeds the incumbent's by
+// rel * |incumbent| + abs * scale, scale = the smaller shape's size [m] (a box's mean half
+// extent; a hull's mean of its inner and outer radius).
+// - B's face beats A's face: 2 % + 0.1 % of the scale (prefer A as reference within noise).
+// - An edge axis beats the best face: 5 % + 1 % of the scale (5 mm for a 1 m box). An edge contact
+//   is one point; when a face contact is nearly as good, its 2-4 points are far more stable.
+inline constexpr float kFaceRelTol = 0.02f;
+inline constexpr float kFaceAbsTol = 0.001f;
+inline constexpr float kEdgeRelTol = 0.05f;
+inline constexpr float kEdgeAbsTol = 0.01f;
+/// Edge pairs with |a_i x b_j|^2 below this (angle under ~1e-3 rad) are skipped: their axis is
+/// numerically meaningless, and for parallel edges the face axes already cover the test.
+inline constexpr float kEdgeParallelSq = 1.0e-6f;
+
+inline constexpr bool wins(float candidate, float incumbent, float rel, float abs_tol) {
+  return candidate > incumbent + rel * (incumbent < 0.0f ? -incumbent : incumbent) + abs_tol;
+}
+
 constexpr float clamp01(float v) { return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v); }
 
 /// The world-frame rotation matrix columns and the position of a body: x_local -> x_world.
@@ -40,6 +61,8 @@ constexpr Vec3 to_local(const Frame& f, Vec3 p) {
 }
 /// Local point -> world point.
 constexpr Vec3 to_world(const Frame& f, Vec3 p) { return f.origin + f.basis * p; }
+/// World direction -> local direction (R^T d).
+constexpr Vec3 to_local_dir(const Frame& f, Vec3 d) { return {dot(d, f.basis.c0), dot(d, f.basis.c1), dot(d, f.basis.c2)}; }
 /// Local direction -> world direction.
 constexpr Vec3 to_world_dir(const Frame& f, Vec3 d) { return f.basis * d; }
 

@@ -3,6 +3,8 @@
 // 2005, §5.3.3), capsule as cylinder side plus end spheres (Ericson §5.3.7), plane by division.
 #include "server/physics/raycast.h"
 
+#include "server/physics/convex_hull.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -242,6 +244,47 @@ bool raycast_plane(const Shape&, const Transform& transform, Vec3 origin, Vec3 t
 
 namespace {
 
+bool raycast_hull(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation, float max_fraction,
+                  ShapeRayHit& out, bool back_faces) {
+  if (!is_usable_segment(origin, translation, max_fraction)) return false;
+  const Vec3 o = inverse_rotate(transform.rotation, origin - transform.position);
+  const Vec3 d = inverse_rotate(transform.rotation, translation);
+  if (!is_finite(o) || !is_finite(d)) return false;
+  // Haines, "Fast Ray-Convex Polyhedron Intersection", Graphics Gems II, 1991: the line's
+  // interval inside every face's half-space.
+  const ConvexHull& hull = *shape.hull;
+  float t_enter = -kInfinity;
+  float t_exit = kInfinity;
+  size_t enter_face = 0;
+  size_t exit_face = 0;
+  for (size_t f = 0; f < hull.planes.size(); ++f) {
+    const HullPlane& p = hull.planes[f];
+    const float dist = dot(p.normal, o) - p.offset;  // > 0: in front of the face
+    const float denom = dot(p.normal, d);
+    if (denom == 0.0f) {
+      if (dist > 0.0f) return false;
+      continue;
+    }
+    const float t = -dist / denom;
+    if (denom < 0.0f) {
+      if (t > t_enter) {
+        t_enter = t;
+        enter_face = f;
+      }
+    } else if (t < t_exit) {
+      t_exit = t;
+      exit_face = f;
+    }
+    if (t_enter > t_exit) return false;
+  }
+  if (t_exit < 0.0f) return false;
+  if (t_enter <= 0.0f) {
+    if (!back_faces) return report_inside(origin, translation, out);
+    return report_hit(origin, translation, t_exit, max_fraction, rotate(transform.rotation, hull.planes[exit_face].normal), out);
+  }
+  return report_hit(origin, translation, t_enter, max_fraction, rotate(transform.rotation, hull.planes[enter_face].normal), out);
+}
+
 using RaycastFn = bool (*)(const Shape&, const Transform&, Vec3, Vec3, float, ShapeRayHit&, bool);
 
 // Indexed by ShapeKind; the order must follow the enum.
@@ -250,6 +293,7 @@ constexpr std::array<RaycastFn, static_cast<std::size_t>(ShapeKind::Count)> kRay
     raycast_box,      // ShapeKind::Box
     raycast_capsule,  // ShapeKind::Capsule
     raycast_plane,    // ShapeKind::Plane
+    raycast_hull,     // ShapeKind::Hull
 };
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
                   static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3,

@@ -60,6 +60,11 @@ bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin
 bool raycast_plane(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
                    float max_fraction, ShapeRayHit& out, bool back_faces = false);
 
+/// Convex hull (shape.hull): the segment clipped by every face's half-space (Haines, "Fast
+/// Ray-Convex Polyhedron Intersection", Graphics Gems II, 1991); the normal is the last face entered.
+bool raycast_hull(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                  float max_fraction, ShapeRayHit& out, bool back_faces = false);
+
 /// Dispatches on shape.kind through a table of the functions above. A kind outside
 /// [0, ShapeKind::Count) is no hit. Conventions as above. O(1), no allocation.
 bool raycast_shape(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,

@@ -8,6 +8,8 @@
 
 namespace impulse::physics {
 
+struct ConvexHull;
+
 enum class BodyKind : uint8_t {
   Dynamic = 0,    ///< moved by gravity, forces and collisions
   Static = 1,     ///< never moves; infinite mass
@@ -20,6 +22,7 @@ enum class ShapeKind : uint8_t {
   Box = 1,      ///< oriented box: half_extents along the body's local axes
   Capsule = 2,  ///< segment from local (0, -half_height, 0) to (0, +half_height, 0), swept by radius
   Plane = 3,    ///< half-space below the body's local plane y = 0 (outward normal local +Y); static only
+  Hull = 4,     ///< convex hull (Shape::hull), in its principal frame: the body's position is its centre of mass
   Count,
 };
 
@@ -30,18 +33,24 @@ struct Shape {
   float radius = 0.5f;                  ///< sphere and capsule radius [m]
   Vec3 half_extents{0.5f, 0.5f, 0.5f};  ///< box half extents [m], local axes
   float half_height = 0.0f;             ///< capsule: half the length of the core segment [m]
+  /// Hull: the hull's data, owned by the World that returned it (World::add_hull) and valid for
+  /// that World's lifetime. half_extents is then the hull's local AABB half size (for display).
+  const ConvexHull* hull = nullptr;
+  uint32_t hull_id = 0;  ///< hull: its index in the World's hull table (what saved states and hashes hold)
 };
 
 constexpr Shape make_sphere(float radius) {
-  return Shape{ShapeKind::Sphere, radius, {radius, radius, radius}, 0.0f};
+  return Shape{ShapeKind::Sphere, radius, {radius, radius, radius}, 0.0f, nullptr, 0};
 }
-constexpr Shape make_box(Vec3 half_extents) { return Shape{ShapeKind::Box, 0.0f, half_extents, 0.0f}; }
+constexpr Shape make_box(Vec3 half_extents) { return Shape{ShapeKind::Box, 0.0f, half_extents, 0.0f, nullptr, 0}; }
 /// Capsule along local Y: total height 2 (half_height + radius).
 constexpr Shape make_capsule(float radius, float half_height) {
-  return Shape{ShapeKind::Capsule, radius, {radius, half_height + radius, radius}, half_height};
+  return Shape{ShapeKind::Capsule, radius, {radius, half_height + radius, radius}, half_height, nullptr, 0};
 }
 /// Infinite plane through the body position, outward normal = the body's local +Y axis.
-constexpr Shape make_plane() { return Shape{ShapeKind::Plane, 0.0f, {0.0f, 0.0f, 0.0f}, 0.0f}; }
+constexpr Shape make_plane() { return Shape{ShapeKind::Plane, 0.0f, {0.0f, 0.0f, 0.0f}, 0.0f, nullptr, 0}; }
+/// A convex hull shape; `hull` must come from World::add_hull of the World the body goes into.
+Shape make_hull(const ConvexHull& hull);
 
 /// A rigid transform from a body's local frame to the world frame: x_world = position + rotate(rotation, x_local).
 struct Transform {

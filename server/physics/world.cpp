@@ -148,6 +148,10 @@ const char* check_shape(const Shape& shape, BodyKind kind, const WorldSettings& 
       return nullptr;
     case ShapeKind::Plane:
       return kind == BodyKind::Static ? nullptr : "shape: a plane must be a static body";
+    case ShapeKind::Hull:
+      if (shape.hull == nullptr) return "hull: no hull (World::add_hull)";
+      if (!(shape.hull->radius <= s.max_extent)) return "hull: its radius exceeds max_extent";
+      return nullptr;
     case ShapeKind::Count:
       break;
   }
@@ -160,6 +164,7 @@ Shape normalize_shape(const Shape& shape) {
     case ShapeKind::Sphere: return make_sphere(shape.radius);
     case ShapeKind::Box: return make_box(shape.half_extents);
     case ShapeKind::Capsule: return make_capsule(shape.radius, shape.half_height);
+    case ShapeKind::Hull: return make_hull(*shape.hull);
     default: return make_plane();
   }
 }
@@ -190,6 +195,7 @@ Vec3 shape_inertia(const Shape& shape, float mass) {
           mc * (0.25f * r * r + h * h / 3.0f) + 2.0f * mh * (0.4f * r * r + h * h + 0.75f * h * r);
       return {transverse, axial, transverse};
     }
+    case ShapeKind::Hull: return shape.hull->unit_inertia * mass;  // principal frame (convex_hull.h)
     default: return {};
   }
 }
@@ -199,6 +205,7 @@ float shape_extent(const Shape& shape) {
     case ShapeKind::Sphere: return shape.radius;
     case ShapeKind::Box: return length(shape.half_extents);
     case ShapeKind::Capsule: return shape.half_height + shape.radius;
+    case ShapeKind::Hull: return shape.hull->radius;
     default: return 0.0f;
   }
 }
@@ -315,8 +322,29 @@ World::World(const WorldSettings& settings)
 
 // --- Storage -------------------------------------------------------------------------------------
 
+const ConvexHull* World::add_hull(const ConvexHull& hull, std::string* error) {
+  std::string problem = check_hull(hull);
+  if (problem.empty() && !(hull.radius <= settings_.max_extent)) problem = "radius: exceeds max_extent";
+  if (problem.empty() && hulls_.size() >= kMaxWorldHulls) problem = "the world holds kMaxWorldHulls (4096) hulls";
+  if (!problem.empty()) {
+    if (error != nullptr) *error = "hull: " + problem;
+    return nullptr;
+  }
+  for (const auto& h : hulls_) {
+    if (*h == hull) return h.get();
+  }
+  auto copy = std::make_shared<ConvexHull>(hull);
+  copy->id = static_cast<uint32_t>(hulls_.size());
+  hulls_.push_back(std::move(copy));
+  return hulls_.back().get();
+}
+
 CreateResult World::create_object(const BodyDesc& desc) {
   if (check_body_desc(desc, settings_) != nullptr) return {Error::InvalidArgument, {}};
+  if (desc.shape.kind == ShapeKind::Hull &&
+      !(desc.shape.hull_id < hulls_.size() && hulls_[desc.shape.hull_id].get() == desc.shape.hull)) {
+    return {Error::InvalidArgument, {}};  // a hull of another World, or none
+  }
   if (slots_.size() >= settings_.max_objects) return {Error::WorldFull, {}};
   const ObjectID id = slots_.create();
   if (id.is_null()) return {Error::WorldFull, {}};

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -11,6 +12,7 @@
 #include "server/physics/body_columns.h"
 #include "server/physics/broadphase.h"
 #include "server/physics/contact_list.h"
+#include "server/physics/convex_hull.h"
 #include "server/physics/settings.h"
 #include "server/physics/slotmap.h"
 #include "server/physics/solver.h"
@@ -135,6 +137,18 @@ class World {
   /// @return InvalidArgument or WorldFull (max_objects, or slot indices exhausted) with a null id
   ///         and the world unchanged, else Ok and the new id.
   CreateResult create_object(const BodyDesc& desc);
+  /// Adds a convex hull (build_convex_hull) to the world's hull table, or finds an equal one
+  /// there, and returns the World's copy: pass make_hull(*hull) as a BodyDesc's shape. The copy
+  /// is immutable and lives as long as the World or a copy of it (copies share it); hulls are
+  /// never removed, and restore_state replaces the table (pointers handed out before then stay
+  /// valid only for bodies of the old table, which restore_state also replaces). A body's shape must name a hull of its own World.
+  /// @return nullptr, the world unchanged, when the hull fails check_hull (message in *error),
+  ///         its radius exceeds max_extent, or the table holds kMaxWorldHulls already.
+  const ConvexHull* add_hull(const ConvexHull& hull, std::string* error = nullptr);
+  /// The hulls added so far, in table order (Shape::hull_id indexes it).
+  std::span<const std::shared_ptr<const ConvexHull>> hulls() const { return hulls_; }
+  /// Most hulls one World keeps: each costs up to about 6 KB; scenes and assets, not clients, add them.
+  static constexpr uint32_t kMaxWorldHulls = 4096;
   /// Destroys an object. Its contacts disappear from the queries at once; their End events are
   /// reported with the next step's events. Sleeping islands that were touching it are woken.
   /// Cost O(1) for a body without contacts, else O(contacts in the world).
@@ -456,6 +470,7 @@ class World {
   StepProfile profile_;
 
   SlotMap slots_;
+  std::vector<std::shared_ptr<const ConvexHull>> hulls_;  // add_hull's table; Shape::hull points into it
   BodyColumns bodies_;           // dense columns, indexed by SlotMap dense index
   std::vector<uint32_t> awake_;  // slot indices of awake dynamic and kinematic bodies
   SpatialHash broadphase_;       // proxy id = slot index

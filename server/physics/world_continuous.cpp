@@ -65,6 +65,10 @@ float support(const Shape& s, const Transform& t, Vec3 n) {
       const Vec3 l = inverse_rotate(t.rotation, n);
       return base + std::fabs(l.y) * s.half_height + s.radius;
     }
+    case ShapeKind::Hull: {
+      const Vec3 l = inverse_rotate(t.rotation, n);
+      return base + dot(hull_support(s.hull->view(), l), l);
+    }
     default: return base;
   }
 }

@@ -80,12 +80,77 @@ void io_motion(Io& io, S& m) {
   io.f32(m.angular_damping);
 }
 
+// A hull body also holds its hull's index in the World's table; other kinds save and hash as
+// before hulls existed.
 template <class Io, class S>
 void io_shape(Io& io, S& s) {
-  io.enumeration(s.kind, ShapeKind::Plane, "shape kind");
+  io.enumeration(s.kind, ShapeKind::Hull, "shape kind");
   io.f32(s.radius);
   io_vec(io, s.half_extents);
   io.f32(s.half_height);
+  if (s.kind == ShapeKind::Hull) io.u32(s.hull_id);
+}
+
+/// A count before an array: the reader's count() checks it against the bytes left (min_bytes each).
+template <class Io>
+uint32_t io_count(Io& io, size_t size, size_t min_bytes, const char* what) {
+  if constexpr (requires { io.count(min_bytes, what); }) {
+    return io.count(min_bytes, what);
+  } else {
+    io.u32(static_cast<uint32_t>(size));
+    return static_cast<uint32_t>(size);
+  }
+}
+
+/// Words a hull takes in the hash (HashWords::reserve), at most.
+inline size_t hull_words(const ConvexHull& h) {
+  return 4 + 3 * h.vertices.size() + 6 * h.faces.size() + h.face_vertices.size() + 4 * h.edges.size() + 16;
+}
+
+template <class Io, class H>
+void io_hull(Io& io, H& h) {
+  constexpr bool kReading = !std::is_const_v<H>;
+  const uint32_t nv = io_count(io, h.vertices.size(), 12, "hull vertex");
+  if constexpr (kReading) {
+    if (!io.expect(nv <= kMaxHullVertices, "hull: more than kMaxHullVertices (64) vertices")) return;
+    h.vertices.resize(nv);
+  }
+  for (auto& v : h.vertices) io_vec(io, v);
+  const uint32_t nf = io_count(io, h.faces.size(), 20, "hull face");
+  if constexpr (kReading) {
+    if (!io.expect(nf <= 2 * kMaxHullVertices, "hull: too many faces")) return;
+    h.faces.resize(nf);
+    h.planes.resize(nf);
+  }
+  for (uint32_t f = 0; f < nf; ++f) {
+    io.u16(h.faces[f].first);
+    io.u16(h.faces[f].count);
+    io_vec(io, h.planes[f].normal);
+    io.f32(h.planes[f].offset);
+  }
+  const uint32_t nfv = io_count(io, h.face_vertices.size(), 1, "hull face vertex");
+  if constexpr (kReading) {
+    if (!io.expect(nfv <= 6 * kMaxHullVertices, "hull: too many face vertices")) return;
+    h.face_vertices.resize(nfv);
+  }
+  for (auto& v : h.face_vertices) io.u8(v);
+  const uint32_t ne = io_count(io, h.edges.size(), 4, "hull edge");
+  if constexpr (kReading) {
+    if (!io.expect(ne <= 3 * kMaxHullVertices, "hull: too many edges")) return;
+    h.edges.resize(ne);
+  }
+  for (auto& e : h.edges) {
+    io.u8(e.v0);
+    io.u8(e.v1);
+    io.u8(e.f0);
+    io.u8(e.f1);
+  }
+  io.f32(h.volume);
+  io_vec(io, h.unit_inertia);
+  io.f32(h.radius);
+  io.f32(h.inner_radius);
+  io_vec(io, h.origin);
+  io_quat(io, h.rotation);
 }
 
 template <class Io, class S>

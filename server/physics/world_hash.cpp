@@ -123,6 +123,15 @@ uint64_t World::hash_state(bool awake_only) const {
     h.u32(static_cast<uint32_t>(material_pairs_.size()));
     for (const auto& entry : material_pairs_) io_material_pair(h, entry);
     hash_joints(h, joints_);
+    // Hulls, only when the world has any (the pinned hashes of hull-free worlds hold).
+    if (!hulls_.empty()) {
+      h.reserve(1);
+      h.u32(static_cast<uint32_t>(hulls_.size()));
+      for (const auto& hull : hulls_) {
+        h.reserve(hull_words(*hull));
+        io_hull(h, *hull);
+      }
+    }
     return h.hash();
   }
   // What a step can change, and the sizes of what it cannot (see awake_hash in world.h).

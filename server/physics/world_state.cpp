@@ -30,6 +30,11 @@
 //                max_speed f32, max_angular_speed f32, max_extent f32, max_mass f32,
 //                max_objects u32
 //     world      tick u64, resting_dirty bool
+//     hulls      H u32 (format 11); per hull (World::add_hull's table, in order): V u32, V vertices
+//                3 f32; F u32, F faces of first u16, count u16, plane normal 3 f32, offset f32;
+//                K u32, K face vertex indices u8; E u32, E edges of v0, v1, f0, f1 u8; volume
+//                f32, unit_inertia 3 f32, radius f32, inner_radius f32, origin 3 f32, rotation
+//                x y z w f32 (convex_hull.h)
 //     slot map   max_generation u32, S u32 (slots ever allocated), L u32 (live objects), F u32
 //                (free slots); generation u32 [S] by slot; slot u32 [L] by dense index; free list
 //                u32 [F], bottom first (the next create() takes the last)
@@ -37,7 +42,8 @@
 //                pose     position 3 f32, orientation x y z w f32, aabb min 3 f32, max 3 f32 (52)
 //                motion   velocity, angular_velocity, force, torque, inv_inertia 3 f32 each,
 //                         inv_mass, linear_damping, angular_damping f32                    (72)
-//                shape    kind u8, radius f32, half_extents 3 f32, half_height f32         (21)
+//                shape    kind u8, radius f32, half_extents 3 f32, half_height f32 (21), then
+//                         for a hull (kind 4) its index in the hull table u32
 //                material restitution f32, friction f32, id u16                             (10)
 //                info     kind u8, sleeping bool, flags u8 (bit 0 sensor, bit 1 bullet; before the
 //                         bullet flag this byte was the sensor bool), sleep_timer f32, mass f32,
@@ -92,6 +98,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -105,12 +112,12 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 10;
+constexpr uint32_t kFormatVersion = 11;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
 // keeps the size, so this check cannot see it: the field list is the one place to add it.
-static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 24 && sizeof(Material) == 12 &&
+static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 40 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
                   sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 216,
@@ -261,6 +268,7 @@ struct Image {
   WorldSettings settings;
   uint64_t tick = 0;
   bool resting_dirty = false;
+  std::vector<std::shared_ptr<const ConvexHull>> hulls;
   SlotMap slots;
   BodyColumns bodies;
   std::vector<uint32_t> awake;
@@ -291,6 +299,19 @@ void parse_payload(Reader& r, Image& im) {
   io_settings(r, im.settings);
   r.u64(im.tick);
   r.flag(im.resting_dirty, "resting_dirty");
+  const uint32_t hull_count = r.count(64, "hull");
+  if (r.ok() && hull_count > World::kMaxWorldHulls) r.fail("more hulls than World::kMaxWorldHulls");
+  for (uint32_t i = 0; i < hull_count && r.ok(); ++i) {
+    auto hull = std::make_shared<ConvexHull>();
+    io_hull(r, *hull);
+    if (!r.ok()) return;
+    if (std::string why = check_hull(*hull); !why.empty()) {
+      r.fail("hull " + std::to_string(i) + ": " + why);
+      return;
+    }
+    hull->id = i;
+    im.hulls.push_back(std::move(hull));
+  }
 
   uint32_t max_generation = 0;
   uint32_t slot_count = 0;
@@ -328,7 +349,16 @@ void parse_payload(Reader& r, Image& im) {
   b.info.resize(n);
   for (Pose& p : b.pose) io_pose(r, p);
   for (Motion& m : b.motion) io_motion(r, m);
-  for (Shape& s : b.shape) io_shape(r, s);
+  for (Shape& s : b.shape) {
+    io_shape(r, s);
+    if (!r.ok() || s.kind != ShapeKind::Hull) continue;
+    if (s.hull_id >= im.hulls.size()) {
+      r.fail("a hull body names hull " + std::to_string(s.hull_id) + ", the table has " +
+             std::to_string(im.hulls.size()));
+      return;
+    }
+    s.hull = im.hulls[s.hull_id].get();
+  }
   for (Material& m : b.material) io_material(r, m);
   for (BodyInfo& i : b.info) io_info(r, i);
 
@@ -359,6 +389,7 @@ bool is_normalized(const Shape& s) {
     case ShapeKind::Sphere: n = make_sphere(s.radius); break;
     case ShapeKind::Box: n = make_box(s.half_extents); break;
     case ShapeKind::Capsule: n = make_capsule(s.radius, s.half_height); break;
+    case ShapeKind::Hull: n = make_hull(*s.hull); break;  // resolved by parse_payload
     default: n = make_plane(); break;
   }
   return n.radius == s.radius && n.half_extents == s.half_extents && n.half_height == s.half_height;
@@ -417,6 +448,7 @@ const char* check_body(const Image& im, uint32_t d) {
                  s.half_height <= ws.max_extent;
       break;
     case ShapeKind::Plane: shape_ok = info.kind == BodyKind::Static; break;
+    case ShapeKind::Hull: shape_ok = s.hull->radius <= ws.max_extent; break;
     case ShapeKind::Count: break;
   }
   if (!shape_ok) return "shape dimensions out of range (or a plane that is not static)";
@@ -606,6 +638,8 @@ void World::save_state(std::vector<uint8_t>& out) const {
   io_settings(w, settings_);
   w.u64(tick_);
   w.flag(resting_dirty_, "");
+  w.u32(static_cast<uint32_t>(hulls_.size()));
+  for (const auto& hull : hulls_) io_hull(w, *hull);
 
   w.u32(slots_.max_generation());
   w.u32(slots_.slot_count());
@@ -706,6 +740,7 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   tick_ = im.tick;
   profile_ = StepProfile{};
   slots_ = std::move(im.slots);
+  hulls_ = std::move(im.hulls);
   // assign() keeps this world's capacity, so a warm world does not regrow its storage.
   bodies_.pose.assign(im.bodies.pose.begin(), im.bodies.pose.end());
   bodies_.motion.assign(im.bodies.motion.begin(), im.bodies.motion.end());

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <vector>
 
+#include "server/physics/convex_hull.h"
 #include "server/physics/narrowphase.h"
 #include "server/physics/narrowphase_detail.h"
 #include "tests/support/rng.h"
@@ -513,6 +514,27 @@ TEST(NarrowphaseDispatch, SwappedPairsFlipTheNormalAndKeepPointsAndIds) {
 // --- randomised laws -------------------------------------------------------------------------------
 
 /// Signed distance from p to the shape's surface [m], negative inside.
+/// Closest point of triangle abc to p (Ericson, "Real-Time Collision Detection", §5.1.5).
+Vec3 closest_on_triangle(Vec3 p, Vec3 a, Vec3 b, Vec3 c) {
+  const Vec3 ab = b - a, ac = c - a, ap = p - a;
+  const float d1 = dot(ab, ap), d2 = dot(ac, ap);
+  if (d1 <= 0 && d2 <= 0) return a;
+  const Vec3 bp = p - b;
+  const float d3 = dot(ab, bp), d4 = dot(ac, bp);
+  if (d3 >= 0 && d4 <= d3) return b;
+  const float vc = d1 * d4 - d3 * d2;
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) return a + ab * (d1 / (d1 - d3));
+  const Vec3 cp = p - c;
+  const float d5 = dot(ab, cp), d6 = dot(ac, cp);
+  if (d6 >= 0 && d5 <= d6) return c;
+  const float vb = d5 * d2 - d1 * d6;
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) return a + ac * (d2 / (d2 - d6));
+  const float va = d3 * d6 - d5 * d4;
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) return b + (c - b) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
+  const float denom = 1.0f / (va + vb + vc);
+  return a + ab * (vb * denom) + ac * (vc * denom);
+}
+
 float signed_distance(const Shape& s, const Transform& t, Vec3 p) {
   switch (s.kind) {
     case ShapeKind::Sphere:
@@ -531,13 +553,55 @@ float signed_distance(const Shape& s, const Transform& t, Vec3 p) {
     }
     case ShapeKind::Plane:
       return dot(rotate(t.rotation, kY), p - t.position);
+    case ShapeKind::Hull: {
+      // Inside: the nearest face plane; outside: the nearest point of the face triangles.
+      const ConvexHull& h = *s.hull;
+      const Vec3 l = inverse_rotate(t.rotation, p - t.position);
+      float inside = -1e30f;
+      for (const HullPlane& pl : h.planes) inside = std::max(inside, dot(pl.normal, l) - pl.offset);
+      if (inside <= 0.0f) return inside;
+      float best = 1e30f;
+      for (const HullFace& f : h.faces) {
+        const Vec3 a = h.vertices[h.face_vertices[f.first]];
+        for (int i = 1; i + 1 < f.count; ++i) {
+          const Vec3 q = closest_on_triangle(l, a, h.vertices[h.face_vertices[f.first + i]],
+                                             h.vertices[h.face_vertices[f.first + i + 1]]);
+          best = std::min(best, length(l - q));
+        }
+      }
+      return best;
+    }
     case ShapeKind::Count:
       break;
   }
   return 0;
 }
 
-Shape random_shape(test::Rng& rng, bool allow_plane) {
+/// Random convex hulls for the property tests (the narrowphase needs no World).
+const std::vector<ConvexHull>& hull_pool() {
+  static const std::vector<ConvexHull> pool = [] {
+    std::vector<ConvexHull> out;
+    test::Rng rng(4242);
+    for (int k = 0; k < 16; ++k) {
+      std::vector<Vec3> points;
+      const Vec3 size{rng.uniform(0.08f, 0.6f), rng.uniform(0.08f, 0.6f), rng.uniform(0.08f, 0.6f)};
+      const int n = 4 + static_cast<int>(rng.below(40));
+      for (int i = 0; i < n; ++i) {
+        points.push_back(mul(size, Vec3{rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-1, 1)}));
+      }
+      HullBuild b = build_convex_hull(points);
+      if (b.ok()) out.push_back(std::move(b.hull));
+    }
+    return out;
+  }();
+  return pool;
+}
+
+Shape random_shape(test::Rng& rng, bool allow_plane, bool allow_hull = false) {
+  if (allow_hull && rng.below(2) == 0) {
+    const auto& pool = hull_pool();
+    return make_hull(pool[rng.below(static_cast<uint32_t>(pool.size()))]);
+  }
   const uint32_t kind = rng.below(allow_plane ? 4 : 3);
   if (kind == 0) return make_sphere(rng.uniform(0.1f, 0.6f));
   if (kind == 1) return make_box({rng.uniform(0.05f, 0.7f), rng.uniform(0.05f, 0.7f), rng.uniform(0.05f, 0.7f)});
@@ -550,15 +614,18 @@ Transform random_pose(test::Rng& rng, float spread) {
   return at({rng.uniform(-spread, spread), rng.uniform(-spread, spread), rng.uniform(-spread, spread)}, q);
 }
 
-TEST(NarrowphaseProperties, RandomPairsAreConsistent) {
-  test::Rng rng(20240601);
+// Laws every pair obeys: unit normal, distinct features, points midway between the surfaces
+// (within |separation| / 2 of each), overlapping shapes reported as penetrating, and the same
+// inputs giving bit-identical output. `with_hulls`: half the shapes are random convex hulls.
+void check_random_pairs(uint32_t seed, bool with_hulls) {
+  test::Rng rng(seed);
   constexpr int kPairs = 20000;
   constexpr float kSurfaceTol = 2e-4f;  // [m] float noise at ~1 m plus the tilt of near-parallel pairs
   int hits = 0;
   int overlaps_found = 0;
   for (int n = 0; n < kPairs; ++n) {
-    const Shape a = random_shape(rng, true);
-    const Shape b = random_shape(rng, false);
+    const Shape a = random_shape(rng, true, with_hulls);
+    const Shape b = random_shape(rng, false, with_hulls);
     const Transform ta = random_pose(rng, 0.8f);
     const Transform tb = random_pose(rng, 0.8f);
     Manifold m;
@@ -580,10 +647,12 @@ TEST(NarrowphaseProperties, RandomPairsAreConsistent) {
         min_sep = std::min(min_sep, p.separation);
         // The point is |separation| / 2 from a surface point of each shape.
         const float half = 0.5f * std::fabs(p.separation) + kSurfaceTol;
-        EXPECT_LE(signed_distance(a, ta, p.point), half)
-            << "pair " << n << " kinds " << int(a.kind) << "," << int(b.kind) << " sep " << p.separation;
-        EXPECT_LE(signed_distance(b, tb, p.point), half)
-            << "pair " << n << " kinds " << int(a.kind) << "," << int(b.kind) << " sep " << p.separation;
+        EXPECT_LE(signed_distance(a, ta, p.point), half) << "pair " << n << " kinds " << int(a.kind) << ","
+                                                         << int(b.kind) << " sep " << p.separation << " feature "
+                                                         << std::hex << p.feature << std::dec << " of " << m.point_count;
+        EXPECT_LE(signed_distance(b, tb, p.point), half) << "pair " << n << " kinds " << int(a.kind) << ","
+                                                         << int(b.kind) << " sep " << p.separation << " feature "
+                                                         << std::hex << p.feature << std::dec << " of " << m.point_count;
       }
     }
     // Law: shapes that share an interior point are reported, penetrating. Sample B's AABB.
@@ -608,6 +677,9 @@ TEST(NarrowphaseProperties, RandomPairsAreConsistent) {
   EXPECT_GT(hits, kPairs / 10);
   EXPECT_GT(overlaps_found, kPairs / 20);
 }
+
+TEST(NarrowphaseProperties, RandomPairsAreConsistent) { check_random_pairs(20240601, false); }
+TEST(NarrowphaseProperties, RandomPairsWithHullsAreConsistent) { check_random_pairs(20261129, true); }
 
 TEST(NarrowphaseProperties, SameKindPairsAreSymmetric) {
   // Sphere-sphere and capsule-capsule are computed independently in each order: same separation

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "server/physics/convex_hull.h"
 #include "server/physics/world.h"
 #include "tests/scenes/bench_scenes.h"
 #include "tests/support/rng.h"
@@ -31,12 +32,12 @@ using test::sphere_desc;
 constexpr float kDt = 1.0f / 60.0f;
 
 // Offsets of the documented layout (world_state.cpp): header 68 bytes (magic, version, 12
-// fingerprint entries, payload size), settings 87, tick 8, resting_dirty 1, the slot map's four
-// counts, then its arrays.
+// fingerprint entries, payload size), settings 87, tick 8, resting_dirty 1, the hull count (4; no
+// hulls in these worlds), the slot map's four counts, then its arrays.
 constexpr size_t kHeaderBytes = 68;
 constexpr size_t kSettingsAt = kHeaderBytes;
 constexpr size_t kRestingDirtyAt = kSettingsAt + 87 + 8;
-constexpr size_t kSlotMapAt = kRestingDirtyAt + 1;
+constexpr size_t kSlotMapAt = kRestingDirtyAt + 1 + 4;
 constexpr size_t kGenerationsAt = kSlotMapAt + 16;
 constexpr size_t kBodyBytes = 202;  // info grew by the collision filter (12 bytes) and held_until (8)
 
@@ -319,7 +320,7 @@ TEST(WorldState, RoundTripGivesIdenticalBytes) {
 TEST(WorldState, EmptyWorldRoundTrips) {
   World empty;
   const std::vector<uint8_t> blob = save(empty);
-  EXPECT_EQ(blob.size(), kHeaderBytes + 87 + 9 + 16 + 4 * 10 + 8);  // ten empty arrays
+  EXPECT_EQ(blob.size(), kHeaderBytes + 87 + 9 + 16 + 4 * 11 + 8);  // eleven empty arrays (hulls among them)
   World busy = make_unrelated_world();
   ASSERT_TRUE(busy.restore_state(blob, nullptr));
   EXPECT_EQ(busy.object_count(), 0u);
@@ -795,6 +796,55 @@ TEST(WorldState, BroadphaseResultsDoNotDependOnItsHistory) {
     rebuilt.query_ray(origin, translation, b);
     EXPECT_EQ(a, b);
   }
+}
+
+}  // namespace
+}  // namespace impulse::physics
+
+namespace impulse::physics {
+namespace {
+
+// A world with hulls, every byte of its blob flipped one bit at a time and resealed: restore
+// either refuses it with a reason or gives a world that steps and hashes without a crash and stays
+// finite (the hull section is parsed as hostile input: counts, indices, planes, mass properties).
+TEST(WorldState, AWorldWithHullsSurvivesEveryResealedBitFlip) {
+  World world;
+  test::add_ground(world);
+  std::vector<Vec3> points;
+  for (int i = 0; i < 8; ++i) points.push_back({(i & 1) ? 0.4f : -0.3f, (i & 2) ? 0.5f : -0.2f, (i & 4) ? 0.3f : -0.3f});
+  points.push_back({0.0f, 0.8f, 0.0f});
+  const HullBuild b = build_convex_hull(points);
+  ASSERT_TRUE(b.ok()) << b.error;
+  const ConvexHull* hull = world.add_hull(b.hull);
+  ASSERT_NE(hull, nullptr);
+  for (int k = 0; k < 2; ++k) {
+    BodyDesc d;
+    d.shape = make_hull(*hull);
+    d.position = {0.2f * float(k), 0.6f + 1.2f * float(k), 0.0f};
+    test::add(world, d);
+  }
+  for (int i = 0; i < 20; ++i) world.step(kDt);
+  std::vector<uint8_t> blob;
+  world.save_state(blob);
+  size_t restored = 0;
+  for (size_t i = kHeaderBytes; i + 8 < blob.size(); ++i) {
+    for (const uint8_t bit : {uint8_t{0x01}, uint8_t{0x10}, uint8_t{0x80}}) {
+      std::vector<uint8_t> edited = blob;
+      edited[i] ^= bit;
+      reseal(edited);
+      World target;
+      std::string error;
+      if (!target.restore_state(edited, &error)) {
+        EXPECT_FALSE(error.empty());
+        continue;
+      }
+      ++restored;
+      target.step(kDt);
+      (void)target.world_hash();
+      target.for_each_object([&](const BodyState& s) { EXPECT_TRUE(is_finite(s.position)) << "byte " << i; });
+    }
+  }
+  EXPECT_GT(restored, 0u);
 }
 
 }  // namespace
