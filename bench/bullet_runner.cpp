@@ -28,6 +28,7 @@ struct ShapeKey {
   Vec3 half_extents;
   float radius;
   float half_height;
+  const physics::ConvexHull* hull = nullptr;
 
   bool operator==(const ShapeKey&) const = default;
 };
@@ -37,6 +38,7 @@ ShapeKey key_of(const physics::Shape& shape) {
     case physics::ShapeKind::Box: return {shape.kind, shape.half_extents, 0.0f, 0.0f};
     case physics::ShapeKind::Sphere: return {shape.kind, {}, shape.radius, 0.0f};
     case physics::ShapeKind::Capsule: return {shape.kind, {}, shape.radius, shape.half_height};
+    case physics::ShapeKind::Hull: return {shape.kind, {}, 0.0f, 0.0f, shape.hull};
     default: return {physics::ShapeKind::Plane, {}, 0.0f, 0.0f};
   }
 }
@@ -48,6 +50,14 @@ std::unique_ptr<btCollisionShape> make_shape(const physics::Shape& shape) {
     // btCapsuleShape's height is the distance between the hemisphere centres, along local Y.
     case physics::ShapeKind::Capsule:
       return std::make_unique<btCapsuleShape>(shape.radius, 2.0f * shape.half_height);
+    // The same vertices, in the same (principal) frame, with Bullet's default collision margin
+    // (4 cm, which rounds the hull outward), as a Bullet user has it.
+    case physics::ShapeKind::Hull: {
+      auto hull = std::make_unique<btConvexHullShape>();
+      for (const Vec3& v : shape.hull->vertices) hull->addPoint(to_bt(v), false);
+      hull->recalcLocalAabb();
+      return hull;
+    }
     // Local plane y = 0 with outward normal +Y, through the body's origin, as Impulse's.
     default: return std::make_unique<btStaticPlaneShape>(btVector3(0, 1, 0), 0.0f);
   }
@@ -107,6 +117,8 @@ BulletWorld::BulletWorld(const scenes::BenchScene& scene, const BulletOptions& o
     const btScalar mass = dynamic ? body.mass : 0.0f;
     btVector3 local_inertia(0, 0, 0);
     if (dynamic) shape->calculateLocalInertia(mass, local_inertia);
+    // Bullet boxes a hull's inertia; give it the exact principal moments Impulse uses.
+    if (dynamic && body.shape.kind == physics::ShapeKind::Hull) local_inertia = to_bt(body.shape.hull->unit_inertia * mass);
 
     btRigidBody::btRigidBodyConstructionInfo construction(mass, nullptr, shape, local_inertia);
     construction.m_startWorldTransform.setOrigin(to_bt(body.position));

@@ -147,7 +147,16 @@ std::optional<scenes::BenchScene> make_scene(const Options& o, std::string& erro
     }
     return scenes::make_j2_ragdolls(count);
   }
-  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3, J1 or J2)";
+  if (o.scene == "H1") {
+    const int n = o.n.value_or(2000);
+    if (n < 1 || n > scenes::kMaxHullPileCount) {
+      error = "--n for H1 is the hull count, 1.." + std::to_string(scenes::kMaxHullPileCount) + ", got " +
+              std::to_string(n);
+      return std::nullopt;
+    }
+    return scenes::make_h1_hull_pile(n);
+  }
+  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3, J1, J2 or H1)";
   return std::nullopt;
 }
 
@@ -237,7 +246,7 @@ int main(int argc, char** argv) {
   app.add_option("--scene", o.scene,
                  "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid), J2 (ragdolls); N1 (network bandwidth) or latency "
                  "(request -> snapshot)")
-      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "J2", "N1", "latency"}, CLI::ignore_case));
+      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "J2", "H1", "N1", "latency"}, CLI::ignore_case));
   app.add_option("--n", o.n, "S1: base row (default 20); S2: boxes (default 4000); S3: spheres (default 10000); "
                              "J1: grid side (default 100); J2: ragdolls (default 160)");
   app.add_option("--sleep", o.sleep, "on|off (default: the scene's: S1 off, S2 and S3 on)")

@@ -44,8 +44,8 @@ constexpr float kMinAxisLength = 1.0e-6f;
 
 // Checks the shape's dims; returns an empty string or "field: reason".
 std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
-  if (shape == scene::ShapeKind::Plane) {
-    if (wire_dims && !is_finite(to_vec3(*wire_dims))) return "dims: must be finite (they are ignored for a plane)";
+  if (shape == scene::ShapeKind::Plane || shape == scene::ShapeKind::Hull) {
+    if (wire_dims && !is_finite(to_vec3(*wire_dims))) return "dims: must be finite (they are ignored for a plane or hull)";
     return {};
   }
   if (wire_dims == nullptr) return "dims: required for a Sphere, Box or Capsule";
@@ -67,7 +67,8 @@ std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
       if (!(dims.y >= 0.0f && dims.y <= wire::kMaxExtent)) return "dims.y: capsule half height must be in [0, 1000] m";
       if (!std::isfinite(dims.z)) return "dims: must be finite";
       return {};
-    case scene::ShapeKind::Plane: return {};
+    case scene::ShapeKind::Plane:
+    case scene::ShapeKind::Hull: return {};
   }
   return "shape: unknown shape kind";
 }
@@ -79,17 +80,19 @@ physics::Shape to_shape(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
     case scene::ShapeKind::Box: return physics::make_box(dims);
     case scene::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
     case scene::ShapeKind::Plane: return physics::make_plane();
+    case scene::ShapeKind::Hull: break;  // convert_body builds it from the points
   }
   return physics::make_box(dims);  // unreachable: convert_body checks the kind first
 }
 
-// Range checks one body and converts it. Returns an empty string or "field: reason".
-std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
+// Range checks one body and converts it. Returns an empty string or "field: reason". A hull body's
+// hull is built into *hull (its shape points there).
+std::string convert_body(const scene::Body& b, physics::BodyDesc* out, std::shared_ptr<const physics::ConvexHull>* hull) {
   if (b.kind() < scene::BodyKind::MIN || b.kind() > scene::BodyKind::MAX) {
     return fmt::format("kind: unknown body kind {} (Dynamic, Static or Kinematic)", static_cast<int>(b.kind()));
   }
   if (b.shape() < scene::ShapeKind::MIN || b.shape() > scene::ShapeKind::MAX) {
-    return fmt::format("shape: unknown shape kind {} (Sphere, Box, Capsule or Plane)", static_cast<int>(b.shape()));
+    return fmt::format("shape: unknown shape kind {} (Sphere, Box, Capsule, Plane or Hull)", static_cast<int>(b.shape()));
   }
   if (b.shape() == scene::ShapeKind::Plane && b.kind() != scene::BodyKind::Static) {
     return "shape: a Plane must be a Static body (\"kind\": \"Static\")";
@@ -140,9 +143,32 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out) {
   }
 
   out->kind = kind;
-  out->shape = to_shape(b.shape(), b.dims());
   out->position = position;
   out->orientation = orientation;
+  if (b.shape() == scene::ShapeKind::Hull) {
+    const auto* points = b.points();
+    if (points == nullptr) return "points: required for a Hull";
+    if (points->size() > physics::kMaxHullInputPoints) {
+      return fmt::format("points: {} points, at most {}", points->size(), physics::kMaxHullInputPoints);
+    }
+    std::vector<Vec3> cloud;
+    cloud.reserve(points->size());
+    for (const scene::Vec3* p : *points) cloud.push_back(to_vec3(*p));
+    physics::HullBuild built = physics::build_convex_hull(cloud);
+    if (!built.ok()) return built.error;  // "points...: reason"
+    auto shared = std::make_shared<const physics::ConvexHull>(std::move(built.hull));
+    // The body sits at the hull's principal frame: the model pose times the hull's input frame.
+    out->position = position + rotate(orientation, shared->origin);
+    out->orientation = normalize(orientation * shared->rotation);
+    if (!check_components(out->position, wire::kMaxCoordinate, &axis)) {
+      return fmt::format("position.{}: the hull's centre of mass must be in [-1e5, 1e5] m", axis);
+    }
+    out->shape = physics::make_hull(*shared);
+    *hull = std::move(shared);
+  } else {
+    out->shape = to_shape(b.shape(), b.dims());
+  }
+  if (b.points() != nullptr && b.shape() != scene::ShapeKind::Hull) return "points: only a Hull takes points";
   out->velocity = velocity;
   out->angular_velocity = angular_velocity;
   out->mass = b.mass();
@@ -377,7 +403,8 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
     for (flatbuffers::uoffset_t i = 0; i < bodies->size(); ++i) {
       const scene::Body* body = bodies->Get(i);
       physics::BodyDesc desc;
-      if (std::string problem = convert_body(*body, &desc); !problem.empty()) {
+      std::shared_ptr<const physics::ConvexHull> hull;
+      if (std::string problem = convert_body(*body, &desc, &hull); !problem.empty()) {
         const std::string label =
             body->name() ? fmt::format(" (\"{}\")", escape_for_log(body->name()->string_view())) : "";
         const size_t line = element_line(json, "bodies", i);
@@ -386,6 +413,7 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
       }
       result.bodies.push_back(desc);
       result.body_names.push_back(body->name() ? body->name()->str() : std::string{});
+      if (hull) result.hulls.push_back(std::move(hull));
     }
   }
   if (const auto* pairs = root->material_pairs()) {

@@ -2,10 +2,12 @@
 // checks per body with the same bounds as the wire protocol; plus the built-in demo scene.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/physics/convex_hull.h"
 #include "server/physics/joint.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
@@ -35,6 +37,8 @@ struct Scene {
   std::string name;
   Vec3 gravity{0.0f, -9.81f, 0.0f};        ///< world frame [m/s^2]
   std::vector<physics::BodyDesc> bodies;   ///< in file order; each passed the range checks
+  /// The hulls that hull bodies' shapes point at (ServerCore::add_bodies adds each to its World).
+  std::vector<std::shared_ptr<const physics::ConvexHull>> hulls;
   /// bodies[i]'s name ("" when unnamed); same length as `bodies`. For logs and tests only.
   std::vector<std::string> body_names;
   /// The material-pair table, in file order; each passed the range checks, no pair twice.

@@ -210,7 +210,18 @@ bool ServerCore::init_security(std::string* error) {
 
 bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error, std::vector<ObjectID>* ids) {
   for (size_t i = 0; i < bodies.size(); ++i) {
-    const physics::CreateResult r = world_.create_object(bodies[i]);
+    physics::BodyDesc desc = bodies[i];
+    if (desc.shape.kind == physics::ShapeKind::Hull && desc.shape.hull != nullptr) {
+      // A scene's hull (Scene::hulls) becomes the World's own.
+      std::string why;
+      const physics::ConvexHull* hull = world_.add_hull(*desc.shape.hull, &why);
+      if (hull == nullptr) {
+        if (error) *error = fmt::format("bodies[{}]: the world refused its hull: {}", i, why);
+        return false;
+      }
+      desc.shape = physics::make_hull(*hull);
+    }
+    const physics::CreateResult r = world_.create_object(desc);
     if (r.error != physics::Error::Ok) {
       if (error) *error = fmt::format("bodies[{}]: the world refused it: {}", i, describe(r.error, Message::CreateObject).message);
       return false;

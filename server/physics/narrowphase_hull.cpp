@@ -374,6 +374,15 @@ bool single_point_contact(const HullView& a, const HullView& b, Vec3 n, float sa
 bool collide_hull_views(const HullView& a, const Frame& fa, const HullView& b, const Frame& fb, float scale,
                         float margin, Manifold& out) {
   out.point_count = 0;
+  // Bounding spheres apart by more than the margin: no contact (most broadphase pairs of a pile).
+  {
+    float ra = 0.0f;
+    float rb = 0.0f;
+    for (uint32_t i = 0; i < a.vertex_count; ++i) ra = std::max(ra, length_squared(a.vertices[i]));
+    for (uint32_t i = 0; i < b.vertex_count; ++i) rb = std::max(rb, length_squared(b.vertices[i]));
+    const float reach = std::sqrt(ra) + std::sqrt(rb) + margin;
+    if (length_squared(fb.origin - fa.origin) > reach * reach) return false;
+  }
   // B in A's frame.
   Vec3 vb[kMaxHullVertices];
   HullPlane pb[2 * kMaxHullVertices];
@@ -402,7 +411,10 @@ bool collide_hull_views(const HullView& a, const Frame& fa, const HullView& b, c
     if (s > margin) return false;
     if (s > face_b.separation) face_b = {s, f};
   }
-  // Edge pairs whose arcs cross on the Gauss map (Gregorius 2013, IsMinkowskiFace).
+  // Edge pairs whose arcs cross on the Gauss map (Gregorius 2013, IsMinkowskiFace). B's arcs'
+  // plane normals (d x c, c and d its faces' negated normals) once per edge.
+  Vec3 b_arcs[3 * kMaxHullVertices];
+  for (uint32_t j = 0; j < bv.edge_count; ++j) b_arcs[j] = cross(pb[bv.edges[j].f1].normal, pb[bv.edges[j].f0].normal);
   float edge_sep = -1.0e30f;
   uint32_t edge_a = 0;
   uint32_t edge_b = 0;
@@ -414,16 +426,19 @@ bool collide_hull_views(const HullView& a, const Frame& fa, const HullView& b, c
     const Vec3 na0 = a.planes[ea.f0].normal;
     const Vec3 na1 = a.planes[ea.f1].normal;
     const Vec3 bxa = cross(na1, na0);
+    // Which side of A's arc plane each of B's (negated) face normals lies on, once per A edge:
+    // the pair loop then mostly compares two of these and moves on.
+    float side[2 * kMaxHullVertices];
+    for (uint32_t f = 0; f < bv.face_count; ++f) side[f] = -dot(pb[f].normal, bxa);
     for (uint32_t j = 0; j < bv.edge_count; ++j) {
       const HullEdge& eb = bv.edges[j];
-      const Vec3 c = -pb[eb.f0].normal;
-      const Vec3 d = -pb[eb.f1].normal;
-      const Vec3 dxc = cross(d, c);
-      const float cba = dot(c, bxa);
-      const float dba = dot(d, bxa);
+      const float cba = side[eb.f0];
+      const float dba = side[eb.f1];
+      if (!(cba * dba < 0.0f)) continue;
+      const Vec3 dxc = b_arcs[j];
       const float adc = dot(na0, dxc);
       const float bdc = dot(na1, dxc);
-      if (!(cba * dba < 0.0f && adc * bdc < 0.0f && cba * bdc > 0.0f)) continue;
+      if (!(adc * bdc < 0.0f && cba * bdc > 0.0f)) continue;
       const Vec3 pbv = vb[eb.v0];
       const Vec3 ub = vb[eb.v1] - pbv;
       Vec3 axis = cross(ua, ub);

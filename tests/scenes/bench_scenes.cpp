@@ -93,6 +93,30 @@ BenchScene make_s2_pile(int n) {
   return scene;
 }
 
+BenchScene make_h1_hull_pile(int n) {
+  n = std::clamp(n, 1, kMaxHullPileCount);
+  BenchScene scene = make_s2_pile(n);
+  scene.name = "H1";
+  Lcg lcg(2468);
+  std::vector<physics::Shape> shapes;
+  while (shapes.size() < 8) {
+    std::vector<Vec3> points;
+    for (int i = 0; i < 24; ++i) {
+      points.push_back({static_cast<float>(lcg.range(-0.5, 0.5)), static_cast<float>(lcg.range(-0.4, 0.4)),
+                        static_cast<float>(lcg.range(-0.45, 0.45))});
+    }
+    physics::HullBuild built = physics::build_convex_hull(points);
+    if (!built.ok()) continue;
+    scene.hulls.push_back(std::make_shared<const physics::ConvexHull>(std::move(built.hull)));
+    shapes.push_back(physics::make_hull(*scene.hulls.back()));
+  }
+  size_t k = 0;
+  for (SceneBody& body : scene.bodies) {
+    if (body.kind == physics::BodyKind::Dynamic) body.shape = shapes[k++ % shapes.size()];
+  }
+  return scene;
+}
+
 BenchScene make_s3_spheres(int n) {
   n = std::clamp(n, 1, kMaxSphereCount);
   constexpr int kSide = 25;
@@ -266,6 +290,10 @@ std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene) 
     physics::BodyDesc desc;
     desc.kind = body.kind;
     desc.shape = body.shape;
+    if (desc.shape.kind == physics::ShapeKind::Hull) {  // the scene's hull becomes the World's own
+      const physics::ConvexHull* hull = world.add_hull(*desc.shape.hull);
+      if (hull != nullptr) desc.shape = physics::make_hull(*hull);
+    }
     desc.position = body.position;
     desc.orientation = body.orientation;
     desc.mass = body.mass;

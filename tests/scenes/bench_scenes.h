@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <string>
+#include <memory>
 #include <vector>
 
+#include "server/physics/convex_hull.h"
 #include "server/physics/joint.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
@@ -74,6 +76,8 @@ struct BenchScene {
   /// S1 only: index into `bodies` of the pyramid's top box (the one whose drift is reported).
   uint32_t top_body = 0;
   std::vector<SceneJoint> joints;  ///< created after every body, in this order
+  /// The hulls that hull bodies' shapes point at (load_into adds each to the World).
+  std::vector<std::shared_ptr<const physics::ConvexHull>> hulls;
 };
 
 /// Box half-extent and sphere radius of every dynamic body of the scenes [m].
@@ -131,6 +135,15 @@ void append_ragdoll(BenchScene* scene, Vec3 base, Vec3 velocity, bool joint_fric
 /// @param count  in [1, kMaxRagdolls]; values outside are clamped.
 inline constexpr int kMaxRagdolls = 2000;
 BenchScene make_j2_ragdolls(int count = 160);
+
+/// Most H1 bodies (the S2 container's limit).
+inline constexpr int kMaxHullPileCount = kMaxPileCount;
+/// H1: S2's container and layout with n convex hulls ("rocks") instead of boxes: 8 hull shapes,
+/// each the hull of 24 points drawn from Lcg(2468) in a 0.5 x 0.4 x 0.45 m half-size box
+/// (12-20 hull vertices), cycled through the pile. sleep = true. Bullet gets btConvexHullShape of
+/// the same vertices.
+/// @param n  in [1, kMaxHullPileCount]; values outside are clamped.
+BenchScene make_h1_hull_pile(int n);
 
 /// Number of dynamic bodies of a scene.
 uint32_t count_dynamic(const BenchScene& scene);

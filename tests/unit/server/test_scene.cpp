@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 
 #include "server/app/scene.h"
+#include "server/app/server.h"
+#include "server/app/server_core.h"
 #include "server/physics/world.h"
 #include "shared/wire/codec.h"
 
@@ -649,6 +651,85 @@ TEST(Scene, MissingFileIsAnErrorNamingIt) {
   std::string error;
   EXPECT_FALSE(load_scene("/nonexistent/impulse/scene.json", &scene, &error));
   EXPECT_NE(error.find("/nonexistent/impulse/scene.json"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace impulse::server
+
+namespace impulse::server {
+namespace {
+
+/// A hull body: a 1 x 0.6 x 0.8 m box's corners plus an apex, its model origin at a corner.
+std::string hull_body(const std::string& extra = {}) {
+  return R"({ "name": "rock", "shape": "Hull", "mass": 2, "position": { "x": 1, "y": 2, "z": 3 },
+      "points": [ {"x":0,"y":0,"z":0}, {"x":1,"y":0,"z":0}, {"x":0,"y":0.6,"z":0}, {"x":1,"y":0.6,"z":0},
+                  {"x":0,"y":0,"z":0.8}, {"x":1,"y":0,"z":0.8}, {"x":0,"y":0.6,"z":0.8}, {"x":1,"y":0.6,"z":0.8} ])" +
+         extra + " }";
+}
+
+TEST(SceneHulls, AHullBodyIsBuiltAndPlacedAtItsCentreOfMass) {
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(scene_with(hull_body() + ", " + body()), "inline", &scene, &error)) << error;
+  ASSERT_EQ(scene.bodies.size(), 2u);
+  ASSERT_EQ(scene.hulls.size(), 1u);
+  const physics::BodyDesc& d = scene.bodies[0];
+  ASSERT_EQ(d.shape.kind, physics::ShapeKind::Hull);
+  EXPECT_EQ(d.shape.hull, scene.hulls[0].get());
+  EXPECT_EQ(d.shape.hull->vertices.size(), 8u);
+  // The model origin is a corner: the centre of mass is (0.5, 0.3, 0.4) from it.
+  EXPECT_NEAR(d.position.x, 1.5f, 1e-5f);
+  EXPECT_NEAR(d.position.y, 2.3f, 1e-5f);
+  EXPECT_NEAR(d.position.z, 3.4f, 1e-5f);
+  EXPECT_NEAR(d.shape.hull->volume, 0.48f, 1e-5f);
+
+  // ServerCore makes the scene's hull its World's own; the body simulates and rests on a ground.
+  ServerStats stats;
+  ServerConfig config;
+  ServerCore core(config, {0.0f, -9.81f, 0.0f}, stats);
+  physics::BodyDesc ground;
+  ground.kind = physics::BodyKind::Static;
+  ground.shape = physics::make_box({20.0f, 0.5f, 20.0f});
+  ground.position = {0.0f, 1.0f, 0.0f};
+  std::vector<physics::BodyDesc> bodies{ground, scene.bodies[0]};
+  ASSERT_TRUE(core.add_bodies(bodies, &error)) << error;
+  ASSERT_EQ(core.world().hulls().size(), 1u);
+  const physics::ConvexHull* owned = core.world().hulls()[0].get();
+  EXPECT_NE(owned, scene.hulls[0].get());
+  EXPECT_TRUE(*owned == *scene.hulls[0]);
+  physics::World world = core.world();  // a copy shares the World's hulls
+  for (int i = 0; i < 120; ++i) world.step(1.0f / 60.0f);
+  bool found = false;
+  world.for_each_object([&](const physics::BodyState& s) {
+    if (s.shape.kind != physics::ShapeKind::Hull) return;
+    found = true;
+    EXPECT_EQ(s.shape.hull, owned);
+    EXPECT_NEAR(s.position.y, 1.5f + 0.3f, 0.01f);  // resting on the 0.6 m side
+  });
+  EXPECT_TRUE(found);
+}
+
+TEST(SceneHulls, BadHullsNameTheFileLineAndField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({ "shape": "Hull", "position": {"x":0,"y":0,"z":0} })", "points: required"},
+      {R"({ "shape": "Hull", "position": {"x":0,"y":0,"z":0}, "points": [ {"x":0,"y":0,"z":0}, {"x":1,"y":0,"z":0},
+           {"x":0,"y":1,"z":0} ] })", "points: a hull needs at least 4 points"},
+      {R"({ "shape": "Hull", "position": {"x":0,"y":0,"z":0}, "points": [ {"x":0,"y":0,"z":0}, {"x":1,"y":0,"z":0},
+           {"x":0,"y":1,"z":0}, {"x":1,"y":1,"z":0}, {"x":2,"y":2,"z":0} ] })", "points: degenerate"},
+      {R"({ "shape": "Hull", "position": {"x":0,"y":0,"z":0}, "points": [ {"x":0,"y":0,"z":0}, {"x":1,"y":0,"z":0},
+           {"x":0,"y":1,"z":0}, {"x":0,"y":0,"z":1e9} ] })", "points[3]: not finite or beyond 1e4 m"},
+      {R"({ "shape": "Box", "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0},
+           "points": [ {"x":0,"y":0,"z":0} ] })", "points: only a Hull takes points"},
+      {R"({ "shape": "Hull", "mass": 1e9, "position": {"x":0,"y":0,"z":0}, "points": [ {"x":0,"y":0,"z":0},
+           {"x":1,"y":0,"z":0}, {"x":0,"y":1,"z":0}, {"x":0,"y":0,"z":1} ] })", "mass"},
+  };
+  for (const auto& [json, expected] : cases) {
+    Scene scene;
+    std::string error;
+    ASSERT_FALSE(parse_scene_json(scene_with(body() + ",\n" + json), "rocks.json", &scene, &error)) << json;
+    EXPECT_NE(error.find("rocks.json:2: bodies[1]."), std::string::npos) << error;
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+  }
 }
 
 }  // namespace
