@@ -48,8 +48,8 @@ constexpr double kMaxInterpolationDelayS = 5.0;
 // asserts keep them so.
 static_assert(static_cast<int>(BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic) &&
               static_cast<int>(wire::BodyKind::MAX) == 2);
-static_assert(static_cast<int>(ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane) &&
-              static_cast<int>(wire::ShapeKind::MAX) == 3);
+static_assert(static_cast<int>(ShapeKind::Hull) == static_cast<int>(wire::ShapeKind::Hull) &&
+              static_cast<int>(wire::ShapeKind::MAX) == 4);
 static_assert(static_cast<int>(ResultCode::OverBudget) == static_cast<int>(wire::ResultCode::OverBudget) &&
               static_cast<int>(wire::ResultCode::MAX) == 19);
 static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&
@@ -78,7 +78,7 @@ InterpolationSample to_interpolation_sample(const wire::SnapshotObject& s) {
 
 ObjectState to_object_state(const wire::SnapshotObject& s) {
   return ObjectState{s.id,       s.position, s.velocity, s.dims,  s.orientation, s.angular_velocity,
-                     from_wire(s.kind), from_wire(s.shape), s.at_rest, s.sensor};
+                     from_wire(s.kind), from_wire(s.shape), s.at_rest, s.sensor,      s.asset};
 }
 
 wire::QuantizationConfig to_quantization(const wire::Quantization* q) {

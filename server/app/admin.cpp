@@ -368,8 +368,10 @@ std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const Me
   admin->http_ = std::make_unique<Http>();
   Http* http = admin->http_.get();
   const double stall_seconds = options.stall_seconds;
+  auto assets = std::make_shared<const AssetDocuments>(options.assets);
   // Runs on the HTTP thread: everything but /objects answers at once from atomics or a copy.
-  HttpRoute route = [&exchange, &health, &objects, http, stall_seconds](std::string_view path, HttpRespond respond) {
+  HttpRoute route = [&exchange, &health, &objects, http, stall_seconds, assets](std::string_view path,
+                                                                                HttpRespond respond) {
     if (path == "/metrics") {
       const MetricsSnapshot snapshot = exchange.read();
       return respond(HttpReply{200, std::string(metrics::kContentType), render_metrics(snapshot, read_process_figures())});
@@ -378,10 +380,21 @@ std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const Me
       const Verdict v = path == "/healthz" ? check_health(health, steady_now_ns(), stall_seconds) : check_ready(health);
       return respond(plain(v.status, v.body + "\n"));
     }
+    if (path == "/assets") return respond(HttpReply{200, kJson, assets->list.empty() ? "[]\n" : assets->list});
+    constexpr std::string_view kAssets = "/assets/";
+    if (path.substr(0, kAssets.size()) == kAssets) {
+      uint32_t id = 0, unused = 0;
+      bool has_generation = false;
+      if (!parse_object_id(path.substr(kAssets.size()), &id, &unused, &has_generation) || has_generation) {
+        return respond(json_error(400, "bad asset id: use /assets/<id> (decimal)"));
+      }
+      if (id >= assets->assets.size()) return respond(json_error(404, "no such asset: see /assets for the list"));
+      return respond(HttpReply{200, kJson, assets->assets[id]});
+    }
     constexpr std::string_view kObjects = "/objects/";
     if (path.substr(0, kObjects.size()) != kObjects) {
-      return respond(plain(404, "not found: the admin endpoint serves /metrics, /healthz, /readyz and "
-                                "/objects/<index>[:<generation>]\n"));
+      return respond(plain(404, "not found: the admin endpoint serves /metrics, /healthz, /readyz, "
+                                "/objects/<index>[:<generation>], /assets and /assets/<id>\n"));
     }
     uint32_t index = 0, generation = 0;
     bool has_generation = false;

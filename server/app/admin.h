@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "server/app/admin_http.h"
+#include "server/app/assets.h"
 #include "server/app/metrics_text.h"
 #include "server/app/server.h"
 #include "server/net/reject_log.h"
@@ -157,6 +158,8 @@ class AdminServer {
     std::string bind = "127.0.0.1";
     int port = 0;  ///< -1 or 0 here: an ephemeral port (the caller decides whether to start at all)
     double stall_seconds = 2.0;
+    /// GET /assets and /assets/<id> (assets.h); empty: no assets.
+    AssetDocuments assets;
   };
   /// Binds (synchronously, so a taken port fails the server's start) and starts the threads.
   /// `exchange` and `health` must outlive the AdminServer. On failure returns null with *error

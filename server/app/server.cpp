@@ -300,10 +300,11 @@ struct Server::Impl {
     o.bind = config.admin_bind;
     o.port = config.admin_port;
     o.stall_seconds = config.health_stall_seconds;
+    o.assets = render_asset_documents(core->world().hulls());
     admin = AdminServer::start(o, exchange, health, objects, error);
     if (!admin) return false;
-    spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz, /objects/<id>", config.admin_bind,
-                 admin->port());
+    spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz, /objects/<id>, /assets ({} hulls)",
+                 config.admin_bind, admin->port(), core->world().hulls().size());
     return true;
   }
 

@@ -16,7 +16,8 @@ namespace impulse::server {
 static_assert(static_cast<int>(physics::ShapeKind::Sphere) == static_cast<int>(wire::ShapeKind::Sphere) &&
               static_cast<int>(physics::ShapeKind::Box) == static_cast<int>(wire::ShapeKind::Box) &&
               static_cast<int>(physics::ShapeKind::Capsule) == static_cast<int>(wire::ShapeKind::Capsule) &&
-              static_cast<int>(physics::ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane));
+              static_cast<int>(physics::ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane) &&
+              static_cast<int>(physics::ShapeKind::Hull) == static_cast<int>(wire::ShapeKind::Hull));
 static_assert(static_cast<int>(physics::BodyKind::Dynamic) == static_cast<int>(wire::BodyKind::Dynamic) &&
               static_cast<int>(physics::BodyKind::Static) == static_cast<int>(wire::BodyKind::Static) &&
               static_cast<int>(physics::BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic));
@@ -33,17 +34,11 @@ Vec3 wire_dims(const physics::Shape& shape) {
     case physics::ShapeKind::Sphere: return {shape.radius, shape.radius, shape.radius};
     case physics::ShapeKind::Box: return shape.half_extents;
     case physics::ShapeKind::Capsule: return {shape.radius, shape.half_height, shape.radius};
-    case physics::ShapeKind::Hull: return shape.half_extents;  // sent as its bounding box (wire_shape)
+    case physics::ShapeKind::Hull: return shape.half_extents;  // its bounding half extents; the asset id says the rest
     case physics::ShapeKind::Plane:
     case physics::ShapeKind::Count: break;
   }
   return {};
-}
-
-// Protocol 7 has no hull kind (2 bits: sphere, box, capsule, plane): a hull body is described by
-// its local bounding box until the protocol carries shape assets.
-wire::ShapeKind wire_shape(physics::ShapeKind kind) {
-  return kind == physics::ShapeKind::Hull ? wire::ShapeKind::Box : static_cast<wire::ShapeKind>(kind);
 }
 
 bool finite_at_least(float v, float lo) { return std::isfinite(v) && v >= lo; }
@@ -75,7 +70,8 @@ void build_snapshot_source(const physics::World& world, const wire::Quantization
     out->states[r] = wire::quantize_state(b.position, b.orientation, b.velocity, b.angular_velocity, at_rest, config, limits);
     out->positions[r] = b.position;
     out->speeds[r] = at_rest ? 0.0f : length(b.velocity);
-    out->descs[r] = wire::ObjectDescription{static_cast<wire::BodyKind>(b.kind), wire_shape(b.shape.kind), wire_dims(b.shape), b.sensor};
+    out->descs[r] = wire::ObjectDescription{static_cast<wire::BodyKind>(b.kind), static_cast<wire::ShapeKind>(b.shape.kind), wire_dims(b.shape), b.sensor,
+                                            static_cast<uint16_t>(b.shape.kind == physics::ShapeKind::Hull ? b.shape.hull_id : 0)};
     out->representable[r] = wire::is_representable(b.position, config) && b.id.index < wire::kMaxSnapshotObjectIndex;
   };
   constexpr uint32_t kRowsPerChunk = 1024;

@@ -221,6 +221,9 @@ Check check_request(const CreateObject& m) {
   }
 
   const wire::Vec3* dims = m.dims();
+  if (m.shape() == ShapeKind::Hull) {
+    return {kInvalid, "shape: a Hull is a world asset; clients cannot create one (scene files can)"};
+  }
   if (dims == nullptr && m.shape() != ShapeKind::Plane) return {kInvalid, "dims: required"};
   if (dims != nullptr && !is_finite(*dims)) return {kInvalid, "dims: must be finite"};
   switch (m.shape()) {
@@ -243,6 +246,8 @@ Check check_request(const CreateObject& m) {
       break;
     case ShapeKind::Plane:
       break;  // dims are ignored
+    case ShapeKind::Hull:
+      return {kInvalid, "shape: a Hull is a world asset; clients cannot create one (scene files can)"};
   }
 
   if (m.position() != nullptr && !within(*m.position(), kMaxCoordinate)) {

@@ -101,8 +101,9 @@ void put_entry_body(Sink& w, uint32_t generation, const ObjectDescription& desc,
   w.write_bit(false);
   write_exp_golomb(w, generation - 1, kGenerationOrder);
   w.write_bits(static_cast<uint32_t>(desc.kind), 2);
-  w.write_bits(static_cast<uint32_t>(desc.shape), 2);
+  w.write_bits(static_cast<uint32_t>(desc.shape), 3);
   w.write_bit(desc.sensor);
+  if (desc.shape == ShapeKind::Hull) w.write_bits(desc.asset, 16);
   w.write_bits(std::bit_cast<uint32_t>(desc.dims.x), 32);
   w.write_bits(std::bit_cast<uint32_t>(desc.dims.y), 32);
   w.write_bits(std::bit_cast<uint32_t>(desc.dims.z), 32);
@@ -140,7 +141,7 @@ struct Le {
 
 // kind u8, index u32; entry and delta: generation u32, position 3 x i32, linear velocity 3 x i16,
 // angular velocity 3 x i16, orientation 3 x u16, largest u8, at_rest u8; entry: body kind u8,
-// shape u8, sensor u8, dims 3 x u32 (IEEE bits). 56 bytes at most.
+// shape u8, sensor u8, dims 3 x u32 (IEEE bits), then for a hull its asset u16. 58 bytes at most.
 void append_checksum_input(RecordKind kind, ObjectID id, const ObjectDescription* desc, const QuantizedState* s,
                            std::vector<uint8_t>* out) {
   Le le;
@@ -162,6 +163,7 @@ void append_checksum_input(RecordKind kind, ObjectID id, const ObjectDescription
     le.u32(std::bit_cast<uint32_t>(desc->dims.x));
     le.u32(std::bit_cast<uint32_t>(desc->dims.y));
     le.u32(std::bit_cast<uint32_t>(desc->dims.z));
+    if (desc->shape == ShapeKind::Hull) le.u16(desc->asset);
   }
   out->insert(out->end(), le.bytes, le.bytes + le.size);
 }
@@ -494,8 +496,9 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
         return r.overrun() ? SnapshotError::Truncated : SnapshotError::BadRecord;
       d.id.generation = generation_minus_one + 1;
       const uint32_t kind = r.read_bits(2);
-      const uint32_t shape = r.read_bits(2);
+      const uint32_t shape = r.read_bits(3);
       d.desc.sensor = r.read_bit();
+      d.desc.asset = shape == static_cast<uint32_t>(ShapeKind::Hull) ? static_cast<uint16_t>(r.read_bits(16)) : 0;
       d.desc.dims.x = std::bit_cast<float>(r.read_bits(32));
       d.desc.dims.y = std::bit_cast<float>(r.read_bits(32));
       d.desc.dims.z = std::bit_cast<float>(r.read_bits(32));
@@ -558,6 +561,7 @@ void SnapshotReceiver::set_object(SnapshotObject& object, const Decoded& d) cons
     object.shape = d.desc.shape;
     object.dims = d.desc.dims;
     object.sensor = d.desc.sensor;
+    object.asset = d.desc.asset;
   }
   const DequantizedState s = dequantize_state(d.state, config_);
   object.position = s.position;

@@ -36,8 +36,8 @@ inline constexpr size_t kSnapshotHeaderBytes = 5;
 /// With at least this budget [bytes] a payload always fits its header plus any one record. The
 /// largest record is an entry in the widest config (26-bit positions, 16-bit velocities, 15-bit
 /// orientation components) at an index near the limit with a generation near 2^32: gap 39 +
-/// type 2 + generation 63 + description 101 + state 222 = 427 bits, 58 bytes with the 36-bit
-/// header. (The sender never writes a delta larger than the entry it could send instead.)
+/// type 2 + generation 63 + description 118 (a hull's, with its 16-bit asset id) + state 222 =
+/// 444 bits, 60 bytes with the 36-bit header. (The sender never writes a delta larger than the entry it could send instead.)
 inline constexpr size_t kMinSnapshotBudgetBytes = 64;
 
 /// What an entry record carries besides the id and state: the static description of the object.
@@ -48,6 +48,8 @@ struct ObjectDescription {
   /// radius), plane (0, 0, 0). Sent as raw IEEE 754 binary32.
   impulse::Vec3 dims;
   bool sensor = false;
+  /// Hull: the world's asset id of its hull (protocol 8; "Assets" in docs/PROTOCOL.md); 0 otherwise.
+  uint16_t asset = 0;
 
   friend bool operator==(const ObjectDescription&, const ObjectDescription&) = default;
 };
@@ -121,6 +123,7 @@ struct SnapshotObject {
   ShapeKind shape = ShapeKind::Box;
   impulse::Vec3 dims;              ///< as ObjectDescription::dims [m]
   bool sensor = false;
+  uint16_t asset = 0;              ///< hull: the world's asset id (ObjectDescription::asset)
   impulse::Vec3 position;          ///< centre of mass [m]
   impulse::Quat orientation;       ///< unit, local to world
   impulse::Vec3 velocity;          ///< [m/s]; 0 when at_rest

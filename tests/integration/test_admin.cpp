@@ -667,3 +667,49 @@ TEST(Admin, ObjectsAnswers503WhenTheTickLoopDoesNotAnswer) {
 
 }  // namespace
 }  // namespace impulse::test
+
+namespace impulse::test {
+namespace {
+
+// Protocol 8 end to end: a scene hull reaches a real client as a Hull entry naming asset 0 with
+// its bounding half extents, and the admin endpoint serves that asset's geometry and hash.
+TEST(Admin, AHullBodyNamesItsAssetAndTheEndpointServesIt) {
+  ServerOptions o = admin_options();
+  o.scene_json = R"({ "name": "rock", "bodies": [
+    { "kind": "Static", "shape": "Box", "dims": { "x": 50, "y": 0.5, "z": 50 }, "position": { "x": 0, "y": -0.5, "z": 0 } },
+    { "name": "rock", "shape": "Hull", "position": { "x": 0, "y": 0.5, "z": 0 }, "points": [
+      {"x":-0.5,"y":-0.5,"z":-0.5}, {"x":0.5,"y":-0.5,"z":-0.5}, {"x":-0.5,"y":0.5,"z":-0.5}, {"x":0.5,"y":0.5,"z":-0.5},
+      {"x":-0.5,"y":-0.5,"z":0.5}, {"x":0.5,"y":-0.5,"z":0.5}, {"x":-0.5,"y":0.5,"z":0.5}, {"x":0.5,"y":0.5,"z":0.5} ] } ] })";
+  RunningServer server(o);
+  ASSERT_TRUE(server.started()) << server.error();
+  ClientDriver c;
+  std::string error;
+  ASSERT_TRUE(c.connect(server.port(), &error)) << error;
+  const std::optional<uint64_t> seen = c.wait_snapshot_where(0, [](const std::vector<ObjectState>& objects) {
+    return std::any_of(objects.begin(), objects.end(), [](const ObjectState& s) {
+      return s.shape == ShapeKind::Hull && s.asset == 0 && s.dims.x == 0.5f && s.dims.y == 0.5f && s.dims.z == 0.5f;
+    });
+  });
+  EXPECT_TRUE(seen.has_value()) << "no snapshot showed the hull with asset 0";
+
+  const uint16_t port = server.server().admin_port();
+  const std::optional<httplib::Response> list = get(port, "/assets");
+  ASSERT_TRUE(list.has_value());
+  EXPECT_EQ(list->status, 200);
+  EXPECT_NE(list->body.find(R"("id":0,"kind":"hull","hash":"041f7d03f4d9135a","vertices":8,"faces":6)"), std::string::npos)
+      << list->body;
+  const std::optional<httplib::Response> one = get(port, "/assets/0");
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->status, 200);
+  EXPECT_NE(one->body.find(R"("faces":[[0,1,5,4],[0,2,3,1],[0,4,6,2],[1,3,7,5],[2,6,7,3],[4,5,7,6]])"), std::string::npos)
+      << one->body;
+  const std::optional<httplib::Response> missing = get(port, "/assets/1");
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(missing->status, 404);
+  const std::optional<httplib::Response> bad = get(port, "/assets/x");
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->status, 400);
+}
+
+}  // namespace
+}  // namespace impulse::test

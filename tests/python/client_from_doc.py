@@ -8,6 +8,7 @@ Exits non-zero with a message on the first failure.
 """
 
 import argparse
+import json
 import math
 import os
 import re
@@ -18,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import xxhash
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -161,6 +164,12 @@ def test_vectors(doc):
           "JointAdded fields")
     check(je[1]["joint"] == (1 << 32 | 2) and je[1]["detail"] == 1, "JointRemoved: Broken")
     ok("joint event vector decodes to the documented values")
+    asset = json.loads(doc_block(doc, "asset-vectors")["asset"])
+    hashed = b"".join(struct.pack("<3f", *v) for v in asset["vertices"]) + b"".join(
+        bytes([len(f)] + f) for f in asset["faces"])
+    check(len(hashed) == 126 and "%016x" % xxhash.xxh64_intdigest(hashed, 0) == asset["hash"],
+          "asset hash: XXH64 of the vertices and faces")
+    ok("asset vector: the hull's content hash from its vertices and faces")
 
     # --- snapshot worked example (section 8)
     Q = ic.Quant()
@@ -169,8 +178,8 @@ def test_vectors(doc):
     idq = Q.dq_orient(3, [512, 512, 512])
     check(abs(idq[0] - 6.912e-4) < 1e-6 and abs(idq[3] - 0.99999928) < 1e-7, "identity decodes 0.137 deg off")
     check(ic.xxh32(b"") == 0x02CC5D05, "XXH32 of empty input")
-    example = h("f8 f7 76 78 d7 12 00 00 40 1f 00 00 40 1f 00 00 40 9f 00 03 08 10 00 01 f0 9f 01 04 10 c0 9a"
-                " a4 42 30 78 c2 07")
+    example = h("f8 f7 76 78 d7 12 00 00 80 3e 00 00 80 3e 00 00 80 3e 01 06 10 20 00 02 e0 3f 03 08 20 80 35"
+                " 49 85 60 f0 84 0f")
     base = ic.QState((-2048, 128, 1536), 3, (512, 788, 512), (256, 0, 0), (0, 128, 0), 0)
     rx = ic.SnapshotReceiver(Q)
     o5 = ic.SnapObject(5, 1, 0, 1, 0, (0.5, 0.5, 0.5))

@@ -18,7 +18,7 @@ import flatbuffers
 import nacl.bindings as nb
 import xxhash
 
-PROTOCOL_VERSION = 7
+PROTOCOL_VERSION = 8
 MAX_DATAGRAM = 1200
 MIN_CONNECT_BYTES = 248          # "The handshake", step 1 (protocol 6)
 SESSIONLESS_PING_BYTES = 128     # "Ping and the server clock": >= the 88-byte Pong
@@ -473,8 +473,9 @@ class SnapshotReceiver:
             elif r.read(1) == 0:
                 gen = r.eg(0) + 1
                 body = r.read(2)
-                shape = r.read(2)
+                shape = r.read(3)
                 sensor = r.read(1)
+                asset = r.read(16) if shape == 4 else None  # a hull's asset id (protocol 8)
                 dims = []
                 for _ in range(3):
                     u = r.read(32)
@@ -482,11 +483,13 @@ class SnapshotReceiver:
                     if not math.isfinite(x) or x < 0 or (u >> 31):
                         raise CodecError("BadRecord", "dims")
                     dims.append(u)
-                if body > 2:
-                    raise CodecError("BadRecord", "body kind")
+                if body > 2 or shape > 4:
+                    raise CodecError("BadRecord", "body or shape kind")
                 st = self._read_full(r)
                 recs.append(("entry", index, gen, st, body, shape, sensor, tuple(bits_f32(u) for u in dims)))
                 ser += _ser_state(1, index, gen, st) + struct.pack("<BBB3I", body, shape, sensor, *dims)
+                if asset is not None:
+                    ser += struct.pack("<H", asset)
             else:
                 recs.append(("exit", index))
                 ser += struct.pack("<BI", 2, index)
@@ -543,8 +546,10 @@ def encode_snapshot(records, q):
             bw.write(0, 1)
             bw.eg(gen - 1, 0)
             bw.write(body, 2)
-            bw.write(shape, 2)
+            bw.write(shape, 3)
             bw.write(sensor, 1)
+            if shape == 4:
+                bw.write(0, 16)  # asset 0
             for d in dims:
                 bw.write(f32_bits(d), 32)
             bw.write(s.at_rest, 1)

@@ -29,7 +29,9 @@ enum class BodyKind : uint8_t {
 };
 
 /// A body's collision shape (schemas/impulse.fbs ShapeKind); ObjectDesc::dims gives its size.
-enum class ShapeKind : uint8_t { Sphere = 0, Box = 1, Capsule = 2, Plane = 3 };
+/// Hull (protocol 8): a convex hull asset of the world's scene; ObjectState::asset names it, and
+/// its vertices come out of band (docs/PROTOCOL.md, "Assets"). Clients cannot create one.
+enum class ShapeKind : uint8_t { Sphere = 0, Box = 1, Capsule = 2, Plane = 3, Hull = 4 };
 
 /// The server's answer code to a request or a connect (schemas/impulse.fbs ResultCode, where
 /// each is explained).
@@ -152,6 +154,7 @@ struct ObjectState {
   ShapeKind shape = ShapeKind::Sphere;
   bool sleeping = false;   ///< at rest on the server (velocities are then zero)
   bool sensor = false;
+  uint16_t asset = 0;      ///< Hull: the world's asset id of its hull (dims: its bounding half extents)
 };
 
 /// The server's answer to one request (create, destroy, force, torque, impulse, velocity,

@@ -14,9 +14,11 @@
 
 #include <fmt/format.h>
 
+#include "server/app/assets.h"
 #include "server/app/scene.h"
 #include "server/app/server.h"
 #include "server/app/server_core.h"
+#include "server/net/snapshot_sender.h"
 #include "server/physics/world.h"
 #include "shared/wire/codec.h"
 
@@ -284,7 +286,7 @@ TEST(Scene, BadScenesNameTheFileAndTheField) {
       {"unknown enum name", scene_with(body(R"(, "kind": "Floaty")")), "Floaty"},
       {"unknown enum number", scene_with(body(R"(, "kind": 7)")), "bodies[0].kind"},
       {"unknown shape number",
-       scene_with(R"({ "shape": 4, "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0} })"),
+       scene_with(R"({ "shape": 5, "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0} })"),
        "bodies[0].shape"},
       {"negative mass", scene_with(body() + ", " + body(R"(, "mass": -1)")), "bodies[1].mass: must be > 0"},
       {"zero mass", scene_with(body(R"(, "mass": 0)")), "bodies[0].mass"},
@@ -730,6 +732,58 @@ TEST(SceneHulls, BadHullsNameTheFileLineAndField) {
     EXPECT_NE(error.find("rocks.json:2: bodies[1]."), std::string::npos) << error;
     EXPECT_NE(error.find(expected), std::string::npos) << error;
   }
+}
+
+}  // namespace
+}  // namespace impulse::server
+
+namespace impulse::server {
+namespace {
+
+// Over the wire (protocol 8) a scene hull body is a Hull entry with its asset id and bounding
+// half extents, and the admin endpoint's documents list the asset with its geometry and hash.
+TEST(SceneHulls, SnapshotsNameTheAssetAndTheAdminDocumentsDescribeIt) {
+  Scene scene;
+  std::string error;
+  ASSERT_TRUE(parse_scene_json(scene_with(body() + ", " + hull_body()), "inline", &scene, &error)) << error;
+  ServerStats stats;
+  ServerConfig config;
+  ServerCore core(config, {0.0f, -9.81f, 0.0f}, stats);
+  ASSERT_TRUE(core.add_bodies(scene.bodies, &error)) << error;
+  SnapshotSource source;
+  build_snapshot_source(core.world(), wire::QuantizationConfig{}, &source, nullptr);
+  ASSERT_EQ(source.descs.size(), 2u);
+  int hulls = 0;
+  for (const wire::ObjectDescription& d : source.descs) {
+    if (d.shape != wire::ShapeKind::Hull) continue;
+    ++hulls;
+    EXPECT_EQ(d.asset, 0);
+    EXPECT_NEAR(d.dims.x, 0.5f, 1e-5f);
+    EXPECT_NEAR(d.dims.y, 0.3f, 1e-5f);
+    EXPECT_NEAR(d.dims.z, 0.4f, 1e-5f);
+  }
+  EXPECT_EQ(hulls, 1);
+
+  const AssetDocuments docs = render_asset_documents(core.world().hulls());
+  ASSERT_EQ(docs.assets.size(), 1u);
+  const std::string hash = fmt::format("{:016x}", hull_content_hash(*core.world().hulls()[0]));
+  EXPECT_NE(docs.list.find("\"id\":0,\"kind\":\"hull\",\"hash\":\"" + hash + "\",\"vertices\":8,\"faces\":6"),
+            std::string::npos)
+      << docs.list;
+  EXPECT_NE(docs.assets[0].find("\"faces\":[["), std::string::npos) << docs.assets[0];
+  // The same geometry hashes the same; another hull does not.
+  EXPECT_EQ(hull_content_hash(*scene.hulls[0]), hull_content_hash(*core.world().hulls()[0]));
+  std::vector<Vec3> other;
+  for (int v = 0; v < 8; ++v) other.push_back({(v & 1) ? 1.0f : 0.0f, (v & 2) ? 0.7f : 0.0f, (v & 4) ? 0.8f : 0.0f});
+  const physics::HullBuild b = physics::build_convex_hull(other);
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(hull_content_hash(b.hull), hull_content_hash(*scene.hulls[0]));
+  // docs/PROTOCOL.md's asset vector: the hull of the corners (+-0.5, +-0.5, +-0.5).
+  std::vector<Vec3> cube;
+  for (int v = 0; v < 8; ++v) cube.push_back({(v & 1) ? 0.5f : -0.5f, (v & 2) ? 0.5f : -0.5f, (v & 4) ? 0.5f : -0.5f});
+  const physics::HullBuild c = physics::build_convex_hull(cube);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(hull_content_hash(c.hull), 0x041f7d03f4d9135aull);
 }
 
 }  // namespace

@@ -567,6 +567,18 @@ TEST(CheckCreateObject, PlaneOnlyAsAStaticBodyAndItsDimsAreIgnored) {
   EXPECT_TRUE(check_request(*d.message).ok());
 }
 
+// Protocol 8: a hull is a world asset from the scene; no client creates one, of any body kind.
+TEST(CheckCreateObject, AHullIsRefusedWhateverItsKindAndDims) {
+  for (const BodyKind kind : {BodyKind::Dynamic, BodyKind::Static, BodyKind::Kinematic}) {
+    CreateObjectArgs a = box_args();
+    a.kind = kind;
+    a.shape = ShapeKind::Hull;
+    const Check c = check_create(a);
+    EXPECT_EQ(c.code, ResultCode::InvalidArgument);
+    EXPECT_NE(c.message.find("Hull"), std::string_view::npos) << c.message;
+  }
+}
+
 TEST(CheckCreateObject, SensorAndMaterialAreAcceptedForEveryKind) {
   for (const BodyKind kind : {BodyKind::Dynamic, BodyKind::Static, BodyKind::Kinematic}) {
     CreateObjectArgs a = box_args();

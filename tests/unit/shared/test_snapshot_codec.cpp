@@ -545,7 +545,13 @@ TEST(SnapshotCodec, RecordSizesMatchTheEncoderAndTheMinimumBudget) {
   SnapshotRecord big = entry(ObjectID{kMaxSnapshotObjectIndex - 1, 0xFFFFFFFFu},
                              quantize_state({1, 2, 3}, {}, {4, 5, 6}, {1, 1, 1}, false, widest));
   const uint32_t bits = payload_header_bits(1) + index_gap_bits(kMaxSnapshotObjectIndex - 1) + record_body_bits(big, l);
-  EXPECT_EQ(bits, 36u + 427u);
+  EXPECT_EQ(bits, 36u + 428u);  // a box; a hull adds its 16-bit asset id
+  SnapshotRecord hull = big;
+  hull.desc.shape = ShapeKind::Hull;
+  hull.desc.asset = 4095;
+  EXPECT_EQ(payload_header_bits(1) + index_gap_bits(kMaxSnapshotObjectIndex - 1) + record_body_bits(hull, l),
+            36u + 444u);
+  EXPECT_LE(36u + 444u, 8 * kMinSnapshotBudgetBytes);
   const SnapshotRecord records[] = {big};
   Bytes out, scratch;
   ASSERT_TRUE(encode_snapshot_payload(records, l, &out, &scratch));
@@ -593,9 +599,9 @@ TEST(SnapshotCodec, WorkedExampleOfTheProtocolDocument) {
   std::printf("[ figures  ] cube before: position %d %d %d, velocity %d %d %d; after: position %d, velocity y %d\n",
               before.position[0], before.position[1], before.position[2], before.linear_velocity[0],
               before.linear_velocity[1], before.linear_velocity[2], after.position[0], after.linear_velocity[1]);
-  const Bytes expected = {0xf8, 0xf7, 0x76, 0x78, 0xd7, 0x12, 0x00, 0x00, 0x40, 0x1f, 0x00, 0x00, 0x40,
-                          0x1f, 0x00, 0x00, 0x40, 0x9f, 0x00, 0x03, 0x08, 0x10, 0x00, 0x01, 0xf0, 0x9f,
-                          0x01, 0x04, 0x10, 0xc0, 0x9a, 0xa4, 0x42, 0x30, 0x78, 0xc2, 0x07};
+  const Bytes expected = {0xf8, 0xf7, 0x76, 0x78, 0xd7, 0x12, 0x00, 0x00, 0x80, 0x3e, 0x00, 0x00, 0x80,
+                          0x3e, 0x00, 0x00, 0x80, 0x3e, 0x01, 0x06, 0x10, 0x20, 0x00, 0x02, 0xe0, 0x3f,
+                          0x03, 0x08, 0x20, 0x80, 0x35, 0x49, 0x85, 0x60, 0xf0, 0x84, 0x0f};
   EXPECT_EQ(payload, expected);
 
   SnapshotReceiver rx(config);
@@ -740,7 +746,7 @@ TEST(SnapshotCodec, MalformedRecordsAreRejectedWithTheirReason) {
     p.w.write_bit(false);
     write_exp_golomb(p.w, 0, 0);  // generation 1
     p.w.write_bits(kind, 2);
-    p.w.write_bits(shape, 2);
+    p.w.write_bits(shape, 3);
     p.w.write_bit(false);
     for (int i = 0; i < 3; ++i) p.w.write_bits(std::bit_cast<uint32_t>(dim), 32);
   };
@@ -811,6 +817,41 @@ TEST(SnapshotCodec, MalformedRecordsAreRejectedWithTheirReason) {
   EXPECT_EQ(rx.apply(1, 1, encode({})), SnapshotError::BadHeader);
   for (size_t e = 0; e <= static_cast<size_t>(SnapshotError::Count); ++e)
     EXPECT_STRNE(to_string(static_cast<SnapshotError>(e)), "");
+}
+
+}  // namespace
+}  // namespace impulse::wire
+
+namespace impulse::wire {
+namespace {
+
+// Protocol 8: a hull entry carries its 16-bit asset id after the sensor bit; other kinds do not.
+TEST(SnapshotCodec, AHullEntryCarriesItsAssetId) {
+  const QuantizationConfig config;
+  const QuantizedState s = quantize_state({1.0f, 2.0f, 3.0f}, {}, {}, {}, true, config);
+  const ObjectDescription hull{BodyKind::Static, ShapeKind::Hull, {0.5f, 0.4f, 0.45f}, false, 4095};
+  const ObjectDescription box{BodyKind::Dynamic, ShapeKind::Box, {0.5f, 0.5f, 0.5f}, false, 0};
+  const SnapshotRecord records[] = {entry(ObjectID{1, 1}, s, hull), entry(ObjectID{2, 1}, s, box)};
+  SnapshotReceiver rx(config);
+  ASSERT_EQ(rx.apply(1, 1, encode(records)), SnapshotError::None);
+  const SnapshotObject* h = rx.find(ObjectID{1, 1});
+  const SnapshotObject* b = rx.find(ObjectID{2, 1});
+  ASSERT_NE(h, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(h->shape, ShapeKind::Hull);
+  EXPECT_EQ(h->asset, 4095);
+  EXPECT_EQ(h->dims, (impulse::Vec3{0.5f, 0.4f, 0.45f}));
+  EXPECT_EQ(b->shape, ShapeKind::Box);
+  EXPECT_EQ(b->asset, 0);
+  // The hull's entry is 16 bits longer than the box's, and a sixth kind (5) is a bad record.
+  const QuantizationLimits l = derive_limits(config);
+  EXPECT_EQ(record_body_bits(records[0], l), record_body_bits(records[1], l) + 16);
+  SnapshotRecord odd = records[1];  // the encoder writes what it is given; the receiver checks
+  odd.desc.shape = static_cast<ShapeKind>(5);
+  Bytes out, scratch;
+  ASSERT_TRUE(encode_snapshot_payload(std::span(&odd, 1), l, &out, &scratch));
+  SnapshotReceiver rx2(config);
+  EXPECT_EQ(rx2.apply(1, 1, out), SnapshotError::BadRecord);
 }
 
 }  // namespace
