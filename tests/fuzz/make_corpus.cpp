@@ -550,6 +550,27 @@ int main(int argc, char** argv) {
     }
   }
 
+  // fuzz_convex_hull: a box's corners with an apex and an interior point (byte 0 even: points), and
+  // the saved world unedited (byte 0 odd: XOR edits over its payload).
+  {
+    Bytes points{0};
+    const float corners[] = {-0.5f, 0.5f};
+    auto put = [&](float f) {
+      uint32_t u;
+      std::memcpy(&u, &f, sizeof u);
+      for (int i = 0; i < 4; ++i) points.push_back(static_cast<uint8_t>(u >> (8 * i)));
+    };
+    for (int v = 0; v < 8; ++v) {
+      put(corners[v & 1]);
+      put(corners[(v >> 1) & 1]);
+      put(corners[(v >> 2) & 1]);
+    }
+    for (const float f : {0.0f, 0.9f, 0.0f, 0.1f, 0.1f, 0.1f}) put(f);
+    ok &= writer.write("fuzz_convex_hull", {"box_points", points});
+    ok &= writer.write("fuzz_convex_hull", {"state_unedited", Bytes{1}});
+    ok &= writer.write("fuzz_convex_hull", {"state_one_edit", Bytes{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}});
+  }
+
   for (const auto& [target, n] : writer.counts()) std::printf("%-24s %3d seeds\n", target.c_str(), n);
   return ok ? 0 : 1;
 }
