@@ -57,7 +57,11 @@ AssetDocuments render_asset_documents(std::span<const std::shared_ptr<const phys
       for (int i = 0; i < h.faces[f].count; ++i) doc += fmt::format("{}{}", i ? "," : "", h.face_vertices[h.faces[f].first + i]);
       doc += "]";
     }
-    doc += "]}\n";
+    // Where the principal frame sits in the frame of the scene's points, for a client that draws
+    // its own model: x_model = origin + rotate(rotation, x_hull).
+    doc += fmt::format("],\"model_frame\":{{\"origin\":[{},{},{}],\"rotation\":[{},{},{},{}]}}}}\n", num(h.origin.x),
+                       num(h.origin.y), num(h.origin.z), num(h.rotation.x), num(h.rotation.y), num(h.rotation.z),
+                       num(h.rotation.w));
     docs.assets.push_back(std::move(doc));
   }
   docs.list += "]\n";

@@ -95,6 +95,18 @@ constexpr uint32_t kHullEdgeContact = 0x7Fu << 24;
 
 constexpr int kMaxPolygon = 2 * static_cast<int>(kMaxHullVertices) + 8;  // incident face + one per side plane
 
+/// The unit axis normal to edge directions u and v, pointing out of the hull whose centre is the
+/// origin, as seen from a point `on_edge` of its edge; false for (nearly) parallel edges, whose
+/// axis means nothing (the face axes cover them).
+bool edge_pair_axis(Vec3 u, Vec3 v, Vec3 on_edge, Vec3& axis) {
+  axis = cross(u, v);
+  const float len_sq = length_squared(axis);
+  if (len_sq < kEdgeParallelSq * length_squared(u) * length_squared(v) || len_sq <= kDegenerateSq) return false;
+  axis = axis * (1.0f / std::sqrt(len_sq));
+  if (dot(axis, on_edge) < 0.0f) axis = -axis;
+  return true;
+}
+
 /// Closest point to `p` on the convex polygon `face` of `hull` (all in the hull's frame).
 Vec3 closest_on_face(const HullView& hull, uint32_t f, Vec3 p) {
   const HullFace face = hull.faces[f];
@@ -440,12 +452,8 @@ bool collide_hull_views(const HullView& a, const Frame& fa, const HullView& b, c
       const float bdc = dot(na1, dxc);
       if (!(adc * bdc < 0.0f && cba * bdc > 0.0f)) continue;
       const Vec3 pbv = vb[eb.v0];
-      const Vec3 ub = vb[eb.v1] - pbv;
-      Vec3 axis = cross(ua, ub);
-      const float len_sq = length_squared(axis);
-      if (len_sq < kEdgeParallelSq * length_squared(ua) * length_squared(ub) || len_sq <= kDegenerateSq) continue;
-      axis = axis * (1.0f / std::sqrt(len_sq));
-      if (dot(axis, pa) < 0.0f) axis = -axis;  // away from A's centre (the origin)
+      Vec3 axis;
+      if (!edge_pair_axis(ua, vb[eb.v1] - pbv, pa, axis)) continue;
       const float s = dot(axis, pbv - pa);
       if (s > margin) return false;
       if (s > edge_sep) {
@@ -542,12 +550,8 @@ bool collide_capsule_hull(const Shape& a, const Transform& ta, const Shape& b, c
     // The core's Gauss map is the great circle normal to d: the edge's arc must cross it.
     if (dot(hull.planes[e.f0].normal, d) * dot(hull.planes[e.f1].normal, d) >= 0.0f) continue;
     const Vec3 v0 = hull.vertices[e.v0];
-    const Vec3 ue = hull.vertices[e.v1] - v0;
-    Vec3 axis = cross(ue, d);
-    const float len_sq = length_squared(axis);
-    if (len_sq < kEdgeParallelSq * length_squared(ue) * length_squared(d) || len_sq <= kDegenerateSq) continue;
-    axis = axis * (1.0f / std::sqrt(len_sq));
-    if (dot(axis, v0) < 0.0f) axis = -axis;  // out of the hull
+    Vec3 axis;
+    if (!edge_pair_axis(hull.vertices[e.v1] - v0, d, v0, axis)) continue;
     const float s = dot(axis, p0 - v0);
     if (s > reach) return false;
     if (s > edge_sep) {

@@ -44,15 +44,25 @@ inline constexpr float kMaxDensity = 1.0e5f;
 /// nothing to a 1e6 kg box and everything to a 1 mm capsule. Not a setting (as kMinDensity).
 inline constexpr float kMaxPushRate = 60.0f;  // [1/s]
 
+/// Range of WorldSettings::cell_size [m] and most WorldSettings::max_cells_per_body. Not
+/// settings: they bound what a setting may cost. Each moving body is binned into up to
+/// max_cells_per_body cells every step, so a saved world (a hostile recording) with a huge value
+/// made one step allocate hundreds of megabytes (found by fuzz_convex_hull); 4096 is a 16^3 block.
+/// A cell under 1 cm or over 1 km is no longer a spatial hash for bodies of 1 mm to 1 km.
+inline constexpr float kMinCellSize = 0.01f;
+inline constexpr float kMaxCellSize = 1000.0f;
+inline constexpr uint32_t kMaxCellsPerBody = 4096;
+
 struct WorldSettings {
   /// Gravity acceleration, world frame [m/s^2].
   Vec3 gravity{0.0f, -9.81f, 0.0f};
 
-  /// Spatial-hash cell edge [m]. About twice the typical body size: a body then covers 1-8 cells.
+  /// Spatial-hash cell edge [m], in [kMinCellSize, kMaxCellSize]. About twice the typical body
+  /// size: a body then covers 1-8 cells.
   float cell_size = 2.0f;
   /// A body whose AABB covers more cells than this is kept in the broadphase's "large" list and
   /// tested against moving bodies directly, so a 100 m ground box never fills thousands of cells.
-  uint32_t max_cells_per_body = 64;
+  uint32_t max_cells_per_body = 64;  ///< in [1, kMaxCellsPerBody]
   /// Contacts are kept while the surfaces are at most this far apart [m] (speculative contacts):
   /// the solver then stops an approaching body exactly at the surface instead of one step late,
   /// and a resting contact never flickers out. AABBs are enlarged by it. 2 cm = 4 x linear_slop,

@@ -248,7 +248,10 @@ const char* check_body_desc(const BodyDesc& d, const WorldSettings& s) {
 
 const char* check_settings(const WorldSettings& s) {
   if (!is_finite(s.gravity)) return "gravity must be finite";
-  if (!is_finite_positive(s.cell_size)) return "cell_size must be finite and > 0";
+  if (!(s.cell_size >= kMinCellSize && s.cell_size <= kMaxCellSize)) return "cell_size must be in [0.01, 1000] m";
+  if (s.max_cells_per_body < 1 || s.max_cells_per_body > kMaxCellsPerBody) {
+    return "max_cells_per_body must be in [1, 4096]";
+  }
   if (!is_finite_non_negative(s.speculative_margin) || s.speculative_margin > 1.0f) {
     return "speculative_margin must be in [0, 1] m";
   }
@@ -284,7 +287,8 @@ namespace {
 WorldSettings sanitize(WorldSettings s) {
   const WorldSettings d;
   if (!is_finite(s.gravity)) s.gravity = d.gravity;
-  if (!is_finite_positive(s.cell_size)) s.cell_size = d.cell_size;
+  if (!(s.cell_size >= kMinCellSize && s.cell_size <= kMaxCellSize)) s.cell_size = d.cell_size;
+  if (s.max_cells_per_body < 1 || s.max_cells_per_body > kMaxCellsPerBody) s.max_cells_per_body = d.max_cells_per_body;
   if (!is_finite_non_negative(s.speculative_margin) || s.speculative_margin > 1.0f) {
     s.speculative_margin = d.speculative_margin;
   }

@@ -701,7 +701,9 @@ TEST(Admin, AHullBodyNamesItsAssetAndTheEndpointServesIt) {
   const std::optional<httplib::Response> one = get(port, "/assets/0");
   ASSERT_TRUE(one.has_value());
   EXPECT_EQ(one->status, 200);
-  EXPECT_NE(one->body.find(R"("faces":[[0,1,5,4],[0,2,3,1],[0,4,6,2],[1,3,7,5],[2,6,7,3],[4,5,7,6]])"), std::string::npos)
+  EXPECT_NE(one->body.find(R"("faces":[[0,1,5,4],[0,2,3,1],[0,4,6,2],[1,3,7,5],[2,6,7,3],[4,5,7,6]],)"
+                           R"("model_frame":{"origin":[0,0,0],"rotation":[0,0,0,1]}})"),
+            std::string::npos)
       << one->body;
   const std::optional<httplib::Response> missing = get(port, "/assets/1");
   ASSERT_TRUE(missing.has_value());

@@ -257,5 +257,11 @@ TEST(Determinism, WorkerPoolStepIsBitIdenticalOnTheS2BoxPile) {
   expect_pooled_scene_bit_identical(scenes::make_s2_pile(1500), 150, 1100);
 }
 
+TEST(Determinism, WorkerPoolStepIsBitIdenticalOnTheH1HullPile) {
+  // 800 convex hulls (H1, 8 shapes) in S2's container: hull-hull and box-hull contacts on every
+  // thread count give the same world, hull table included.
+  expect_pooled_scene_bit_identical(scenes::make_h1_hull_pile(800), 100, 1100);
+}
+
 }  // namespace
 }  // namespace impulse::physics

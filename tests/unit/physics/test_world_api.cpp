@@ -304,8 +304,20 @@ TEST(WorldApi, SettingsAreCheckedAndSanitised) {
   bad.cell_size = kNaN;
   bad.gravity.y = kInf;
   bad.max_objects = 0;
+  bad.max_cells_per_body = 0x53747974;  // a saved world's hostile value: a step would bin that many cells
   const World w(bad);  // falls back to the defaults of the unusable fields
   EXPECT_EQ(w.settings().cell_size, WorldSettings{}.cell_size);
+  EXPECT_EQ(w.settings().max_cells_per_body, WorldSettings{}.max_cells_per_body);
+  for (const float cell : {0.009f, 1001.0f}) {
+    WorldSettings s;
+    s.cell_size = cell;
+    EXPECT_NE(check_settings(s), nullptr) << cell;
+  }
+  for (const uint32_t cells : {0u, 4097u}) {
+    WorldSettings s;
+    s.max_cells_per_body = cells;
+    EXPECT_NE(check_settings(s), nullptr) << cells;
+  }
   EXPECT_EQ(w.settings().gravity.y, WorldSettings{}.gravity.y);
   EXPECT_EQ(w.settings().max_objects, WorldSettings{}.max_objects);
   EXPECT_EQ(check_settings(w.settings()), nullptr);

@@ -849,3 +849,28 @@ TEST(WorldState, AWorldWithHullsSurvivesEveryResealedBitFlip) {
 
 }  // namespace
 }  // namespace impulse::physics
+
+namespace impulse::physics {
+namespace {
+
+// A saved world whose max_cells_per_body is huge (fuzz_convex_hull's reproducer: 0x53747974)
+// would make its first step bin billions of cells: restore refuses it, naming the field.
+TEST(WorldState, ASavedWorldWithAHugeCellCountPerBodyIsRefused) {
+  World world;
+  test::add_ground(world);
+  test::add(world, test::box_desc({0.0f, 1.0f, 0.0f}));
+  std::vector<uint8_t> blob;
+  world.save_state(blob);
+  const size_t at = kSettingsAt + 16;  // gravity 12 bytes, cell_size 4, then max_cells_per_body
+  ASSERT_EQ(blob[at] | (blob[at + 1] << 8) | (blob[at + 2] << 16) | (blob[at + 3] << 24), 64);
+  const uint32_t huge = 0x53747974u;
+  for (int i = 0; i < 4; ++i) blob[at + static_cast<size_t>(i)] = static_cast<uint8_t>(huge >> (8 * i));
+  reseal(blob);
+  World target;
+  std::string error;
+  EXPECT_FALSE(target.restore_state(blob, &error));
+  EXPECT_NE(error.find("max_cells_per_body"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace impulse::physics
