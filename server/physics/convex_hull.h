@@ -58,6 +58,7 @@ struct HullView {
   uint32_t vertex_count = 0;
   uint32_t face_count = 0;
   uint32_t edge_count = 0;
+  float radius = 0;  ///< the farthest vertex from the origin [m] (ConvexHull::radius)
 };
 
 /// A convex polyhedron in its principal frame [m]. Built by build_convex_hull; a World keeps the
@@ -83,7 +84,7 @@ struct ConvexHull {
   HullView view() const {
     return {vertices.data(), planes.data(), faces.data(), face_vertices.data(), edges.data(),
             static_cast<uint32_t>(vertices.size()), static_cast<uint32_t>(faces.size()),
-            static_cast<uint32_t>(edges.size())};
+            static_cast<uint32_t>(edges.size()), radius};
   }
   bool operator==(const ConvexHull&) const;
 };

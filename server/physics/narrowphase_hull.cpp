@@ -76,7 +76,7 @@ struct BoxHull {
     planes[4] = {{0, 0, 1}, h.z};
     planes[5] = {{0, 0, -1}, h.z};
   }
-  HullView view() const { return {vertices, planes, kBoxFaces, kBoxLoops, box_edges(), 8, 6, 12}; }
+  HullView view() const { return {vertices, planes, kBoxFaces, kBoxLoops, box_edges(), 8, 6, 12, length(vertices[7])}; }
 };
 
 /// A hull's size for the axis-choice tolerances [m].
@@ -387,14 +387,8 @@ bool collide_hull_views(const HullView& a, const Frame& fa, const HullView& b, c
                         float margin, Manifold& out) {
   out.point_count = 0;
   // Bounding spheres apart by more than the margin: no contact (most broadphase pairs of a pile).
-  {
-    float ra = 0.0f;
-    float rb = 0.0f;
-    for (uint32_t i = 0; i < a.vertex_count; ++i) ra = std::max(ra, length_squared(a.vertices[i]));
-    for (uint32_t i = 0; i < b.vertex_count; ++i) rb = std::max(rb, length_squared(b.vertices[i]));
-    const float reach = std::sqrt(ra) + std::sqrt(rb) + margin;
-    if (length_squared(fb.origin - fa.origin) > reach * reach) return false;
-  }
+  const float reach = a.radius + b.radius + margin;
+  if (length_squared(fb.origin - fa.origin) > reach * reach) return false;
   // B in A's frame.
   Vec3 vb[kMaxHullVertices];
   HullPlane pb[2 * kMaxHullVertices];

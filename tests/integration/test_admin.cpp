@@ -665,11 +665,6 @@ TEST(Admin, ObjectsAnswers503WhenTheTickLoopDoesNotAnswer) {
   EXPECT_EQ(after->status, 200) << after->body;
 }
 
-}  // namespace
-}  // namespace impulse::test
-
-namespace impulse::test {
-namespace {
 
 // Protocol 8 end to end: a scene hull reaches a real client as a Hull entry naming asset 0 with
 // its bounding half extents, and the admin endpoint serves that asset's geometry and hash.

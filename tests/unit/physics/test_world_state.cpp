@@ -798,11 +798,6 @@ TEST(WorldState, BroadphaseResultsDoNotDependOnItsHistory) {
   }
 }
 
-}  // namespace
-}  // namespace impulse::physics
-
-namespace impulse::physics {
-namespace {
 
 // A world with hulls, every byte of its blob flipped one bit at a time and resealed: restore
 // either refuses it with a reason or gives a world that steps and hashes without a crash and stays
@@ -847,11 +842,6 @@ TEST(WorldState, AWorldWithHullsSurvivesEveryResealedBitFlip) {
   EXPECT_GT(restored, 0u);
 }
 
-}  // namespace
-}  // namespace impulse::physics
-
-namespace impulse::physics {
-namespace {
 
 // A saved world whose max_cells_per_body is huge (fuzz_convex_hull's reproducer: 0x53747974)
 // would make its first step bin billions of cells: restore refuses it, naming the field.

@@ -655,11 +655,6 @@ TEST(Scene, MissingFileIsAnErrorNamingIt) {
   EXPECT_NE(error.find("/nonexistent/impulse/scene.json"), std::string::npos) << error;
 }
 
-}  // namespace
-}  // namespace impulse::server
-
-namespace impulse::server {
-namespace {
 
 /// A hull body: a 1 x 0.6 x 0.8 m box's corners plus an apex, its model origin at a corner.
 std::string hull_body(const std::string& extra = {}) {
@@ -734,11 +729,6 @@ TEST(SceneHulls, BadHullsNameTheFileLineAndField) {
   }
 }
 
-}  // namespace
-}  // namespace impulse::server
-
-namespace impulse::server {
-namespace {
 
 // Over the wire (protocol 8) a scene hull body is a Hull entry with its asset id and bounding
 // half extents, and the admin endpoint's documents list the asset with its geometry and hash.

@@ -819,11 +819,6 @@ TEST(SnapshotCodec, MalformedRecordsAreRejectedWithTheirReason) {
     EXPECT_STRNE(to_string(static_cast<SnapshotError>(e)), "");
 }
 
-}  // namespace
-}  // namespace impulse::wire
-
-namespace impulse::wire {
-namespace {
 
 // Protocol 8: a hull entry carries its 16-bit asset id after the sensor bit; other kinds do not.
 TEST(SnapshotCodec, AHullEntryCarriesItsAssetId) {
