@@ -34,7 +34,8 @@ Vec3 wire_dims(const physics::Shape& shape) {
     case physics::ShapeKind::Sphere: return {shape.radius, shape.radius, shape.radius};
     case physics::ShapeKind::Box: return shape.half_extents;
     case physics::ShapeKind::Capsule: return {shape.radius, shape.half_height, shape.radius};
-    case physics::ShapeKind::Hull: return shape.half_extents;  // its bounding half extents; the asset id says the rest
+    case physics::ShapeKind::Hull:  // its bounding half extents; the asset id says the rest
+    case physics::ShapeKind::Mesh: return shape.half_extents;
     case physics::ShapeKind::Plane:
     case physics::ShapeKind::Count: break;
   }
@@ -71,7 +72,7 @@ void build_snapshot_source(const physics::World& world, const wire::Quantization
     out->positions[r] = b.position;
     out->speeds[r] = at_rest ? 0.0f : length(b.velocity);
     out->descs[r] = wire::ObjectDescription{static_cast<wire::BodyKind>(b.kind), static_cast<wire::ShapeKind>(b.shape.kind), wire_dims(b.shape), b.sensor,
-                                            static_cast<uint16_t>(b.shape.kind == physics::ShapeKind::Hull ? b.shape.hull_id : 0)};
+                                            static_cast<uint16_t>(b.shape.kind == physics::ShapeKind::Hull ? b.shape.data_id : 0)};
     out->representable[r] = wire::is_representable(b.position, config) && b.id.index < wire::kMaxSnapshotObjectIndex;
   };
   constexpr uint32_t kRowsPerChunk = 1024;

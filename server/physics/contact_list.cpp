@@ -61,19 +61,49 @@ void match_points(const ContactRecord& prev, ContactRecord& cur, float match_dis
 void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
                    std::vector<ContactEvent>& events, float match_distance, float recover_depth) {
   const float recovered_depth = 0.2f * recover_depth;
+  constexpr float kMatchNormalCos = 0.95f;
   size_t i = 0;
   size_t j = 0;
   while (i < prev.size() || j < cur.size()) {
-    if (j == cur.size() || (i < prev.size() && record_less(prev[i], cur[j]))) {
-      events.push_back(make_event(ContactEventType::End, prev[i++].contact));
-    } else if (i == prev.size() || record_less(cur[j], prev[i])) {
-      cur[j].recovering = cur[j].contact.depth > recover_depth;
-      events.push_back(make_event(ContactEventType::Begin, cur[j++].contact));
-    } else {
-      // Touching in both steps: no event; carry the impulses over for warm starting.
-      cur[j].recovering = cur[j].contact.depth > (prev[i].recovering ? recovered_depth : recover_depth);
-      match_points(prev[i++], cur[j++], match_distance);
+    if (j == cur.size() || (i < prev.size() && contact_less(prev[i].contact, cur[j].contact))) {
+      events.push_back(make_event(ContactEventType::End, prev[i].contact));
+      const size_t first = i;
+      while (i < prev.size() && same_pair(prev[i], prev[first])) ++i;
+      continue;
     }
+    size_t j_end = j + 1;
+    while (j_end < cur.size() && same_pair(cur[j_end], cur[j])) ++j_end;
+    if (i == prev.size() || contact_less(cur[j].contact, prev[i].contact)) {
+      events.push_back(make_event(ContactEventType::Begin, cur[j].contact));
+      for (; j < j_end; ++j) cur[j].recovering = cur[j].contact.depth > recover_depth;
+      continue;
+    }
+    // Touching in both steps: no event; carry the impulses over for warm starting.
+    size_t i_end = i + 1;
+    while (i_end < prev.size() && same_pair(prev[i_end], prev[i])) ++i_end;
+    const bool one_each = i_end - i == 1 && j_end - j == 1;  // every pair but some mesh pairs
+    for (; j < j_end; ++j) {
+      const ContactRecord* match = nullptr;
+      if (one_each && prev[i].sub == cur[j].sub) {
+        match = &prev[i];
+      } else {
+        float best = kMatchNormalCos;
+        for (size_t k = i; k < i_end; ++k) {
+          const float c = dot(prev[k].contact.normal, cur[j].contact.normal);
+          if (c > best) {
+            best = c;
+            match = &prev[k];
+          }
+        }
+      }
+      if (match == nullptr) {
+        cur[j].recovering = cur[j].contact.depth > recover_depth;
+        continue;
+      }
+      cur[j].recovering = cur[j].contact.depth > (match->recovering ? recovered_depth : recover_depth);
+      match_points(*match, cur[j], match_distance);
+    }
+    i = i_end;
   }
 }
 

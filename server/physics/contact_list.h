@@ -35,6 +35,10 @@ struct ContactRecord {
   /// the pair starts a step deeper than linear_slop, cleared once it is shallower than a fifth of
   /// it (diff_contacts): the hysteresis keeps the last millimetres on split impulses too.
   bool recovering = false;
+  /// Which of the pair's manifolds this is: 0 for every pair but a body against a mesh, which may
+  /// have up to kMaxMeshManifolds (one per normal). The list key is (a, b, sub); events, contact
+  /// counts and queries treat a pair's records as one touching pair.
+  uint8_t sub = 0;
   ContactPointState points[kMaxManifoldPoints];
 };
 
@@ -48,24 +52,34 @@ inline bool pair_less(ObjectID a0, ObjectID b0, ObjectID a1, ObjectID b1) {
   return a0 != a1 ? a0 < a1 : b0 < b1;
 }
 inline bool contact_less(const Contact& x, const Contact& y) { return pair_less(x.a, x.b, y.a, y.b); }
+/// Strict (a, b, sub) order of records; the key is unique within one list.
 inline bool record_less(const ContactRecord& x, const ContactRecord& y) {
-  return contact_less(x.contact, y.contact);
+  if (x.contact.a != y.contact.a || x.contact.b != y.contact.b) return contact_less(x.contact, y.contact);
+  return x.sub < y.sub;
+}
+/// Whether two records belong to the same pair of bodies.
+inline bool same_pair(const ContactRecord& x, const ContactRecord& y) {
+  return x.contact.a == y.contact.a && x.contact.b == y.contact.b;
 }
 inline bool event_less(const ContactEvent& x, const ContactEvent& y) { return pair_less(x.a, x.b, y.a, y.b); }
 
-/// The record of pair (a, b), a < b, in a list sorted by (a, b), or null. O(log n).
+/// The first record of pair (a, b), a < b, in a list sorted by (a, b, sub), or null. O(log n).
 const ContactRecord* find_record(std::span<const ContactRecord> sorted, ObjectID a, ObjectID b);
 
 /// The contiguous run of contacts whose `a` equals id in a list sorted by (a, b). O(log n).
 std::span<const Contact> find_contacts_with_a(std::span<const Contact> sorted, ObjectID id);
 
-/// Merge join of the previous and current lists, both sorted by (a, b). O(n + m).
-///  - appends to `events` one End per pair only in `prev` (with its last point and normal) and
-///    one Begin per pair only in `cur`, in (a, b) order;
-///  - matches the points of each pair present in both (match_points), so their impulses warm
-///    start this step; pairs only in `cur` keep theirs (0 from the narrowphase);
-///  - sets each `cur` pair's `recovering` flag: deeper than `recover_depth` [m], or deeper than
-///    a fifth of it if the pair was recovering in `prev`.
+/// Merge join of the previous and current lists, both sorted by (a, b, sub), a pair's records
+/// taken together. O(n + m).
+///  - appends to `events` one End per pair only in `prev` (with its first record's point and
+///    normal) and one Begin per pair only in `cur`, in (a, b) order;
+///  - matches the points of each record of a pair present in both (match_points), so their
+///    impulses warm start this step: with the record of the same sub when the pair has one record
+///    in each list, else with the previous record whose normal is closest (within about 18
+///    degrees), as a mesh pair's manifolds come and go; records without a match keep their
+///    impulses (0 from the narrowphase);
+///  - sets each `cur` record's `recovering` flag: deeper than `recover_depth` [m], or deeper than
+///    a fifth of it if its matched record was recovering in `prev`.
 void diff_contacts(std::span<const ContactRecord> prev, std::span<ContactRecord> cur,
                    std::vector<ContactEvent>& events, float match_distance, float recover_depth);
 

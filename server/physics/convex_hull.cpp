@@ -372,7 +372,7 @@ Shape make_hull(const ConvexHull& hull) {
   s.half_extents = h;
   s.half_height = 0.0f;
   s.hull = &hull;
-  s.hull_id = hull.id;
+  s.data_id = hull.id;
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include "server/physics/narrowphase.h"
 #include "server/physics/narrowphase_detail.h"
+#include "server/physics/triangle_mesh.h"
 
 namespace impulse::physics {
 
@@ -99,6 +100,15 @@ Aabb compute_aabb(const Shape& shape, const Transform& transform) {
     }
     case ShapeKind::Hull:
       return hull_aabb(*shape.hull, transform);
+    case ShapeKind::Mesh: {
+      // The mesh bounds' box turned by the rotation (|R| times the half size, about the centre).
+      const Aabb& b = shape.mesh->bounds;
+      const Mat3 m = to_mat3(transform.rotation);
+      const Vec3 c = p + m * ((b.min + b.max) * 0.5f);
+      const Vec3 h = (b.max - b.min) * 0.5f;
+      const Vec3 e = abs(m.c0) * h.x + abs(m.c1) * h.y + abs(m.c2) * h.z;
+      return {c - e, c + e};
+    }
     case ShapeKind::Count:
       break;
   }
@@ -267,24 +277,48 @@ bool collide_nothing(const Shape&, const Transform&, const Shape&, const Transfo
   return false;
 }
 
+/// Convex A against mesh B through the single-manifold interface: the manifold holding the
+/// deepest point (the continuous pass and other single-pair callers; the World keeps them all).
+bool collide_convex_mesh(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                         Manifold& out) {
+  out.point_count = 0;
+  MeshManifolds all;
+  if (!collide_mesh(a, ta, b, tb, margin, all)) return false;
+  int best = 0;
+  float deepest = 1.0e30f;
+  for (int g = 0; g < all.count; ++g) {
+    for (int i = 0; i < all.manifolds[g].point_count; ++i) {
+      if (all.manifolds[g].points[i].separation < deepest) {
+        deepest = all.manifolds[g].points[i].separation;
+        best = g;
+      }
+    }
+  }
+  out = all.manifolds[best];
+  return true;
+}
+
 constexpr std::size_t kKinds = static_cast<std::size_t>(ShapeKind::Count);
 
-// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane, Hull.
+// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane, Hull, Mesh.
 constexpr std::array<std::array<CollideFn, kKinds>, kKinds> kCollideTable{{
     {collide_sphere_sphere, collide_sphere_box, collide_sphere_capsule, collide_swapped<collide_plane_sphere>,
-     collide_sphere_hull},
+     collide_sphere_hull, collide_convex_mesh},
     {collide_swapped<collide_sphere_box>, collide_box_box, collide_swapped<collide_capsule_box>,
-     collide_swapped<collide_plane_box>, collide_box_hull},
+     collide_swapped<collide_plane_box>, collide_box_hull, collide_convex_mesh},
     {collide_swapped<collide_sphere_capsule>, collide_capsule_box, collide_capsule_capsule,
-     collide_swapped<collide_plane_capsule>, collide_capsule_hull},
-    {collide_plane_sphere, collide_plane_box, collide_plane_capsule, collide_nothing, collide_plane_hull},
+     collide_swapped<collide_plane_capsule>, collide_capsule_hull, collide_convex_mesh},
+    {collide_plane_sphere, collide_plane_box, collide_plane_capsule, collide_nothing, collide_plane_hull,
+     collide_nothing},
     {collide_swapped<collide_sphere_hull>, collide_swapped<collide_box_hull>, collide_swapped<collide_capsule_hull>,
-     collide_swapped<collide_plane_hull>, collide_hull_hull},
+     collide_swapped<collide_plane_hull>, collide_hull_hull, collide_convex_mesh},
+    {collide_swapped<collide_convex_mesh>, collide_swapped<collide_convex_mesh>, collide_swapped<collide_convex_mesh>,
+     collide_nothing, collide_swapped<collide_convex_mesh>, collide_nothing},
 }};
 
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
                   static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3 &&
-                  static_cast<int>(ShapeKind::Hull) == 4,
+                  static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5,
               "kCollideTable rows follow ShapeKind order");
 
 }  // namespace

@@ -117,9 +117,46 @@ bool collide_plane_hull(const Shape& a, const Transform& ta, const Shape& b, con
 /// The exact world-frame AABB of a hull under a transform (its vertices rotated) [m].
 Aabb hull_aabb(const ConvexHull& hull, const Transform& transform);
 
+/// Most manifolds one body-mesh pair yields: one per distinct normal (a box in a corner of the
+/// level touches a floor and two walls); beyond it the closest normal's manifold takes the points.
+inline constexpr int kMaxMeshManifolds = 4;
+
+/// A convex body's contacts with a mesh: one manifold per group of triangle contacts whose
+/// normals agree within kMeshMergeCos (the group's normal is their mean, or their common normal
+/// when all are equal), each reduced to at most 4 points.
+struct MeshManifolds {
+  int count = 0;
+  Manifold manifolds[kMaxMeshManifolds];
+};
+
+/// Cosine of the largest angle between a triangle contact's normal and a manifold's first normal
+/// for the contact to join that manifold: 1 degree. Jolt merges within 5 degrees
+/// (mContactNormalCosMaxDeltaRotation); here a manifold has one normal for all its points, and a
+/// box resting across 5 degrees of curvature then crept downhill, so only near-coplanar contacts
+/// share one.
+inline constexpr float kMeshMergeCos = 0.99985f;
+
+/// Convex `a` (sphere, box, capsule or hull) at ta against the static mesh `b` (Shape::mesh) at tb
+/// (narrowphase_mesh.cpp). Each triangle the convex's box (grown by the margin) overlaps is seen
+/// as a prism of depth kTriangleDepth behind its front face and collided as a hull; a triangle
+/// whose plane has a's centre behind it is skipped (meshes are one-sided). A contact whose normal
+/// comes from an inactive edge or vertex (triangle_mesh.h) is redone with the triangle's front
+/// face as the reference, so seams of a flat or concave surface never push sideways. The
+/// triangle contacts are then grouped by normal (MeshManifolds). Normals from a to b; features
+/// mix the triangle index with the hull feature. Deterministic (triangles in BVH order).
+bool collide_mesh(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                  MeshManifolds& out);
+
+struct MeshTriangle;
+/// One triangle of collide_mesh: convex a at ta, both in the mesh's frame; the same prism, one-
+/// sidedness and active-edge rule. The continuous pass uses it to judge a triangle it hits.
+bool collide_mesh_triangle(const Shape& a, const Transform& ta, const MeshTriangle& tri, float margin, Manifold& m);
+
 /// Dispatches on (a.kind, b.kind) through the table; a pair stored as (B, A) is swapped and its
 /// normal flipped so the result always points from A towards B. Returns false (point_count 0) for
-/// plane-plane and for a kind outside [0, ShapeKind::Count).
+/// plane-plane and for a kind outside [0, ShapeKind::Count). A mesh pair gives the deepest of its
+/// collide_mesh manifolds (the World's narrowphase keeps them all); mesh-mesh and mesh-plane
+/// give nothing.
 bool collide(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
              Manifold& out);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "server/physics/convex_hull.h"
 #include "server/physics/narrowphase.h"
 
 namespace impulse::physics::detail {
@@ -132,6 +133,38 @@ inline Vec3 any_perpendicular(Vec3 d) {
   }
   return normalize_or(cross(d, axis), kFallbackNormal);
 }
+
+/// Convex shape `a` (sphere, capsule, box or hull) at `ta` against the convex polytope seen
+/// through `b` (its vertices and planes in the frame `tb` places, whose origin must be inside it:
+/// edge axes are oriented from it), with b_size its size for the axis-choice tolerances [m].
+/// Normal from a to b. Used for hulls and for the prisms that stand for mesh triangles.
+bool collide_convex_polytope(const Shape& a, const Transform& ta, const HullView& b, float b_size, const Transform& tb,
+                             float margin, Manifold& out);
+
+/// The same pair with b's face `face` forced as the reference: the points of `a` over that face's
+/// prism, their separations along its normal (normal from a to b: minus the face normal). A mesh
+/// contact that would otherwise take its normal from an inactive edge uses this.
+bool collide_convex_polytope_face(const Shape& a, const Transform& ta, const HullView& b, uint32_t face,
+                                  const Transform& tb, float margin, Manifold& out);
+
+/// Depth [m] of the prism that stands for a mesh triangle behind its front face: a body sunk less
+/// than half of it is pushed out through the front (its centre must be in front anyway).
+inline constexpr float kTriangleDepth = 0.2f;
+
+/// A mesh triangle as a convex polytope: the triangle and a copy kTriangleDepth behind it, with
+/// vertices relative to the prism's centre (so the centre is inside, as hull views require).
+/// Face 0 is the front face (outward normal: the triangle's), face 1 the back, faces 2 + k the
+/// side over edge k (v[k] -> v[k + 1]).
+struct TrianglePrism {
+  Vec3 vertices[6];
+  HullPlane planes[5];
+  Vec3 centre;  ///< in the triangle's frame (the mesh's) [m]
+  float radius = 0;
+  HullView view() const;
+};
+
+/// The prism of triangle v (counter-clockwise about its front normal n, unit).
+TrianglePrism make_triangle_prism(const Vec3 v[3], Vec3 n);
 
 /// Appends a point (no capacity check: callers emit at most kMaxManifoldPoints).
 inline void push_point(Manifold& m, Vec3 point, float separation, uint32_t feature) {

@@ -515,11 +515,12 @@ bool collide_sphere_hull(const Shape& a, const Transform& ta, const Shape& b, co
   return collide_point_hull(detail::to_local(fb, ta.position), a.radius, b.hull->view(), fb, margin, out);
 }
 
-bool collide_capsule_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
-                          Manifold& out) {
+namespace {
+
+/// A capsule against a hull view at fb; `hull_size` is the hull's hull_scale.
+bool collide_capsule_view(const Shape& a, const Transform& ta, const HullView& hull, float hull_size, const Frame& fb,
+                          float margin, Manifold& out) {
   out.point_count = 0;
-  const Frame fb = detail::make_frame(tb);
-  const HullView hull = b.hull->view();
   const detail::Segment seg = detail::capsule_segment(a, ta);
   const Vec3 p0 = detail::to_local(fb, seg.p0);
   const Vec3 p1 = detail::to_local(fb, seg.p1);
@@ -554,7 +555,7 @@ bool collide_capsule_hull(const Shape& a, const Transform& ta, const Shape& b, c
       edge_axis = axis;
     }
   }
-  const float scale = std::min(r + a.half_height, hull_scale(*b.hull));
+  const float scale = std::min(r + a.half_height, hull_size);
   const Vec3 n_face = hull.planes[face.face].normal;
   const float d_len = std::sqrt(dot(d, d));
   const bool parallel = std::fabs(dot(n_face, d)) <= detail::kParallelSin * d_len;
@@ -602,6 +603,110 @@ bool collide_capsule_hull(const Shape& a, const Transform& ta, const Shape& b, c
   detail::push_point(out, detail::to_world(fb, (c.c2 + (c.c1 - edge_axis * r)) * 0.5f), s - r, (1u << 17) | edge);
   return true;
 }
+
+/// Hull B's vertices and planes in A's frame (collide_hull_views' first step).
+struct ViewInFrame {
+  Vec3 vertices[kMaxHullVertices];
+  HullPlane planes[2 * kMaxHullVertices];
+  HullView view;
+  ViewInFrame(const HullView& b, const Frame& fb, const Frame& fa) : view(b) {
+    for (uint32_t i = 0; i < b.vertex_count; ++i) vertices[i] = detail::to_local(fa, detail::to_world(fb, b.vertices[i]));
+    for (uint32_t f = 0; f < b.face_count; ++f) {
+      const Vec3 n = detail::to_local_dir(fa, detail::to_world_dir(fb, b.planes[f].normal));
+      const Vec3 on_plane = detail::to_local(fa, detail::to_world(fb, b.planes[f].normal * b.planes[f].offset));
+      planes[f] = {n, dot(n, on_plane)};
+    }
+    view.vertices = vertices;
+    view.planes = planes;
+  }
+};
+
+/// The convex shape's own view (box or hull) and size, for the polytope entry points below.
+struct ConvexView {
+  BoxHull box;
+  HullView view;
+  float size;
+  explicit ConvexView(const Shape& a)
+      : box(a.kind == ShapeKind::Box ? a.half_extents : Vec3{}),
+        view(a.kind == ShapeKind::Hull ? a.hull->view() : box.view()),
+        size(a.kind == ShapeKind::Hull ? hull_scale(*a.hull) : box_scale(a.half_extents)) {}
+};
+
+}  // namespace
+
+bool collide_capsule_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                          Manifold& out) {
+  return collide_capsule_view(a, ta, b.hull->view(), hull_scale(*b.hull), detail::make_frame(tb), margin, out);
+}
+
+namespace detail {
+
+bool collide_convex_polytope(const Shape& a, const Transform& ta, const HullView& b, float b_size, const Transform& tb,
+                             float margin, Manifold& out) {
+  const Frame fb = make_frame(tb);
+  switch (a.kind) {
+    case ShapeKind::Sphere: return collide_point_hull(to_local(fb, ta.position), a.radius, b, fb, margin, out);
+    case ShapeKind::Capsule: return collide_capsule_view(a, ta, b, b_size, fb, margin, out);
+    case ShapeKind::Box:
+    case ShapeKind::Hull: {
+      const ConvexView av(a);
+      return collide_hull_views(av.view, make_frame(ta), b, fb, std::min(av.size, b_size), margin, out);
+    }
+    default: out.point_count = 0; return false;
+  }
+}
+
+bool collide_convex_polytope_face(const Shape& a, const Transform& ta, const HullView& b, uint32_t face,
+                                  const Transform& tb, float margin, Manifold& out) {
+  out.point_count = 0;
+  const Frame fb = make_frame(tb);
+  const Vec3 n = b.planes[face].normal;
+  const float offset = b.planes[face].offset;
+  out.normal = to_world_dir(fb, -n);
+  switch (a.kind) {
+    case ShapeKind::Sphere: {
+      const Vec3 c = to_local(fb, ta.position);
+      const float s = dot(n, c) - offset - a.radius;
+      if (s > margin) return false;
+      push_point(out, to_world(fb, c - n * (a.radius + 0.5f * s)), s, face);
+      return true;
+    }
+    case ShapeKind::Capsule: {
+      const Segment seg = capsule_segment(a, ta);
+      Vec3 q0 = to_local(fb, seg.p0);
+      Vec3 q1 = to_local(fb, seg.p1);
+      // The part of the core over the face; none: its deeper end, which some neighbour covers.
+      if (!clip_segment_to_face(b, face, q0, q1)) q0 = q1 = dot(n, q0) <= dot(n, q1) ? q0 : q1;
+      const int ends = length_squared(q1 - q0) > kDegenerateSq ? 2 : 1;
+      const Vec3 e[2] = {q0, q1};
+      for (int k = 0; k < ends; ++k) {
+        const float s = dot(n, e[k]) - offset - a.radius;
+        if (s > margin) continue;
+        push_point(out, to_world(fb, e[k] - n * (a.radius + 0.5f * s)), s, (face << 8) | static_cast<uint32_t>(k));
+      }
+      return out.point_count > 0;
+    }
+    case ShapeKind::Box:
+    case ShapeKind::Hull: {
+      const ConvexView av(a);
+      const Frame fa = make_frame(ta);
+      const ViewInFrame bv(b, fb, fa);
+      if (face_contact(bv.view, av.view, face, true, fa, margin, out)) return true;
+      // The incident face lies beside this face's prism: the deepest vertex alone.
+      out.point_count = 0;
+      out.normal = to_world_dir(fb, -n);
+      const Vec3 nl = bv.planes[face].normal;
+      const Vec3 deep = hull_support(av.view, -nl);
+      const float s = dot(nl, deep) - bv.planes[face].offset;
+      if (s > margin) return false;
+      push_point(out, to_world(fa, deep - nl * (0.5f * s)), s, face);
+      return true;
+    }
+    default: return false;
+  }
+}
+
+}  // namespace detail
 
 bool collide_box_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
                       Manifold& out) {

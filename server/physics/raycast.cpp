@@ -4,6 +4,7 @@
 #include "server/physics/raycast.h"
 
 #include "server/physics/convex_hull.h"
+#include "server/physics/triangle_mesh.h"
 
 #include <algorithm>
 #include <array>
@@ -285,6 +286,19 @@ bool raycast_hull(const Shape& shape, const Transform& transform, Vec3 origin, V
   return report_hit(origin, translation, t_enter, max_fraction, rotate(transform.rotation, hull.planes[enter_face].normal), out);
 }
 
+// A mesh is a one-sided surface, not a solid: only front faces are hit, from either side of the
+// body's volume, and back_faces changes nothing (there is no inside to start in).
+bool raycast_mesh_shape(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                        float max_fraction, ShapeRayHit& out, bool /*back_faces*/) {
+  if (!is_usable_segment(origin, translation, max_fraction)) return false;
+  const Vec3 o = inverse_rotate(transform.rotation, origin - transform.position);
+  const Vec3 d = inverse_rotate(transform.rotation, translation);
+  if (!is_finite(o) || !is_finite(d)) return false;
+  MeshRayHit hit;
+  if (!raycast_mesh(*shape.mesh, o, d, max_fraction, hit)) return false;
+  return report_hit(origin, translation, hit.fraction, max_fraction, rotate(transform.rotation, hit.normal), out);
+}
+
 using RaycastFn = bool (*)(const Shape&, const Transform&, Vec3, Vec3, float, ShapeRayHit&, bool);
 
 // Indexed by ShapeKind; the order must follow the enum.
@@ -294,9 +308,11 @@ constexpr std::array<RaycastFn, static_cast<std::size_t>(ShapeKind::Count)> kRay
     raycast_capsule,  // ShapeKind::Capsule
     raycast_plane,    // ShapeKind::Plane
     raycast_hull,     // ShapeKind::Hull
+    raycast_mesh_shape,  // ShapeKind::Mesh
 };
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
-                  static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3,
+                  static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3 &&
+                  static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5,
               "kRaycastTable follows the ShapeKind order");
 
 }  // namespace

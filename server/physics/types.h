@@ -9,6 +9,7 @@
 namespace impulse::physics {
 
 struct ConvexHull;
+struct TriangleMesh;
 
 enum class BodyKind : uint8_t {
   Dynamic = 0,    ///< moved by gravity, forces and collisions
@@ -23,6 +24,7 @@ enum class ShapeKind : uint8_t {
   Capsule = 2,  ///< segment from local (0, -half_height, 0) to (0, +half_height, 0), swept by radius
   Plane = 3,    ///< half-space below the body's local plane y = 0 (outward normal local +Y); static only
   Hull = 4,     ///< convex hull (Shape::hull), in its principal frame: the body's position is its centre of mass
+  Mesh = 5,     ///< static triangle mesh (Shape::mesh) in the body's frame; static bodies only
   Count,
 };
 
@@ -36,7 +38,11 @@ struct Shape {
   /// Hull: the hull's data, owned by the World that returned it (World::add_hull) and valid for
   /// that World's lifetime. half_extents is then the hull's local AABB half size (for display).
   const ConvexHull* hull = nullptr;
-  uint32_t hull_id = 0;  ///< hull: its index in the World's hull table (what saved states and hashes hold)
+  /// Hull or mesh: its index in the World's hull or mesh table (what saved states and hashes hold).
+  uint32_t data_id = 0;
+  /// Mesh: the mesh's data, owned by the World that returned it (World::add_mesh), as for hull.
+  /// half_extents is then half the mesh's bounds' size.
+  const TriangleMesh* mesh = nullptr;
 };
 
 constexpr Shape make_sphere(float radius) {
@@ -51,6 +57,9 @@ constexpr Shape make_capsule(float radius, float half_height) {
 constexpr Shape make_plane() { return Shape{ShapeKind::Plane, 0.0f, {0.0f, 0.0f, 0.0f}, 0.0f, nullptr, 0}; }
 /// A convex hull shape; `hull` must come from World::add_hull of the World the body goes into.
 Shape make_hull(const ConvexHull& hull);
+/// A static triangle mesh shape; `mesh` must come from World::add_mesh of the World the body goes
+/// into, and the body must be static.
+Shape make_mesh(const TriangleMesh& mesh);
 
 /// A rigid transform from a body's local frame to the world frame: x_world = position + rotate(rotation, x_local).
 struct Transform {

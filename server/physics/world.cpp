@@ -152,6 +152,9 @@ const char* check_shape(const Shape& shape, BodyKind kind, const WorldSettings& 
       if (shape.hull == nullptr) return "hull: no hull (World::add_hull)";
       if (!(shape.hull->radius <= s.max_extent)) return "hull: its radius exceeds max_extent";
       return nullptr;
+    case ShapeKind::Mesh:
+      if (shape.mesh == nullptr) return "mesh: no mesh (World::add_mesh)";
+      return kind == BodyKind::Static ? nullptr : "shape: a mesh must be a static body";
     case ShapeKind::Count:
       break;
   }
@@ -165,6 +168,7 @@ Shape normalize_shape(const Shape& shape) {
     case ShapeKind::Box: return make_box(shape.half_extents);
     case ShapeKind::Capsule: return make_capsule(shape.radius, shape.half_height);
     case ShapeKind::Hull: return make_hull(*shape.hull);
+    case ShapeKind::Mesh: return make_mesh(*shape.mesh);
     default: return make_plane();
   }
 }
@@ -343,11 +347,34 @@ const ConvexHull* World::add_hull(const ConvexHull& hull, std::string* error) {
   return hulls_.back().get();
 }
 
+const TriangleMesh* World::add_mesh(const TriangleMesh& mesh, std::string* error) {
+  std::string problem;
+  if (meshes_.size() >= kMaxWorldMeshes) problem = "the world holds kMaxWorldMeshes (256) meshes";
+  if (problem.empty() && (mesh.nodes.empty() || mesh.edge_flags.size() != mesh.triangle_count())) {
+    problem = "not built by build_triangle_mesh";
+  }
+  if (!problem.empty()) {
+    if (error != nullptr) *error = "mesh: " + problem;
+    return nullptr;
+  }
+  for (const auto& m : meshes_) {
+    if (*m == mesh) return m.get();
+  }
+  auto copy = std::make_shared<TriangleMesh>(mesh);
+  copy->id = static_cast<uint32_t>(meshes_.size());
+  meshes_.push_back(std::move(copy));
+  return meshes_.back().get();
+}
+
 CreateResult World::create_object(const BodyDesc& desc) {
   if (check_body_desc(desc, settings_) != nullptr) return {Error::InvalidArgument, {}};
   if (desc.shape.kind == ShapeKind::Hull &&
-      !(desc.shape.hull_id < hulls_.size() && hulls_[desc.shape.hull_id].get() == desc.shape.hull)) {
+      !(desc.shape.data_id < hulls_.size() && hulls_[desc.shape.data_id].get() == desc.shape.hull)) {
     return {Error::InvalidArgument, {}};  // a hull of another World, or none
+  }
+  if (desc.shape.kind == ShapeKind::Mesh &&
+      !(desc.shape.data_id < meshes_.size() && meshes_[desc.shape.data_id].get() == desc.shape.mesh)) {
+    return {Error::InvalidArgument, {}};  // a mesh of another World, or none
   }
   if (slots_.size() >= settings_.max_objects) return {Error::WorldFull, {}};
   const ObjectID id = slots_.create();
@@ -419,6 +446,7 @@ Error World::destroy_object(ObjectID id) {
           (*list)[keep++] = (*list)[i];
           continue;
         }
+        if (i > 0 && same_pair((*list)[i - 1], (*list)[i])) continue;  // the pair's later manifolds
         pending_events_.push_back(make_event(ContactEventType::End, c));
         const uint32_t partner = slots_.find(c.a == id ? c.b : c.a);
         --bodies_.info[partner].contact_count;
@@ -646,7 +674,8 @@ constexpr size_t kNarrowphaseRunPairs = 512;
 
 }  // namespace
 
-bool World::collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, uint32_t wake[2], int& wake_count) const {
+bool World::collide_pair(const ProxyPair& pair, float dt, std::vector<ContactRecord>& out, uint32_t wake[2],
+                         int& wake_count) const {
   wake_count = 0;
   const uint32_t da = slots_.dense_of_slot(pair.a);
   const uint32_t db = slots_.dense_of_slot(pair.b);
@@ -691,36 +720,58 @@ bool World::collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, ui
                               (ib.kind == BodyKind::Dynamic ? detail::inner_extent(bodies_.shape[db]) : 0.0f));
     reach = std::min(reach, cap);
   }
-  Manifold m;
-  if (!collide(bodies_.shape[da], Transform{pa.position, pa.orientation}, bodies_.shape[db],
-               Transform{pb.position, pb.orientation}, margin + reach, m)) {
-    return false;
-  }
-  rec = ContactRecord{};
-  rec.sensor = sensor;
-  int count = 0;
-  int deepest = 0;
-  for (int i = 0; i < m.point_count; ++i) {
-    const ManifoldPoint& mp = m.points[i];
-    if (mp.separation > margin) {
-      // Closing speed of the two bodies' material at the point along the normal (A to B).
-      const Vec3 va = ma.velocity + cross(ma.angular_velocity, mp.point - pa.position);
-      const Vec3 vb = mb.velocity + cross(mb.angular_velocity, mp.point - pb.position);
-      const float approach = dot(va - vb, m.normal);
-      if (!(mp.separation <= margin + approach * dt)) continue;
+  // One record per manifold: a body against a mesh may touch it with several normals (sub).
+  const size_t first = out.size();
+  auto keep = [&](const Manifold& m, uint8_t sub) {
+    ContactRecord rec{};
+    rec.sensor = sensor;
+    rec.sub = sub;
+    int count = 0;
+    int deepest = 0;
+    for (int i = 0; i < m.point_count; ++i) {
+      const ManifoldPoint& mp = m.points[i];
+      if (mp.separation > margin) {
+        // Closing speed of the two bodies' material at the point along the normal (A to B).
+        const Vec3 va = ma.velocity + cross(ma.angular_velocity, mp.point - pa.position);
+        const Vec3 vb = mb.velocity + cross(mb.angular_velocity, mp.point - pb.position);
+        const float approach = dot(va - vb, m.normal);
+        if (!(mp.separation <= margin + approach * dt)) continue;
+      }
+      ContactPointState& p = rec.points[count];
+      p.point = mp.point;
+      p.separation = mp.separation;
+      p.feature = mp.feature;
+      if (p.separation < rec.points[deepest].separation) deepest = count;
+      ++count;
     }
-    ContactPointState& p = rec.points[count];
-    p.point = mp.point;
-    p.separation = mp.separation;
-    p.feature = mp.feature;
-    if (p.separation < rec.points[deepest].separation) deepest = count;
-    ++count;
+    if (count == 0) return;
+    rec.point_count = static_cast<uint8_t>(count);
+    // Slot order equals ObjectID order for live ids (indices are unique), so `found` is sorted.
+    rec.contact = Contact{slots_.id_at(da), slots_.id_at(db), rec.points[deepest].point, m.normal,
+                          -rec.points[deepest].separation};
+    out.push_back(rec);
+  };
+  const Transform ta{pa.position, pa.orientation};
+  const Transform tb{pb.position, pb.orientation};
+  const Shape& sa = bodies_.shape[da];
+  const Shape& sb = bodies_.shape[db];
+  if (sa.kind == ShapeKind::Mesh || sb.kind == ShapeKind::Mesh) {
+    if (sa.kind == ShapeKind::Mesh && sb.kind == ShapeKind::Mesh) return false;
+    MeshManifolds mm;
+    const bool a_is_mesh = sa.kind == ShapeKind::Mesh;
+    if (!(a_is_mesh ? collide_mesh(sb, tb, sa, ta, margin + reach, mm) : collide_mesh(sa, ta, sb, tb, margin + reach, mm))) {
+      return false;
+    }
+    for (int g = 0; g < mm.count; ++g) {
+      if (a_is_mesh) mm.manifolds[g].normal = -mm.manifolds[g].normal;
+      keep(mm.manifolds[g], static_cast<uint8_t>(out.size() - first));
+    }
+  } else {
+    Manifold m;
+    if (!collide(sa, ta, sb, tb, margin + reach, m)) return false;
+    keep(m, 0);
   }
-  if (count == 0) return false;
-  rec.point_count = static_cast<uint8_t>(count);
-  // Slot order equals ObjectID order for live ids (indices are unique), so `found` is sorted.
-  rec.contact = Contact{slots_.id_at(da), slots_.id_at(db), rec.points[deepest].point, m.normal,
-                        -rec.points[deepest].separation};
+  if (out.size() == first) return false;
   if (sensor) return true;
   // A sleeping dynamic body wakes when an awake dynamic body, or a kinematic body that moves,
   // touches it (Box2D's rule: touching an awake body links the islands).
@@ -745,12 +796,10 @@ void World::collide_pairs(float dt) {
   // Collides pairs [begin, end) in order, appending to one list of records and one of wakes.
   auto collide_range = [&](size_t begin, size_t end, std::vector<ContactRecord>& records,
                            std::vector<uint32_t>& wakes) {
-    ContactRecord rec;
     uint32_t wake[2];
     int wake_count = 0;
     for (size_t i = begin; i < end; ++i) {
-      if (!collide_pair(pairs[i], dt, rec, wake, wake_count)) continue;
-      records.push_back(rec);
+      if (!collide_pair(pairs[i], dt, records, wake, wake_count)) continue;
       for (int k = 0; k < wake_count; ++k) wakes.push_back(wake[k]);
     }
   };
@@ -846,7 +895,6 @@ void World::wake_front(size_t first, float dt, std::vector<uint32_t>& unpark) {
   std::vector<ContactRecord>& front = scratch_.front_found;
   front.clear();
   if (first == awake_.size()) return;
-  ContactRecord rec;
   uint32_t wake[2];
   int wake_count = 0;
   for (size_t k = first; k < awake_.size(); ++k) {  // grows as the front spreads
@@ -860,8 +908,7 @@ void World::wake_front(size_t first, float dt, std::vector<uint32_t>& unpark) {
       // Awake before this step (the broadphase found the pair) or visited earlier in this walk.
       if (!is_parked(od) && bodies_.info[od].awake_index <= k) continue;
       const ProxyPair pair{std::min(slot, other), std::max(slot, other)};
-      if (!collide_pair(pair, dt, rec, wake, wake_count)) continue;
-      front.push_back(rec);
+      if (!collide_pair(pair, dt, front, wake, wake_count)) continue;
       for (int w = 0; w < wake_count; ++w) wake_body(wake[w], &unpark);
     }
   }
@@ -883,8 +930,10 @@ void World::begin_front_contacts() {
   front.resize(keep);
   std::vector<ContactEvent>& begun = scratch_.front_events;
   begun.clear();
-  for (ContactRecord& r : front) {
+  for (size_t i = 0; i < front.size(); ++i) {
+    ContactRecord& r = front[i];
     r.recovering = r.contact.depth > settings_.linear_slop;  // as diff_contacts marks a new contact
+    if (i > 0 && same_pair(front[i - 1], r)) continue;       // one pair, several mesh manifolds
     ++bodies_.info[slots_.find(r.contact.a)].contact_count;
     ++bodies_.info[slots_.find(r.contact.b)].contact_count;
     begun.push_back(make_event(ContactEventType::Begin, r.contact));

@@ -13,6 +13,7 @@
 #include "server/physics/broadphase.h"
 #include "server/physics/contact_list.h"
 #include "server/physics/convex_hull.h"
+#include "server/physics/triangle_mesh.h"
 #include "server/physics/settings.h"
 #include "server/physics/slotmap.h"
 #include "server/physics/solver.h"
@@ -145,10 +146,20 @@ class World {
   /// @return nullptr, the world unchanged, when the hull fails check_hull (message in *error),
   ///         its radius exceeds max_extent, or the table holds kMaxWorldHulls already.
   const ConvexHull* add_hull(const ConvexHull& hull, std::string* error = nullptr);
-  /// The hulls added so far, in table order (Shape::hull_id indexes it).
+  /// The hulls added so far, in table order (Shape::data_id indexes it).
   std::span<const std::shared_ptr<const ConvexHull>> hulls() const { return hulls_; }
   /// Most hulls one World keeps: each costs up to about 6 KB; scenes and assets, not clients, add them.
   static constexpr uint32_t kMaxWorldHulls = 4096;
+  /// Adds a static triangle mesh (build_triangle_mesh) to the world's mesh table, or finds an
+  /// equal one there, and returns the World's copy: pass make_mesh(*mesh) as a static body's
+  /// shape. Lifetime and sharing as for add_hull.
+  /// @return nullptr, the world unchanged, when the mesh was not made by build_triangle_mesh
+  ///         (message in *error) or the table holds kMaxWorldMeshes already.
+  const TriangleMesh* add_mesh(const TriangleMesh& mesh, std::string* error = nullptr);
+  /// The meshes added so far, in table order (Shape::data_id indexes it).
+  std::span<const std::shared_ptr<const TriangleMesh>> meshes() const { return meshes_; }
+  /// Most meshes one World keeps (each up to kMaxMeshTriangles triangles): scenes add them, not clients.
+  static constexpr uint32_t kMaxWorldMeshes = 256;
   /// Destroys an object. Its contacts disappear from the queries at once; their End events are
   /// reported with the next step's events. Sleeping islands that were touching it are woken.
   /// Cost O(1) for a body without contacts, else O(contacts in the world).
@@ -428,9 +439,10 @@ class World {
   void remove_non_finite();
   void update_broadphase(float dt);
   void collide_pairs(float dt);
-  /// Narrowphase of one broadphase pair: true with `rec` filled when it makes a contact record,
-  /// and the dense indices of sleeping bodies it wakes in wake[0..wake_count). Reads only.
-  bool collide_pair(const ProxyPair& pair, float dt, ContactRecord& rec, uint32_t wake[2], int& wake_count) const;
+  /// Narrowphase of one broadphase pair: true with its records appended to `out` (one, or one
+  /// per manifold against a mesh, in sub order) when it touches, and the dense indices of sleeping bodies it wakes in wake[0..wake_count). Reads only.
+  bool collide_pair(const ProxyPair& pair, float dt, std::vector<ContactRecord>& out, uint32_t wake[2],
+                    int& wake_count) const;
   void update_events();
   void apply_wakes(float dt);
   /// Stage 4's wake front: collides each body woken this step (awake_[first..]) with the parked
@@ -470,7 +482,8 @@ class World {
   StepProfile profile_;
 
   SlotMap slots_;
-  std::vector<std::shared_ptr<const ConvexHull>> hulls_;  // add_hull's table; Shape::hull points into it
+  std::vector<std::shared_ptr<const ConvexHull>> hulls_;
+  std::vector<std::shared_ptr<const TriangleMesh>> meshes_;  // add_mesh's table; Shape::mesh points into it  // add_hull's table; Shape::hull points into it
   BodyColumns bodies_;           // dense columns, indexed by SlotMap dense index
   std::vector<uint32_t> awake_;  // slot indices of awake dynamic and kinematic bodies
   SpatialHash broadphase_;       // proxy id = slot index

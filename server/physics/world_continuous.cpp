@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "server/physics/narrowphase.h"
+#include "server/physics/narrowphase_detail.h"
 #include "server/physics/world.h"
 #include "server/physics/world_internal.h"
 
@@ -150,10 +151,26 @@ Impact time_of_impact(const Shape& a, const FastBody& f, float extent, const Sha
   return Impact{true, t, gap(a, pose_at(f, t), b, tb, reach).normal};
 }
 
-// How deep shape a at ta overlaps shape b at tb [m] (its deepest contact point; <= 0 apart).
-float overlap(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin) {
+// A mesh triangle that shape b stands for, and its mesh's pose; tri null for any other shape.
+struct MeshPart {
+  const MeshTriangle* tri = nullptr;
+  Transform mesh_pose;
+};
+
+// How deep shape a at ta overlaps shape b at tb [m] (its deepest contact point; <= 0 apart). For
+// a mesh triangle, as the narrowphase sees it (collide_mesh_triangle: one-sided, active edges).
+float overlap(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+              const MeshPart& part) {
   Manifold m;
-  if (!collide(a, ta, b, tb, margin, m)) return -margin;
+  bool touching = false;
+  if (part.tri != nullptr) {
+    const Quat inv = conjugate(part.mesh_pose.rotation);
+    const Transform local{rotate(inv, ta.position - part.mesh_pose.position), normalize(inv * ta.rotation)};
+    touching = collide_mesh_triangle(a, local, *part.tri, margin, m);
+  } else {
+    touching = collide(a, ta, b, tb, margin, m);
+  }
+  if (!touching) return -margin;
   float deepest = -margin;
   for (int i = 0; i < m.point_count; ++i) deepest = std::max(deepest, -m.points[i].separation);
   return deepest;
@@ -164,12 +181,12 @@ float overlap(const Shape& a, const Transform& ta, const Shape& b, const Transfo
 // at `until` beyond it): kBisections halvings.
 constexpr int kBisections = 10;
 float latest_within(const Shape& a, const FastBody& f, float until, const Shape& b, const Transform& tb,
-                    float margin, float allowed) {
+                    float margin, float allowed, const MeshPart& part) {
   float lo = 0.0f;
   float hi = until;
   for (int k = 0; k < kBisections; ++k) {
     const float mid = 0.5f * (lo + hi);
-    if (overlap(a, pose_at(f, mid), b, tb, margin) > allowed) {
+    if (overlap(a, pose_at(f, mid), b, tb, margin, part) > allowed) {
       hi = mid;
     } else {
       lo = mid;
@@ -187,6 +204,7 @@ void World::sweep_fast_bodies() {
   const float target = settings_.linear_slop;  // the gap left at the time of impact (Box2D's target)
   const float tolerance = 0.25f * target;
   std::vector<uint32_t>& candidates = scratch_.sweep_candidates;
+  ConvexHull prism_hull;  // a mesh triangle's prism, refilled per triangle (the pass is rare)
 
   // Non-bullets first (against static bodies), then bullets against everything final.
   uint32_t bullet_sweeps = 0;
@@ -207,16 +225,27 @@ void World::sweep_fast_bodies() {
       float first = 1.0f;
       Vec3 slide;  // added to the pose at `first`: the motion along the surface up to the contact
 
-      auto sweep_against = [&](uint32_t other) {
-        const BodyInfo& oi = bodies_.info[other];
-        if (other == f.dense || oi.sensor || !should_collide(info.filter, oi.filter)) return;
-        const Shape& os = bodies_.shape[other];
-        const Transform to{bodies_.pose[other].position, bodies_.pose[other].orientation};
+      // tri: the mesh triangle `os` stands for (its mesh at mesh_pose), or null. A triangle hit
+      // takes the normal the narrowphase would give the contact there, so a seam of a flat or
+      // concave surface (an inactive edge) never stops a body sliding over it.
+      auto sweep_shape = [&](const Shape& os, const Transform& to, const MeshTriangle* tri, const Transform& mesh_pose) {
+        auto judge = [&](const Shape& swept_body, Impact& hit) {
+          if (tri == nullptr || !hit.hit) return;
+          const Transform at = pose_at(f, hit.t);
+          const Quat inv = conjugate(mesh_pose.rotation);
+          const Transform local{rotate(inv, at.position - mesh_pose.position), normalize(inv * at.rotation)};
+          Manifold m;
+          if (collide_mesh_triangle(swept_body, local, *tri, target + tolerance + margin, m)) {
+            hit.normal = rotate(mesh_pose.rotation, m.normal);
+          }
+        };
         const Shape* swept_shape = &shape;
         Impact hit = time_of_impact(shape, f, extent, os, to, target, tolerance, reach);
+        judge(shape, hit);
         if (hit.hit && hit.t == 0.0f) {  // touching at the start: sweep the core instead
           swept_shape = &core;
           hit = time_of_impact(core, f, 0.0f, os, to, target, tolerance, reach);
+          judge(core, hit);
           if (hit.hit && hit.t == 0.0f) return;  // the centre starts inside: the solver's case
           if (extent > 0.0f) {
             // A turn can swing a far part of a long body through the surface it touches (a plank
@@ -224,9 +253,10 @@ void World::sweep_fast_bodies() {
             // pose, up to the core's time of impact, no deeper than it started plus the slop.
             float until = 1.0f;
             if (hit.hit && separation_along(core, end_pose, os, to, hit.normal) < -target) until = hit.t;
-            const float allowed = std::max(overlap(shape, pose_at(f, 0.0f), os, to, margin), 0.0f) + target;
-            if (overlap(shape, pose_at(f, until), os, to, margin) > allowed) {
-              until = latest_within(shape, f, until, os, to, margin, allowed);
+            const MeshPart part{tri, mesh_pose};
+            const float allowed = std::max(overlap(shape, pose_at(f, 0.0f), os, to, margin, part), 0.0f) + target;
+            if (overlap(shape, pose_at(f, until), os, to, margin, part) > allowed) {
+              until = latest_within(shape, f, until, os, to, margin, allowed, part);
             }
             if (until < first) {
               first = until;
@@ -251,6 +281,40 @@ void World::sweep_fast_bodies() {
           const Vec3 along = (f.delta - hit.normal * closing) * std::min(gap_left / closing, 1.0f - hit.t);
           slide = clamp_length(along, 0.5f * detail::inner_extent(shape));
         }
+      };
+      auto sweep_against = [&](uint32_t other) {
+        const BodyInfo& oi = bodies_.info[other];
+        if (other == f.dense || oi.sensor || !should_collide(info.filter, oi.filter)) return;
+        const Shape& os = bodies_.shape[other];
+        const Transform to{bodies_.pose[other].position, bodies_.pose[other].orientation};
+        if (os.kind != ShapeKind::Mesh) {
+          sweep_shape(os, to, nullptr, to);
+          return;
+        }
+        // A mesh: each triangle under the swept box whose front the body starts in front of, as
+        // the prism the narrowphase sees (narrowphase.h, collide_mesh), swept like a hull.
+        const Quat inv = conjugate(to.rotation);
+        const Vec3 centre = inverse_rotate(to.rotation, (swept.min + swept.max) * 0.5f - to.position);
+        const Vec3 half = (swept.max - swept.min) * 0.5f;
+        const Mat3 m = to_mat3(inv);
+        const Vec3 e = abs(m.c0) * half.x + abs(m.c1) * half.y + abs(m.c2) * half.z;
+        const Vec3 start_local = inverse_rotate(to.rotation, f.start - to.position);
+        for_each_triangle(*os.mesh, Aabb{centre - e, centre + e}, [&](const MeshTriangle& tri) {
+          const Vec3 n = normalize_or(cross(tri.v[1] - tri.v[0], tri.v[2] - tri.v[0]), Vec3{0.0f, 1.0f, 0.0f});
+          if (dot(start_local - tri.v[0], n) < 0.0f) return true;
+          const detail::TrianglePrism prism = detail::make_triangle_prism(tri.v, n);
+          const HullView v = prism.view();
+          prism_hull.vertices.assign(v.vertices, v.vertices + v.vertex_count);
+          prism_hull.planes.assign(v.planes, v.planes + v.face_count);
+          prism_hull.faces.assign(v.faces, v.faces + v.face_count);
+          prism_hull.face_vertices.assign(v.face_vertices, v.face_vertices + 18);
+          prism_hull.edges.assign(v.edges, v.edges + v.edge_count);
+          prism_hull.radius = prism.radius;
+          prism_hull.inner_radius = 0.5f * detail::kTriangleDepth;
+          sweep_shape(make_hull(prism_hull), Transform{to.position + rotate(to.rotation, prism.centre), to.rotation}, &tri,
+                      to);
+          return true;
+        });
       };
 
       broadphase_.query(swept, candidates);

@@ -84,11 +84,11 @@ void io_motion(Io& io, S& m) {
 // before hulls existed.
 template <class Io, class S>
 void io_shape(Io& io, S& s) {
-  io.enumeration(s.kind, ShapeKind::Hull, "shape kind");
+  io.enumeration(s.kind, ShapeKind::Mesh, "shape kind");
   io.f32(s.radius);
   io_vec(io, s.half_extents);
   io.f32(s.half_height);
-  if (s.kind == ShapeKind::Hull) io.u32(s.hull_id);
+  if (s.kind == ShapeKind::Hull || s.kind == ShapeKind::Mesh) io.u32(s.data_id);
 }
 
 /// A count before an array: the reader's count() checks it against the bytes left (min_bytes each).
@@ -153,6 +153,33 @@ void io_hull(Io& io, H& h) {
   io_quat(io, h.rotation);
 }
 
+/// A mesh's source data (format 12): V u32, V vertices 3 f32; I u32, I indices u32; M u32, M
+/// material ids u8. The reader rebuilds the rest (check_mesh: it must be canonical).
+template <class Io, class M>
+void io_mesh(Io& io, M& m) {
+  constexpr bool kReading = !std::is_const_v<M>;
+  const uint32_t nv = io_count(io, m.vertices.size(), 12, "mesh vertex");
+  if constexpr (kReading) {
+    if (!io.expect(nv <= kMaxMeshVertices, "mesh: more than kMaxMeshVertices vertices")) return;
+    m.vertices.resize(nv);
+  }
+  for (auto& v : m.vertices) io_vec(io, v);
+  const uint32_t ni = io_count(io, m.indices.size(), 4, "mesh index");
+  if constexpr (kReading) {
+    if (!io.expect(ni % 3 == 0 && ni / 3 <= kMaxMeshTriangles, "mesh: index count not 3 per triangle or too many")) {
+      return;
+    }
+    m.indices.resize(ni);
+  }
+  for (auto& i : m.indices) io.u32(i);
+  const uint32_t nm = io_count(io, m.materials.size(), 1, "mesh material");
+  if constexpr (kReading) {
+    if (!io.expect(nm == 0 || nm == ni / 3, "mesh: material count neither 0 nor the triangle count")) return;
+    m.materials.resize(nm);
+  }
+  for (auto& v : m.materials) io.u8(v);
+}
+
 template <class Io, class S>
 void io_material(Io& io, S& m) {
   io.f32(m.restitution);
@@ -199,7 +226,17 @@ void io_record(Io& io, S& r) {
   io_vec(io, r.contact.normal);
   io.f32(r.contact.depth);
   io.u8(r.point_count);
-  io.flag(r.sensor, "contact sensor flag");
+  // Bit 0 the sensor flag, bits 1-7 the manifold's sub (format 12; 0 before, so the state and
+  // hash of a world without meshes are unchanged).
+  if constexpr (std::is_const_v<S>) {
+    io.u8(static_cast<uint8_t>((r.sensor ? 1u : 0u) | static_cast<uint32_t>(r.sub) << 1));
+  } else {
+    uint8_t bits = 0;
+    io.u8(bits);
+    if (!io.expect(bits >> 1 < kMaxMeshManifolds, "contact sub beyond kMaxMeshManifolds")) return;
+    r.sensor = (bits & 1u) != 0;
+    r.sub = static_cast<uint8_t>(bits >> 1);
+  }
   io.flag(r.recovering, "contact recovering flag");
   if (!io.expect(r.point_count >= 1 && r.point_count <= kMaxManifoldPoints, "contact point_count outside [1, 4]")) {
     return;

@@ -132,6 +132,13 @@ uint64_t World::hash_state(bool awake_only) const {
         io_hull(h, *hull);
       }
     }
+    // Meshes, likewise only when there are any: by content hash (a mesh never changes, and
+    // hashing a million triangles every call would cost milliseconds).
+    if (!meshes_.empty()) {
+      h.reserve(1 + 2 * meshes_.size());
+      h.u32(static_cast<uint32_t>(meshes_.size()));
+      for (const auto& mesh : meshes_) h.u64(mesh->content_hash);
+    }
     return h.hash();
   }
   // What a step can change, and the sizes of what it cannot (see awake_hash in world.h).

@@ -35,6 +35,8 @@
 //                K u32, K face vertex indices u8; E u32, E edges of v0, v1, f0, f1 u8; volume
 //                f32, unit_inertia 3 f32, radius f32, inner_radius f32, origin 3 f32, rotation
 //                x y z w f32 (convex_hull.h)
+//     meshes     M u32 (format 12); per mesh (World::add_mesh's table, in order): its source data
+//                (io_mesh: vertices, indices, material ids), canonical (check_mesh)
 //     slot map   max_generation u32, S u32 (slots ever allocated), L u32 (live objects), F u32
 //                (free slots); generation u32 [S] by slot; slot u32 [L] by dense index; free list
 //                u32 [F], bottom first (the next create() takes the last)
@@ -112,12 +114,12 @@ namespace {
 using namespace detail;  // the field lists (world_fields.h)
 
 constexpr uint8_t kMagic[4] = {'I', 'M', 'P', 'W'};
-constexpr uint32_t kFormatVersion = 11;
+constexpr uint32_t kFormatVersion = 12;
 
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
 // keeps the size, so this check cannot see it: the field list is the one place to add it.
-static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 40 && sizeof(Material) == 12 &&
+static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 48 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
                   sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 216,
@@ -269,6 +271,7 @@ struct Image {
   uint64_t tick = 0;
   bool resting_dirty = false;
   std::vector<std::shared_ptr<const ConvexHull>> hulls;
+  std::vector<std::shared_ptr<const TriangleMesh>> meshes;
   SlotMap slots;
   BodyColumns bodies;
   std::vector<uint32_t> awake;
@@ -312,6 +315,20 @@ void parse_payload(Reader& r, Image& im) {
     hull->id = i;
     im.hulls.push_back(std::move(hull));
   }
+  const uint32_t mesh_count = r.count(12, "mesh");
+  if (r.ok() && mesh_count > World::kMaxWorldMeshes) r.fail("more meshes than World::kMaxWorldMeshes");
+  for (uint32_t i = 0; i < mesh_count && r.ok(); ++i) {
+    TriangleMesh source;
+    io_mesh(r, source);
+    if (!r.ok()) return;
+    MeshBuild built = build_triangle_mesh(source.vertices, source.indices, source.materials);
+    if (!built.ok() || !(built.mesh == source)) {
+      r.fail("mesh " + std::to_string(i) + ": " + (built.ok() ? "not in canonical form" : built.error));
+      return;
+    }
+    built.mesh.id = i;
+    im.meshes.push_back(std::make_shared<TriangleMesh>(std::move(built.mesh)));
+  }
 
   uint32_t max_generation = 0;
   uint32_t slot_count = 0;
@@ -351,13 +368,22 @@ void parse_payload(Reader& r, Image& im) {
   for (Motion& m : b.motion) io_motion(r, m);
   for (Shape& s : b.shape) {
     io_shape(r, s);
+    if (r.ok() && s.kind == ShapeKind::Mesh) {
+      if (s.data_id >= im.meshes.size()) {
+        r.fail("a mesh body names mesh " + std::to_string(s.data_id) + ", the table has " +
+               std::to_string(im.meshes.size()));
+        return;
+      }
+      s.mesh = im.meshes[s.data_id].get();
+      continue;
+    }
     if (!r.ok() || s.kind != ShapeKind::Hull) continue;
-    if (s.hull_id >= im.hulls.size()) {
-      r.fail("a hull body names hull " + std::to_string(s.hull_id) + ", the table has " +
+    if (s.data_id >= im.hulls.size()) {
+      r.fail("a hull body names hull " + std::to_string(s.data_id) + ", the table has " +
              std::to_string(im.hulls.size()));
       return;
     }
-    s.hull = im.hulls[s.hull_id].get();
+    s.hull = im.hulls[s.data_id].get();
   }
   for (Material& m : b.material) io_material(r, m);
   for (BodyInfo& i : b.info) io_info(r, i);
@@ -390,6 +416,7 @@ bool is_normalized(const Shape& s) {
     case ShapeKind::Box: n = make_box(s.half_extents); break;
     case ShapeKind::Capsule: n = make_capsule(s.radius, s.half_height); break;
     case ShapeKind::Hull: n = make_hull(*s.hull); break;  // resolved by parse_payload
+    case ShapeKind::Mesh: n = make_mesh(*s.mesh); break;
     default: n = make_plane(); break;
   }
   return n.radius == s.radius && n.half_extents == s.half_extents && n.half_height == s.half_height;
@@ -449,6 +476,7 @@ const char* check_body(const Image& im, uint32_t d) {
       break;
     case ShapeKind::Plane: shape_ok = info.kind == BodyKind::Static; break;
     case ShapeKind::Hull: shape_ok = s.hull->radius <= ws.max_extent; break;
+    case ShapeKind::Mesh: shape_ok = info.kind == BodyKind::Static; break;
     case ShapeKind::Count: break;
   }
   if (!shape_ok) return "shape dimensions out of range (or a plane that is not static)";
@@ -478,7 +506,9 @@ std::string check_contacts(const Image& im, const std::vector<ContactRecord>& li
     const Contact& c = r.contact;
     auto fail = [&](const char* why) { return name + std::to_string(i) + ": " + why; };
     if (!(c.a < c.b)) return fail("ids not in order a < b");
-    if (i > 0 && !record_less(list[i - 1], r)) return fail("list not sorted by (a, b) or a pair repeated");
+    if (i > 0 && !record_less(list[i - 1], r)) return fail("list not sorted by (a, b, sub) or a record repeated");
+    const bool later_manifold = i > 0 && same_pair(list[i - 1], r);
+    if (r.sub != (later_manifold ? list[i - 1].sub + 1 : 0)) return fail("a pair's subs are not 0, 1, 2, ...");
     const uint32_t da = im.slots.find(c.a);
     const uint32_t db = im.slots.find(c.b);
     if (da == SlotMap::kNone || db == SlotMap::kNone) return fail("names an object that is not live");
@@ -498,8 +528,10 @@ std::string check_contacts(const Image& im, const std::vector<ContactRecord>& li
       // Warm-started as is: a negative push-out would pull the bodies together once.
       if (!(p.pseudo_impulse >= 0.0f)) return fail("a manifold point's pseudo_impulse is negative");
     }
-    ++counts[da];
-    ++counts[db];
+    if (!later_manifold) {  // one touching pair, whatever its number of manifolds
+      ++counts[da];
+      ++counts[db];
+    }
   }
   return {};
 }
@@ -640,6 +672,8 @@ void World::save_state(std::vector<uint8_t>& out) const {
   w.flag(resting_dirty_, "");
   w.u32(static_cast<uint32_t>(hulls_.size()));
   for (const auto& hull : hulls_) io_hull(w, *hull);
+  w.u32(static_cast<uint32_t>(meshes_.size()));
+  for (const auto& mesh : meshes_) io_mesh(w, *mesh);
 
   w.u32(slots_.max_generation());
   w.u32(slots_.slot_count());
@@ -741,6 +775,7 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   profile_ = StepProfile{};
   slots_ = std::move(im.slots);
   hulls_ = std::move(im.hulls);
+  meshes_ = std::move(im.meshes);
   // assign() keeps this world's capacity, so a warm world does not regrow its storage.
   bodies_.pose.assign(im.bodies.pose.begin(), im.bodies.pose.end());
   bodies_.motion.assign(im.bodies.motion.begin(), im.bodies.motion.end());
