@@ -43,6 +43,7 @@ void write_shape(const physics::Shape& shape, json& body) {
       return;
     case physics::ShapeKind::Hull:  // bench scenes have no hulls or meshes; a scene file names their data
     case physics::ShapeKind::Mesh:
+    case physics::ShapeKind::HeightField:
     case physics::ShapeKind::Plane:
     case physics::ShapeKind::Count:
       body["shape"] = "Plane";

@@ -35,7 +35,8 @@ Vec3 wire_dims(const physics::Shape& shape) {
     case physics::ShapeKind::Box: return shape.half_extents;
     case physics::ShapeKind::Capsule: return {shape.radius, shape.half_height, shape.radius};
     case physics::ShapeKind::Hull:  // its bounding half extents; the asset id says the rest
-    case physics::ShapeKind::Mesh: return shape.half_extents;
+    case physics::ShapeKind::Mesh:
+    case physics::ShapeKind::HeightField: return shape.half_extents;
     case physics::ShapeKind::Plane:
     case physics::ShapeKind::Count: break;
   }

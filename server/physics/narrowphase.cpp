@@ -7,6 +7,7 @@
 
 #include "server/physics/narrowphase.h"
 #include "server/physics/narrowphase_detail.h"
+#include "server/physics/heightfield.h"
 #include "server/physics/triangle_mesh.h"
 
 namespace impulse::physics {
@@ -100,9 +101,10 @@ Aabb compute_aabb(const Shape& shape, const Transform& transform) {
     }
     case ShapeKind::Hull:
       return hull_aabb(*shape.hull, transform);
-    case ShapeKind::Mesh: {
-      // The mesh bounds' box turned by the rotation (|R| times the half size, about the centre).
-      const Aabb& b = shape.mesh->bounds;
+    case ShapeKind::Mesh:
+    case ShapeKind::HeightField: {
+      // The data's bounds turned by the rotation (|R| times the half size, about the centre).
+      const Aabb& b = shape.kind == ShapeKind::Mesh ? shape.mesh->bounds : shape.heightfield->bounds;
       const Mat3 m = to_mat3(transform.rotation);
       const Vec3 c = p + m * ((b.min + b.max) * 0.5f);
       const Vec3 h = (b.max - b.min) * 0.5f;
@@ -300,25 +302,30 @@ bool collide_convex_mesh(const Shape& a, const Transform& ta, const Shape& b, co
 
 constexpr std::size_t kKinds = static_cast<std::size_t>(ShapeKind::Count);
 
-// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane, Hull, Mesh.
+// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane, Hull, Mesh, HeightField.
+constexpr CollideFn kConvexSurface = collide_convex_mesh;
+constexpr CollideFn kSurfaceConvex = collide_swapped<collide_convex_mesh>;
 constexpr std::array<std::array<CollideFn, kKinds>, kKinds> kCollideTable{{
     {collide_sphere_sphere, collide_sphere_box, collide_sphere_capsule, collide_swapped<collide_plane_sphere>,
-     collide_sphere_hull, collide_convex_mesh},
+     collide_sphere_hull, kConvexSurface, kConvexSurface},
     {collide_swapped<collide_sphere_box>, collide_box_box, collide_swapped<collide_capsule_box>,
-     collide_swapped<collide_plane_box>, collide_box_hull, collide_convex_mesh},
+     collide_swapped<collide_plane_box>, collide_box_hull, kConvexSurface, kConvexSurface},
     {collide_swapped<collide_sphere_capsule>, collide_capsule_box, collide_capsule_capsule,
-     collide_swapped<collide_plane_capsule>, collide_capsule_hull, collide_convex_mesh},
+     collide_swapped<collide_plane_capsule>, collide_capsule_hull, kConvexSurface, kConvexSurface},
     {collide_plane_sphere, collide_plane_box, collide_plane_capsule, collide_nothing, collide_plane_hull,
-     collide_nothing},
+     collide_nothing, collide_nothing},
     {collide_swapped<collide_sphere_hull>, collide_swapped<collide_box_hull>, collide_swapped<collide_capsule_hull>,
-     collide_swapped<collide_plane_hull>, collide_hull_hull, collide_convex_mesh},
-    {collide_swapped<collide_convex_mesh>, collide_swapped<collide_convex_mesh>, collide_swapped<collide_convex_mesh>,
-     collide_nothing, collide_swapped<collide_convex_mesh>, collide_nothing},
+     collide_swapped<collide_plane_hull>, collide_hull_hull, kConvexSurface, kConvexSurface},
+    {kSurfaceConvex, kSurfaceConvex, kSurfaceConvex, collide_nothing, kSurfaceConvex, collide_nothing,
+     collide_nothing},
+    {kSurfaceConvex, kSurfaceConvex, kSurfaceConvex, collide_nothing, kSurfaceConvex, collide_nothing,
+     collide_nothing},
 }};
 
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
                   static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3 &&
-                  static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5,
+                  static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5 &&
+                  static_cast<int>(ShapeKind::HeightField) == 6,
               "kCollideTable rows follow ShapeKind order");
 
 }  // namespace

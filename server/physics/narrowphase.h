@@ -136,8 +136,8 @@ struct MeshManifolds {
 /// share one.
 inline constexpr float kMeshMergeCos = 0.99985f;
 
-/// Convex `a` (sphere, box, capsule or hull) at ta against the static mesh `b` (Shape::mesh) at tb
-/// (narrowphase_mesh.cpp). Each triangle the convex's box (grown by the margin) overlaps is seen
+/// Convex `a` (sphere, box, capsule or hull) at ta against the static mesh or heightfield `b` at
+/// tb (narrowphase_mesh.cpp; a heightfield's cells are two triangles each, heightfield.h). Each triangle the convex's box (grown by the margin) overlaps is seen
 /// as a prism of depth kTriangleDepth behind its front face and collided as a hull; a triangle
 /// whose plane has a's centre behind it is skipped (meshes are one-sided). A contact whose normal
 /// comes from an inactive edge or vertex (triangle_mesh.h) is redone with the triangle's front

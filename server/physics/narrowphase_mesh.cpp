@@ -10,6 +10,7 @@
 
 #include "server/physics/narrowphase.h"
 #include "server/physics/narrowphase_detail.h"
+#include "server/physics/heightfield.h"
 #include "server/physics/triangle_mesh.h"
 
 namespace impulse::physics {
@@ -133,8 +134,8 @@ bool collide_mesh_triangle(const Shape& a, const Transform& ta, const MeshTriang
 bool collide_mesh(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
                   MeshManifolds& out) {
   out.count = 0;
-  const TriangleMesh& mesh = *b.mesh;
-  // Everything in the mesh's frame until the output.
+  if (!is_triangle_surface(b.kind)) return false;
+  // Everything in the surface's frame until the output.
   const Quat inv = conjugate(tb.rotation);
   const Transform local{rotate(inv, ta.position - tb.position), normalize(inv * ta.rotation)};
   Aabb box = compute_aabb(a, local);
@@ -149,7 +150,7 @@ bool collide_mesh(const Shape& a, const Transform& ta, const Shape& b, const Tra
   bool uniform[kMaxMeshManifolds] = {};
   int group_count = 0;
   for (auto& g : groups) g.clear();
-  for_each_triangle(mesh, box, [&](const MeshTriangle& tri) {
+  auto visit = [&](const MeshTriangle& tri) {
     Manifold m;
     if (!collide_mesh_triangle(a, local, tri, margin, m)) return true;
     // The first group whose first normal is within kMeshMergeCos, else a new group, else (all
@@ -196,7 +197,12 @@ bool collide_mesh(const Shape& a, const Transform& ta, const Shape& b, const Tra
       if (!merged) group.push_back({p.point, p.separation, feature, m.normal});
     }
     return true;
-  });
+  };
+  if (b.kind == ShapeKind::Mesh) {
+    for_each_triangle(*b.mesh, box, visit);
+  } else {
+    for_each_triangle(*b.heightfield, box, visit);
+  }
 
   const detail::Frame fm = detail::make_frame(tb);
   for (int g = 0; g < group_count; ++g) {

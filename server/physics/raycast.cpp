@@ -4,6 +4,7 @@
 #include "server/physics/raycast.h"
 
 #include "server/physics/convex_hull.h"
+#include "server/physics/heightfield.h"
 #include "server/physics/triangle_mesh.h"
 
 #include <algorithm>
@@ -286,7 +287,7 @@ bool raycast_hull(const Shape& shape, const Transform& transform, Vec3 origin, V
   return report_hit(origin, translation, t_enter, max_fraction, rotate(transform.rotation, hull.planes[enter_face].normal), out);
 }
 
-// A mesh is a one-sided surface, not a solid: only front faces are hit, from either side of the
+// A mesh or heightfield is a one-sided surface, not a solid: only front faces are hit, from either side of the
 // body's volume, and back_faces changes nothing (there is no inside to start in).
 bool raycast_mesh_shape(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
                         float max_fraction, ShapeRayHit& out, bool /*back_faces*/) {
@@ -295,7 +296,9 @@ bool raycast_mesh_shape(const Shape& shape, const Transform& transform, Vec3 ori
   const Vec3 d = inverse_rotate(transform.rotation, translation);
   if (!is_finite(o) || !is_finite(d)) return false;
   MeshRayHit hit;
-  if (!raycast_mesh(*shape.mesh, o, d, max_fraction, hit)) return false;
+  const bool found = shape.kind == ShapeKind::Mesh ? raycast_mesh(*shape.mesh, o, d, max_fraction, hit)
+                                                   : raycast_heightfield(*shape.heightfield, o, d, max_fraction, hit);
+  if (!found) return false;
   return report_hit(origin, translation, hit.fraction, max_fraction, rotate(transform.rotation, hit.normal), out);
 }
 
@@ -309,10 +312,12 @@ constexpr std::array<RaycastFn, static_cast<std::size_t>(ShapeKind::Count)> kRay
     raycast_plane,    // ShapeKind::Plane
     raycast_hull,     // ShapeKind::Hull
     raycast_mesh_shape,  // ShapeKind::Mesh
+    raycast_mesh_shape,  // ShapeKind::HeightField
 };
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
                   static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3 &&
-                  static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5,
+                  static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5 &&
+                  static_cast<int>(ShapeKind::HeightField) == 6,
               "kRaycastTable follows the ShapeKind order");
 
 }  // namespace

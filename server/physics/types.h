@@ -10,6 +10,7 @@ namespace impulse::physics {
 
 struct ConvexHull;
 struct TriangleMesh;
+struct HeightField;
 
 enum class BodyKind : uint8_t {
   Dynamic = 0,    ///< moved by gravity, forces and collisions
@@ -25,6 +26,7 @@ enum class ShapeKind : uint8_t {
   Plane = 3,    ///< half-space below the body's local plane y = 0 (outward normal local +Y); static only
   Hull = 4,     ///< convex hull (Shape::hull), in its principal frame: the body's position is its centre of mass
   Mesh = 5,     ///< static triangle mesh (Shape::mesh) in the body's frame; static bodies only
+  HeightField = 6,  ///< static heightfield (Shape::heightfield) in the body's frame; static bodies only
   Count,
 };
 
@@ -35,14 +37,18 @@ struct Shape {
   float radius = 0.5f;                  ///< sphere and capsule radius [m]
   Vec3 half_extents{0.5f, 0.5f, 0.5f};  ///< box half extents [m], local axes
   float half_height = 0.0f;             ///< capsule: half the length of the core segment [m]
-  /// Hull: the hull's data, owned by the World that returned it (World::add_hull) and valid for
-  /// that World's lifetime. half_extents is then the hull's local AABB half size (for display).
-  const ConvexHull* hull = nullptr;
-  /// Hull or mesh: its index in the World's hull or mesh table (what saved states and hashes hold).
+  /// The shape's data, for the kinds that have any, owned by the World that returned it
+  /// (World::add_hull, add_mesh, add_heightfield) and valid for that World's lifetime; only the
+  /// member of the shape's kind is meaningful. half_extents is then half the data's bounding box
+  /// size (for display).
+  union {
+    const ConvexHull* hull = nullptr;  ///< Hull
+    const TriangleMesh* mesh;          ///< Mesh
+    const HeightField* heightfield;    ///< HeightField
+  };
+  /// Hull, mesh or heightfield: its index in the World's table of that kind (what saved states
+  /// and hashes hold).
   uint32_t data_id = 0;
-  /// Mesh: the mesh's data, owned by the World that returned it (World::add_mesh), as for hull.
-  /// half_extents is then half the mesh's bounds' size.
-  const TriangleMesh* mesh = nullptr;
 };
 
 constexpr Shape make_sphere(float radius) {
@@ -60,6 +66,11 @@ Shape make_hull(const ConvexHull& hull);
 /// A static triangle mesh shape; `mesh` must come from World::add_mesh of the World the body goes
 /// into, and the body must be static.
 Shape make_mesh(const TriangleMesh& mesh);
+/// A static heightfield shape; `field` must come from World::add_heightfield of the World the
+/// body goes into, and the body must be static.
+Shape make_heightfield(const HeightField& field);
+/// Whether a shape kind is a static surface of triangles (a mesh or a heightfield).
+constexpr bool is_triangle_surface(ShapeKind k) { return k == ShapeKind::Mesh || k == ShapeKind::HeightField; }
 
 /// A rigid transform from a body's local frame to the world frame: x_world = position + rotate(rotation, x_local).
 struct Transform {

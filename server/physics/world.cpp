@@ -155,6 +155,9 @@ const char* check_shape(const Shape& shape, BodyKind kind, const WorldSettings& 
     case ShapeKind::Mesh:
       if (shape.mesh == nullptr) return "mesh: no mesh (World::add_mesh)";
       return kind == BodyKind::Static ? nullptr : "shape: a mesh must be a static body";
+    case ShapeKind::HeightField:
+      if (shape.heightfield == nullptr) return "heightfield: no heightfield (World::add_heightfield)";
+      return kind == BodyKind::Static ? nullptr : "shape: a heightfield must be a static body";
     case ShapeKind::Count:
       break;
   }
@@ -169,6 +172,7 @@ Shape normalize_shape(const Shape& shape) {
     case ShapeKind::Capsule: return make_capsule(shape.radius, shape.half_height);
     case ShapeKind::Hull: return make_hull(*shape.hull);
     case ShapeKind::Mesh: return make_mesh(*shape.mesh);
+    case ShapeKind::HeightField: return make_heightfield(*shape.heightfield);
     default: return make_plane();
   }
 }
@@ -366,6 +370,24 @@ const TriangleMesh* World::add_mesh(const TriangleMesh& mesh, std::string* error
   return meshes_.back().get();
 }
 
+const HeightField* World::add_heightfield(const HeightField& field, std::string* error) {
+  HeightField copy = field;
+  std::string problem = check_heightfield(copy);
+  if (problem.empty() && heightfields_.size() >= kMaxWorldHeightFields) {
+    problem = "the world holds kMaxWorldHeightFields (256) heightfields";
+  }
+  if (!problem.empty()) {
+    if (error != nullptr) *error = "heightfield: " + problem;
+    return nullptr;
+  }
+  for (const auto& h : heightfields_) {
+    if (*h == copy) return h.get();
+  }
+  copy.id = static_cast<uint32_t>(heightfields_.size());
+  heightfields_.push_back(std::make_shared<HeightField>(std::move(copy)));
+  return heightfields_.back().get();
+}
+
 CreateResult World::create_object(const BodyDesc& desc) {
   if (check_body_desc(desc, settings_) != nullptr) return {Error::InvalidArgument, {}};
   if (desc.shape.kind == ShapeKind::Hull &&
@@ -375,6 +397,10 @@ CreateResult World::create_object(const BodyDesc& desc) {
   if (desc.shape.kind == ShapeKind::Mesh &&
       !(desc.shape.data_id < meshes_.size() && meshes_[desc.shape.data_id].get() == desc.shape.mesh)) {
     return {Error::InvalidArgument, {}};  // a mesh of another World, or none
+  }
+  if (desc.shape.kind == ShapeKind::HeightField &&
+      !(desc.shape.data_id < heightfields_.size() && heightfields_[desc.shape.data_id].get() == desc.shape.heightfield)) {
+    return {Error::InvalidArgument, {}};  // a heightfield of another World, or none
   }
   if (slots_.size() >= settings_.max_objects) return {Error::WorldFull, {}};
   const ObjectID id = slots_.create();
@@ -755,10 +781,10 @@ bool World::collide_pair(const ProxyPair& pair, float dt, std::vector<ContactRec
   const Transform tb{pb.position, pb.orientation};
   const Shape& sa = bodies_.shape[da];
   const Shape& sb = bodies_.shape[db];
-  if (sa.kind == ShapeKind::Mesh || sb.kind == ShapeKind::Mesh) {
-    if (sa.kind == ShapeKind::Mesh && sb.kind == ShapeKind::Mesh) return false;
+  if (is_triangle_surface(sa.kind) || is_triangle_surface(sb.kind)) {
+    if (is_triangle_surface(sa.kind) && is_triangle_surface(sb.kind)) return false;
     MeshManifolds mm;
-    const bool a_is_mesh = sa.kind == ShapeKind::Mesh;
+    const bool a_is_mesh = is_triangle_surface(sa.kind);
     if (!(a_is_mesh ? collide_mesh(sb, tb, sa, ta, margin + reach, mm) : collide_mesh(sa, ta, sb, tb, margin + reach, mm))) {
       return false;
     }

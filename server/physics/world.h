@@ -13,6 +13,7 @@
 #include "server/physics/broadphase.h"
 #include "server/physics/contact_list.h"
 #include "server/physics/convex_hull.h"
+#include "server/physics/heightfield.h"
 #include "server/physics/triangle_mesh.h"
 #include "server/physics/settings.h"
 #include "server/physics/slotmap.h"
@@ -160,6 +161,16 @@ class World {
   std::span<const std::shared_ptr<const TriangleMesh>> meshes() const { return meshes_; }
   /// Most meshes one World keeps (each up to kMaxMeshTriangles triangles): scenes add them, not clients.
   static constexpr uint32_t kMaxWorldMeshes = 256;
+  /// Adds a static heightfield (build_heightfield) to the world's heightfield table, or finds an
+  /// equal one there, and returns the World's copy: pass make_heightfield(*field) as a static
+  /// body's shape. Lifetime and sharing as for add_hull.
+  /// @return nullptr, the world unchanged, when the field fails check_heightfield (message in
+  ///         *error) or the table holds kMaxWorldHeightFields already.
+  const HeightField* add_heightfield(const HeightField& field, std::string* error = nullptr);
+  /// The heightfields added so far, in table order (Shape::data_id indexes it).
+  std::span<const std::shared_ptr<const HeightField>> heightfields() const { return heightfields_; }
+  /// Most heightfields one World keeps.
+  static constexpr uint32_t kMaxWorldHeightFields = 256;
   /// Destroys an object. Its contacts disappear from the queries at once; their End events are
   /// reported with the next step's events. Sleeping islands that were touching it are woken.
   /// Cost O(1) for a body without contacts, else O(contacts in the world).
@@ -483,7 +494,8 @@ class World {
 
   SlotMap slots_;
   std::vector<std::shared_ptr<const ConvexHull>> hulls_;
-  std::vector<std::shared_ptr<const TriangleMesh>> meshes_;  // add_mesh's table; Shape::mesh points into it  // add_hull's table; Shape::hull points into it
+  std::vector<std::shared_ptr<const TriangleMesh>> meshes_;  // add_mesh's table; Shape::mesh points into it
+  std::vector<std::shared_ptr<const HeightField>> heightfields_;  // add_heightfield's table  // add_hull's table; Shape::hull points into it
   BodyColumns bodies_;           // dense columns, indexed by SlotMap dense index
   std::vector<uint32_t> awake_;  // slot indices of awake dynamic and kinematic bodies
   SpatialHash broadphase_;       // proxy id = slot index

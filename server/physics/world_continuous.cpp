@@ -287,7 +287,7 @@ void World::sweep_fast_bodies() {
         if (other == f.dense || oi.sensor || !should_collide(info.filter, oi.filter)) return;
         const Shape& os = bodies_.shape[other];
         const Transform to{bodies_.pose[other].position, bodies_.pose[other].orientation};
-        if (os.kind != ShapeKind::Mesh) {
+        if (!is_triangle_surface(os.kind)) {
           sweep_shape(os, to, nullptr, to);
           return;
         }
@@ -299,7 +299,7 @@ void World::sweep_fast_bodies() {
         const Mat3 m = to_mat3(inv);
         const Vec3 e = abs(m.c0) * half.x + abs(m.c1) * half.y + abs(m.c2) * half.z;
         const Vec3 start_local = inverse_rotate(to.rotation, f.start - to.position);
-        for_each_triangle(*os.mesh, Aabb{centre - e, centre + e}, [&](const MeshTriangle& tri) {
+        auto sweep_triangle = [&](const MeshTriangle& tri) {
           const Vec3 n = normalize_or(cross(tri.v[1] - tri.v[0], tri.v[2] - tri.v[0]), Vec3{0.0f, 1.0f, 0.0f});
           if (dot(start_local - tri.v[0], n) < 0.0f) return true;
           const detail::TrianglePrism prism = detail::make_triangle_prism(tri.v, n);
@@ -314,7 +314,13 @@ void World::sweep_fast_bodies() {
           sweep_shape(make_hull(prism_hull), Transform{to.position + rotate(to.rotation, prism.centre), to.rotation}, &tri,
                       to);
           return true;
-        });
+        };
+        const Aabb local_box{centre - e, centre + e};
+        if (os.kind == ShapeKind::Mesh) {
+          for_each_triangle(*os.mesh, local_box, sweep_triangle);
+        } else {
+          for_each_triangle(*os.heightfield, local_box, sweep_triangle);
+        }
       };
 
       broadphase_.query(swept, candidates);

@@ -84,11 +84,11 @@ void io_motion(Io& io, S& m) {
 // before hulls existed.
 template <class Io, class S>
 void io_shape(Io& io, S& s) {
-  io.enumeration(s.kind, ShapeKind::Mesh, "shape kind");
+  io.enumeration(s.kind, ShapeKind::HeightField, "shape kind");
   io.f32(s.radius);
   io_vec(io, s.half_extents);
   io.f32(s.half_height);
-  if (s.kind == ShapeKind::Hull || s.kind == ShapeKind::Mesh) io.u32(s.data_id);
+  if (s.kind == ShapeKind::Hull || is_triangle_surface(s.kind)) io.u32(s.data_id);
 }
 
 /// A count before an array: the reader's count() checks it against the bytes left (min_bytes each).
@@ -178,6 +178,30 @@ void io_mesh(Io& io, M& m) {
     m.materials.resize(nm);
   }
   for (auto& v : m.materials) io.u8(v);
+}
+
+/// A heightfield's stored data (format 12): count_x u32, count_z u32, spacing x and z f32, offset
+/// f32, scale f32; N u32, N heights u16; M u32, M material ids u8. The reader recomputes the rest
+/// (check_heightfield).
+template <class Io, class H>
+void io_heightfield(Io& io, H& h) {
+  constexpr bool kReading = !std::is_const_v<H>;
+  io.u32(h.count_x);
+  io.u32(h.count_z);
+  io.f32(h.spacing.x);
+  io.f32(h.spacing.z);
+  if constexpr (kReading) h.spacing.y = 0.0f;
+  io.f32(h.offset);
+  io.f32(h.scale);
+  const uint32_t n = io_count(io, h.heights.size(), 2, "heightfield sample");
+  if constexpr (kReading) {
+    if (!io.expect(n <= kMaxHeightFieldSide * kMaxHeightFieldSide, "heightfield: too many samples")) return;
+    h.heights.resize(n);
+  }
+  for (auto& q : h.heights) io.u16(q);
+  const uint32_t m = io_count(io, h.materials.size(), 1, "heightfield material");
+  if constexpr (kReading) h.materials.resize(m);
+  for (auto& v : h.materials) io.u8(v);
 }
 
 template <class Io, class S>

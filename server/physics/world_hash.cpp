@@ -139,6 +139,11 @@ uint64_t World::hash_state(bool awake_only) const {
       h.u32(static_cast<uint32_t>(meshes_.size()));
       for (const auto& mesh : meshes_) h.u64(mesh->content_hash);
     }
+    if (!heightfields_.empty()) {
+      h.reserve(1 + 2 * heightfields_.size());
+      h.u32(static_cast<uint32_t>(heightfields_.size()));
+      for (const auto& field : heightfields_) h.u64(field->content_hash);
+    }
     return h.hash();
   }
   // What a step can change, and the sizes of what it cannot (see awake_hash in world.h).

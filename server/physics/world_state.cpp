@@ -37,6 +37,8 @@
 //                x y z w f32 (convex_hull.h)
 //     meshes     M u32 (format 12); per mesh (World::add_mesh's table, in order): its source data
 //                (io_mesh: vertices, indices, material ids), canonical (check_mesh)
+//     heightfields  F u32 (format 12); per field (World::add_heightfield's table, in order):
+//                io_heightfield (sizes, spacing, offset, scale, samples u16, material ids u8)
 //     slot map   max_generation u32, S u32 (slots ever allocated), L u32 (live objects), F u32
 //                (free slots); generation u32 [S] by slot; slot u32 [L] by dense index; free list
 //                u32 [F], bottom first (the next create() takes the last)
@@ -119,7 +121,7 @@ constexpr uint32_t kFormatVersion = 12;
 // A struct saved here gained or lost a field: add it to its field list in world_fields.h (which
 // world_hash also reads), then bump kFormatVersion. A new field that fits in existing padding
 // keeps the size, so this check cannot see it: the field list is the one place to add it.
-static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 48 && sizeof(Material) == 12 &&
+static_assert(sizeof(Pose) == 52 && sizeof(Motion) == 72 && sizeof(Shape) == 40 && sizeof(Material) == 12 &&
                   sizeof(BodyInfo) == 48 && sizeof(ContactPointState) == 40 && sizeof(ContactRecord) == 208 &&
                   sizeof(Contact) == 44 && sizeof(ContactEvent) == 44 && sizeof(WorldSettings) == 92 &&
                   sizeof(MaterialPair) == 8 && sizeof(ObjectID) == 8 && sizeof(JointRecord) == 216,
@@ -272,6 +274,7 @@ struct Image {
   bool resting_dirty = false;
   std::vector<std::shared_ptr<const ConvexHull>> hulls;
   std::vector<std::shared_ptr<const TriangleMesh>> meshes;
+  std::vector<std::shared_ptr<const HeightField>> heightfields;
   SlotMap slots;
   BodyColumns bodies;
   std::vector<uint32_t> awake;
@@ -329,6 +332,19 @@ void parse_payload(Reader& r, Image& im) {
     built.mesh.id = i;
     im.meshes.push_back(std::make_shared<TriangleMesh>(std::move(built.mesh)));
   }
+  const uint32_t field_count = r.count(32, "heightfield");
+  if (r.ok() && field_count > World::kMaxWorldHeightFields) r.fail("more heightfields than World::kMaxWorldHeightFields");
+  for (uint32_t i = 0; i < field_count && r.ok(); ++i) {
+    HeightField field;
+    io_heightfield(r, field);
+    if (!r.ok()) return;
+    if (std::string why = check_heightfield(field); !why.empty()) {
+      r.fail("heightfield " + std::to_string(i) + ": " + why);
+      return;
+    }
+    field.id = i;
+    im.heightfields.push_back(std::make_shared<HeightField>(std::move(field)));
+  }
 
   uint32_t max_generation = 0;
   uint32_t slot_count = 0;
@@ -368,6 +384,15 @@ void parse_payload(Reader& r, Image& im) {
   for (Motion& m : b.motion) io_motion(r, m);
   for (Shape& s : b.shape) {
     io_shape(r, s);
+    if (r.ok() && s.kind == ShapeKind::HeightField) {
+      if (s.data_id >= im.heightfields.size()) {
+        r.fail("a heightfield body names heightfield " + std::to_string(s.data_id) + ", the table has " +
+               std::to_string(im.heightfields.size()));
+        return;
+      }
+      s.heightfield = im.heightfields[s.data_id].get();
+      continue;
+    }
     if (r.ok() && s.kind == ShapeKind::Mesh) {
       if (s.data_id >= im.meshes.size()) {
         r.fail("a mesh body names mesh " + std::to_string(s.data_id) + ", the table has " +
@@ -417,6 +442,7 @@ bool is_normalized(const Shape& s) {
     case ShapeKind::Capsule: n = make_capsule(s.radius, s.half_height); break;
     case ShapeKind::Hull: n = make_hull(*s.hull); break;  // resolved by parse_payload
     case ShapeKind::Mesh: n = make_mesh(*s.mesh); break;
+    case ShapeKind::HeightField: n = make_heightfield(*s.heightfield); break;
     default: n = make_plane(); break;
   }
   return n.radius == s.radius && n.half_extents == s.half_extents && n.half_height == s.half_height;
@@ -476,7 +502,8 @@ const char* check_body(const Image& im, uint32_t d) {
       break;
     case ShapeKind::Plane: shape_ok = info.kind == BodyKind::Static; break;
     case ShapeKind::Hull: shape_ok = s.hull->radius <= ws.max_extent; break;
-    case ShapeKind::Mesh: shape_ok = info.kind == BodyKind::Static; break;
+    case ShapeKind::Mesh:
+    case ShapeKind::HeightField: shape_ok = info.kind == BodyKind::Static; break;
     case ShapeKind::Count: break;
   }
   if (!shape_ok) return "shape dimensions out of range (or a plane that is not static)";
@@ -674,6 +701,8 @@ void World::save_state(std::vector<uint8_t>& out) const {
   for (const auto& hull : hulls_) io_hull(w, *hull);
   w.u32(static_cast<uint32_t>(meshes_.size()));
   for (const auto& mesh : meshes_) io_mesh(w, *mesh);
+  w.u32(static_cast<uint32_t>(heightfields_.size()));
+  for (const auto& field : heightfields_) io_heightfield(w, *field);
 
   w.u32(slots_.max_generation());
   w.u32(slots_.slot_count());
@@ -776,6 +805,7 @@ bool World::restore_state(std::span<const uint8_t> bytes, std::string* error) {
   slots_ = std::move(im.slots);
   hulls_ = std::move(im.hulls);
   meshes_ = std::move(im.meshes);
+  heightfields_ = std::move(im.heightfields);
   // assign() keeps this world's capacity, so a warm world does not regrow its storage.
   bodies_.pose.assign(im.bodies.pose.begin(), im.bodies.pose.end());
   bodies_.motion.assign(im.bodies.motion.begin(), im.bodies.motion.end());

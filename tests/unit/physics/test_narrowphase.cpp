@@ -571,7 +571,8 @@ float signed_distance(const Shape& s, const Transform& t, Vec3 p) {
       }
       return best;
     }
-    case ShapeKind::Mesh:  // not a solid: the mesh tests check its contacts (test_triangle_mesh.cpp)
+    case ShapeKind::Mesh:  // not solids: their tests check their contacts (test_triangle_mesh.cpp, test_heightfield.cpp)
+    case ShapeKind::HeightField:
     case ShapeKind::Count:
       break;
   }

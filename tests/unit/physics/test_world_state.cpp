@@ -32,12 +32,12 @@ using test::sphere_desc;
 constexpr float kDt = 1.0f / 60.0f;
 
 // Offsets of the documented layout (world_state.cpp): header 68 bytes (magic, version, 12
-// fingerprint entries, payload size), settings 87, tick 8, resting_dirty 1, the hull and mesh
-// counts (4 each; none in these worlds), the slot map's four counts, then its arrays.
+// fingerprint entries, payload size), settings 87, tick 8, resting_dirty 1, the hull, mesh and
+// heightfield counts (4 each; none in these worlds), the slot map's four counts, then its arrays.
 constexpr size_t kHeaderBytes = 68;
 constexpr size_t kSettingsAt = kHeaderBytes;
 constexpr size_t kRestingDirtyAt = kSettingsAt + 87 + 8;
-constexpr size_t kSlotMapAt = kRestingDirtyAt + 1 + 4 + 4;  // resting_dirty, the hull and mesh counts
+constexpr size_t kSlotMapAt = kRestingDirtyAt + 1 + 4 + 4 + 4;  // resting_dirty, the hull, mesh and heightfield counts
 constexpr size_t kGenerationsAt = kSlotMapAt + 16;
 constexpr size_t kBodyBytes = 202;  // info grew by the collision filter (12 bytes) and held_until (8)
 
@@ -320,7 +320,7 @@ TEST(WorldState, RoundTripGivesIdenticalBytes) {
 TEST(WorldState, EmptyWorldRoundTrips) {
   World empty;
   const std::vector<uint8_t> blob = save(empty);
-  EXPECT_EQ(blob.size(), kHeaderBytes + 87 + 9 + 16 + 4 * 12 + 8);  // twelve empty arrays (hulls and meshes among them)
+  EXPECT_EQ(blob.size(), kHeaderBytes + 87 + 9 + 16 + 4 * 13 + 8);  // 13 empty arrays (hulls, meshes, heightfields among them)
   World busy = make_unrelated_world();
   ASSERT_TRUE(busy.restore_state(blob, nullptr));
   EXPECT_EQ(busy.object_count(), 0u);
