@@ -48,8 +48,8 @@ constexpr double kMaxInterpolationDelayS = 5.0;
 // asserts keep them so.
 static_assert(static_cast<int>(BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic) &&
               static_cast<int>(wire::BodyKind::MAX) == 2);
-static_assert(static_cast<int>(ShapeKind::Hull) == static_cast<int>(wire::ShapeKind::Hull) &&
-              static_cast<int>(wire::ShapeKind::MAX) == 4);
+static_assert(static_cast<int>(ShapeKind::HeightField) == static_cast<int>(wire::ShapeKind::HeightField) &&
+              static_cast<int>(wire::ShapeKind::MAX) == 6);
 static_assert(static_cast<int>(ResultCode::OverBudget) == static_cast<int>(wire::ResultCode::OverBudget) &&
               static_cast<int>(wire::ResultCode::MAX) == 19);
 static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&

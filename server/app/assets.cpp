@@ -36,7 +36,37 @@ uint64_t hull_content_hash(const physics::ConvexHull& hull) {
   return XXH64(bytes.data(), bytes.size(), 0);
 }
 
-AssetDocuments render_asset_documents(std::span<const std::shared_ptr<const physics::ConvexHull>> hulls) {
+uint64_t mesh_content_hash(const physics::TriangleMesh& mesh) {
+  std::vector<uint8_t> bytes;
+  bytes.reserve(12 * mesh.vertices.size() + 4 * mesh.indices.size() + mesh.materials.size());
+  for (const Vec3& v : mesh.vertices) {
+    append_le32(bytes, std::bit_cast<uint32_t>(v.x));
+    append_le32(bytes, std::bit_cast<uint32_t>(v.y));
+    append_le32(bytes, std::bit_cast<uint32_t>(v.z));
+  }
+  for (const uint32_t i : mesh.indices) append_le32(bytes, i);
+  bytes.insert(bytes.end(), mesh.materials.begin(), mesh.materials.end());
+  return XXH64(bytes.data(), bytes.size(), 0);
+}
+
+uint64_t heightfield_content_hash(const physics::HeightField& field) {
+  std::vector<uint8_t> bytes;
+  bytes.reserve(24 + 2 * field.heights.size() + field.materials.size());
+  append_le32(bytes, field.count_x);
+  append_le32(bytes, field.count_z);
+  for (const float f : {field.spacing.x, field.spacing.z, field.offset, field.scale}) {
+    append_le32(bytes, std::bit_cast<uint32_t>(f));
+  }
+  for (const uint16_t q : field.heights) {
+    bytes.push_back(static_cast<uint8_t>(q));
+    bytes.push_back(static_cast<uint8_t>(q >> 8));
+  }
+  bytes.insert(bytes.end(), field.materials.begin(), field.materials.end());
+  return XXH64(bytes.data(), bytes.size(), 0);
+}
+
+AssetDocuments render_asset_documents(const physics::World& world) {
+  const auto hulls = world.hulls();
   AssetDocuments docs;
   docs.list.push_back('[');  // not = "[": GCC 12 warns -Wrestrict on that (a false positive)
   for (size_t id = 0; id < hulls.size(); ++id) {
@@ -63,6 +93,45 @@ AssetDocuments render_asset_documents(std::span<const std::shared_ptr<const phys
                        num(h.origin.y), num(h.origin.z), num(h.rotation.x), num(h.rotation.y), num(h.rotation.z),
                        num(h.rotation.w));
     docs.assets.push_back(std::move(doc));
+  }
+  // A list of numbers as a JSON array body.
+  auto join = [](const auto& values, auto&& format_one) {
+    std::string out;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) out.push_back(',');
+      out += format_one(values[i]);
+    }
+    return out;
+  };
+  auto integer = [](auto v) { return fmt::format("{}", v); };
+  size_t id = hulls.size();
+  for (const auto& mesh_ptr : world.meshes()) {
+    const physics::TriangleMesh& m = *mesh_ptr;
+    const std::string hash = fmt::format("{:016x}", mesh_content_hash(m));
+    docs.list += fmt::format(
+        "{}{{\"id\":{},\"kind\":\"mesh\",\"hash\":\"{}\",\"vertices\":{},\"triangles\":{},\"bounds\":[[{},{},{}],[{},{},{}]]}}",
+        id ? "," : "", id, hash, m.vertices.size(), m.triangle_count(), num(m.bounds.min.x), num(m.bounds.min.y),
+        num(m.bounds.min.z), num(m.bounds.max.x), num(m.bounds.max.y), num(m.bounds.max.z));
+    std::string doc = fmt::format("{{\"id\":{},\"kind\":\"mesh\",\"hash\":\"{}\",\"vertices\":[", id, hash);
+    doc += join(m.vertices, [](const Vec3& v) { return fmt::format("{},{},{}", num(v.x), num(v.y), num(v.z)); });
+    doc += "],\"triangles\":[" + join(m.indices, integer) + "],\"materials\":[" + join(m.materials, integer) + "]}\n";
+    docs.assets.push_back(std::move(doc));
+    ++id;
+  }
+  for (const auto& field_ptr : world.heightfields()) {
+    const physics::HeightField& f = *field_ptr;
+    const std::string hash = fmt::format("{:016x}", heightfield_content_hash(f));
+    docs.list += fmt::format(
+        "{}{{\"id\":{},\"kind\":\"heightfield\",\"hash\":\"{}\",\"samples\":[{},{}],\"bounds\":[[{},{},{}],[{},{},{}]]}}",
+        id ? "," : "", id, hash, f.count_x, f.count_z, num(f.bounds.min.x), num(f.bounds.min.y), num(f.bounds.min.z),
+        num(f.bounds.max.x), num(f.bounds.max.y), num(f.bounds.max.z));
+    std::string doc = fmt::format(
+        "{{\"id\":{},\"kind\":\"heightfield\",\"hash\":\"{}\",\"samples\":[{},{}],\"spacing\":[{},{}],\"offset\":{},"
+        "\"scale\":{},\"heights\":[",
+        id, hash, f.count_x, f.count_z, num(f.spacing.x), num(f.spacing.z), num(f.offset), num(f.scale));
+    doc += join(f.heights, integer) + "],\"materials\":[" + join(f.materials, integer) + "]}\n";
+    docs.assets.push_back(std::move(doc));
+    ++id;
   }
   docs.list += "]\n";
   return docs;

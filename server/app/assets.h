@@ -1,5 +1,6 @@
-// The world's assets as the admin endpoint serves them (docs/PROTOCOL.md, "Assets"): a hull body's
-// snapshot entry names its asset id, and a client fetches the geometry here, out of band.
+// The world's assets as the admin endpoint serves them (docs/PROTOCOL.md, "Assets"): a hull, mesh
+// or heightfield body's snapshot entry names its asset id, and a client fetches the geometry here,
+// out of band.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "server/physics/convex_hull.h"
+#include "server/physics/world.h"
 
 namespace impulse::server {
 
@@ -23,7 +24,18 @@ struct AssetDocuments {
 /// then each face as a u8 vertex count and its u8 indices (PROTOCOL.md, "Assets").
 uint64_t hull_content_hash(const physics::ConvexHull& hull);
 
-/// Renders the documents of `hulls` (World::hulls(): the asset id is the index).
-AssetDocuments render_asset_documents(std::span<const std::shared_ptr<const physics::ConvexHull>> hulls);
+/// XXH64 (seed 0) of a mesh's geometry: its vertices as little-endian binary32 x, y, z, then its
+/// triangles as three little-endian u32 indices each, then one u8 material id per triangle
+/// (none when all are 0) (PROTOCOL.md, "Assets").
+uint64_t mesh_content_hash(const physics::TriangleMesh& mesh);
+
+/// XXH64 (seed 0) of a heightfield: count_x and count_z as little-endian u32, spacing x and z,
+/// offset and scale as binary32, every sample as a little-endian u16 (65535: a hole), then one u8
+/// material id per cell (none when all are 0) (PROTOCOL.md, "Assets").
+uint64_t heightfield_content_hash(const physics::HeightField& field);
+
+/// Renders the documents of the world's assets: its hulls, meshes and heightfields, with the asset
+/// ids World::asset_id gives them (hulls first, then meshes, then heightfields).
+AssetDocuments render_asset_documents(const physics::World& world);
 
 }  // namespace impulse::server

@@ -44,8 +44,11 @@ constexpr float kMinAxisLength = 1.0e-6f;
 
 // Checks the shape's dims; returns an empty string or "field: reason".
 std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
-  if (shape == scene::ShapeKind::Plane || shape == scene::ShapeKind::Hull) {
-    if (wire_dims && !is_finite(to_vec3(*wire_dims))) return "dims: must be finite (they are ignored for a plane or hull)";
+  if (shape == scene::ShapeKind::Plane || shape == scene::ShapeKind::Hull || shape == scene::ShapeKind::Mesh ||
+      shape == scene::ShapeKind::HeightField) {
+    if (wire_dims && !is_finite(to_vec3(*wire_dims))) {
+      return "dims: must be finite (they are ignored for a plane, hull, mesh or heightfield)";
+    }
     return {};
   }
   if (wire_dims == nullptr) return "dims: required for a Sphere, Box or Capsule";
@@ -68,7 +71,9 @@ std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
       if (!std::isfinite(dims.z)) return "dims: must be finite";
       return {};
     case scene::ShapeKind::Plane:
-    case scene::ShapeKind::Hull: return {};
+    case scene::ShapeKind::Hull:
+    case scene::ShapeKind::Mesh:
+    case scene::ShapeKind::HeightField: return {};
   }
   return "shape: unknown shape kind";
 }
@@ -80,14 +85,63 @@ physics::Shape to_shape(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
     case scene::ShapeKind::Box: return physics::make_box(dims);
     case scene::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
     case scene::ShapeKind::Plane: return physics::make_plane();
-    case scene::ShapeKind::Hull: break;  // convert_body builds it from the points
+    case scene::ShapeKind::Hull:  // convert_body builds these from their data
+    case scene::ShapeKind::Mesh:
+    case scene::ShapeKind::HeightField: break;
   }
   return physics::make_box(dims);  // unreachable: convert_body checks the kind first
 }
 
-// Range checks one body and converts it. Returns an empty string or "field: reason". A hull body's
-// hull is built into *hull (its shape points there).
-std::string convert_body(const scene::Body& b, physics::BodyDesc* out, std::shared_ptr<const physics::ConvexHull>* hull) {
+// What a body's shape data is built into (its shape points there).
+struct BodyData {
+  std::shared_ptr<const physics::ConvexHull> hull;
+  std::shared_ptr<const physics::TriangleMesh> mesh;
+  std::shared_ptr<const physics::HeightField> heightfield;
+};
+
+// A mesh body's triangles over its points; "field: reason" on failure.
+std::string build_mesh(const scene::Body& b, std::shared_ptr<const physics::TriangleMesh>* mesh) {
+  const auto* points = b.points();
+  const auto* triangles = b.triangles();
+  if (points == nullptr || triangles == nullptr) return "points, triangles: required for a Mesh";
+  std::vector<Vec3> vertices;
+  vertices.reserve(points->size());
+  for (const scene::Vec3* p : *points) vertices.push_back(to_vec3(*p));
+  const std::span<const uint32_t> indices(triangles->data(), triangles->size());
+  const std::span<const uint8_t> materials =
+      b.materials() ? std::span<const uint8_t>(b.materials()->data(), b.materials()->size()) : std::span<const uint8_t>{};
+  physics::MeshBuild built = physics::build_triangle_mesh(vertices, indices, materials);
+  if (!built.ok()) return "triangles: " + built.error;
+  *mesh = std::make_shared<const physics::TriangleMesh>(std::move(built.mesh));
+  return {};
+}
+
+// A heightfield body's grid; "field: reason" on failure.
+std::string build_field(const scene::Body& b, std::shared_ptr<const physics::HeightField>* field) {
+  const auto* heights = b.heights();
+  if (heights == nullptr || b.spacing() == nullptr) return "heights, samples_x, samples_z, spacing: required for a HeightField";
+  std::vector<float> h(heights->begin(), heights->end());
+  for (const float y : h) {
+    if (std::isnan(y)) return "heights: NaN (mark holes with `holes`)";
+  }
+  if (const auto* holes = b.holes()) {
+    for (const uint32_t k : *holes) {
+      if (k >= h.size()) return fmt::format("holes: sample {} is beyond the {} heights", k, h.size());
+      h[k] = std::nanf("");
+    }
+  }
+  const std::span<const uint8_t> materials =
+      b.materials() ? std::span<const uint8_t>(b.materials()->data(), b.materials()->size()) : std::span<const uint8_t>{};
+  physics::HeightFieldBuild built =
+      physics::build_heightfield(b.samples_x(), b.samples_z(), to_vec3(*b.spacing()), h, materials);
+  if (!built.ok()) return "heights: " + built.error;
+  *field = std::make_shared<const physics::HeightField>(std::move(built.field));
+  return {};
+}
+
+// Range checks one body and converts it. Returns an empty string or "field: reason". A hull,
+// mesh or heightfield body's data is built into *data (its shape points there).
+std::string convert_body(const scene::Body& b, physics::BodyDesc* out, BodyData* data) {
   if (b.kind() < scene::BodyKind::MIN || b.kind() > scene::BodyKind::MAX) {
     return fmt::format("kind: unknown body kind {} (Dynamic, Static or Kinematic)", static_cast<int>(b.kind()));
   }
@@ -164,11 +218,26 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out, std::shar
       return fmt::format("position.{}: the hull's centre of mass must be in [-1e5, 1e5] m", axis);
     }
     out->shape = physics::make_hull(*shared);
-    *hull = std::move(shared);
+    data->hull = std::move(shared);
+  } else if (b.shape() == scene::ShapeKind::Mesh || b.shape() == scene::ShapeKind::HeightField) {
+    if (kind != physics::BodyKind::Static) return "kind: a Mesh or HeightField must be a Static body";
+    if (b.shape() == scene::ShapeKind::Mesh) {
+      if (std::string problem = build_mesh(b, &data->mesh); !problem.empty()) return problem;
+      out->shape = physics::make_mesh(*data->mesh);
+    } else {
+      if (std::string problem = build_field(b, &data->heightfield); !problem.empty()) return problem;
+      out->shape = physics::make_heightfield(*data->heightfield);
+    }
   } else {
     out->shape = to_shape(b.shape(), b.dims());
   }
-  if (b.points() != nullptr && b.shape() != scene::ShapeKind::Hull) return "points: only a Hull takes points";
+  if (b.points() != nullptr && b.shape() != scene::ShapeKind::Hull && b.shape() != scene::ShapeKind::Mesh) {
+    return "points: only a Hull or a Mesh takes points";
+  }
+  if (b.triangles() != nullptr && b.shape() != scene::ShapeKind::Mesh) return "triangles: only a Mesh takes triangles";
+  if ((b.heights() != nullptr || b.holes() != nullptr) && b.shape() != scene::ShapeKind::HeightField) {
+    return "heights, holes: only a HeightField takes them";
+  }
   out->velocity = velocity;
   out->angular_velocity = angular_velocity;
   out->mass = b.mass();
@@ -403,8 +472,8 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
     for (flatbuffers::uoffset_t i = 0; i < bodies->size(); ++i) {
       const scene::Body* body = bodies->Get(i);
       physics::BodyDesc desc;
-      std::shared_ptr<const physics::ConvexHull> hull;
-      if (std::string problem = convert_body(*body, &desc, &hull); !problem.empty()) {
+      BodyData data;
+      if (std::string problem = convert_body(*body, &desc, &data); !problem.empty()) {
         const std::string label =
             body->name() ? fmt::format(" (\"{}\")", escape_for_log(body->name()->string_view())) : "";
         const size_t line = element_line(json, "bodies", i);
@@ -413,7 +482,9 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
       }
       result.bodies.push_back(desc);
       result.body_names.push_back(body->name() ? body->name()->str() : std::string{});
-      if (hull) result.hulls.push_back(std::move(hull));
+      if (data.hull) result.hulls.push_back(std::move(data.hull));
+      if (data.mesh) result.meshes.push_back(std::move(data.mesh));
+      if (data.heightfield) result.heightfields.push_back(std::move(data.heightfield));
     }
   }
   if (const auto* pairs = root->material_pairs()) {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "server/physics/convex_hull.h"
+#include "server/physics/heightfield.h"
+#include "server/physics/triangle_mesh.h"
 #include "server/physics/joint.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
@@ -39,6 +41,9 @@ struct Scene {
   std::vector<physics::BodyDesc> bodies;   ///< in file order; each passed the range checks
   /// The hulls that hull bodies' shapes point at (ServerCore::add_bodies adds each to its World).
   std::vector<std::shared_ptr<const physics::ConvexHull>> hulls;
+  /// The meshes and heightfields that such bodies' shapes point at (likewise added by add_bodies).
+  std::vector<std::shared_ptr<const physics::TriangleMesh>> meshes;
+  std::vector<std::shared_ptr<const physics::HeightField>> heightfields;
   /// bodies[i]'s name ("" when unnamed); same length as `bodies`. For logs and tests only.
   std::vector<std::string> body_names;
   /// The material-pair table, in file order; each passed the range checks, no pair twice.

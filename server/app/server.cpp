@@ -300,7 +300,7 @@ struct Server::Impl {
     o.bind = config.admin_bind;
     o.port = config.admin_port;
     o.stall_seconds = config.health_stall_seconds;
-    o.assets = render_asset_documents(core->world().hulls());
+    o.assets = render_asset_documents(core->world());
     admin = AdminServer::start(o, exchange, health, objects, error);
     if (!admin) return false;
     spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz, /objects/<id>, /assets ({} hulls)",

@@ -221,6 +221,24 @@ bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::stri
       }
       desc.shape = physics::make_hull(*hull);
     }
+    if (desc.shape.kind == physics::ShapeKind::Mesh && desc.shape.mesh != nullptr) {
+      std::string why;
+      const physics::TriangleMesh* mesh = world_.add_mesh(*desc.shape.mesh, &why);
+      if (mesh == nullptr) {
+        if (error) *error = fmt::format("bodies[{}]: the world refused its mesh: {}", i, why);
+        return false;
+      }
+      desc.shape = physics::make_mesh(*mesh);
+    }
+    if (desc.shape.kind == physics::ShapeKind::HeightField && desc.shape.heightfield != nullptr) {
+      std::string why;
+      const physics::HeightField* field = world_.add_heightfield(*desc.shape.heightfield, &why);
+      if (field == nullptr) {
+        if (error) *error = fmt::format("bodies[{}]: the world refused its heightfield: {}", i, why);
+        return false;
+      }
+      desc.shape = physics::make_heightfield(*field);
+    }
     const physics::CreateResult r = world_.create_object(desc);
     if (r.error != physics::Error::Ok) {
       if (error) *error = fmt::format("bodies[{}]: the world refused it: {}", i, describe(r.error, Message::CreateObject).message);

@@ -17,7 +17,9 @@ static_assert(static_cast<int>(physics::ShapeKind::Sphere) == static_cast<int>(w
               static_cast<int>(physics::ShapeKind::Box) == static_cast<int>(wire::ShapeKind::Box) &&
               static_cast<int>(physics::ShapeKind::Capsule) == static_cast<int>(wire::ShapeKind::Capsule) &&
               static_cast<int>(physics::ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane) &&
-              static_cast<int>(physics::ShapeKind::Hull) == static_cast<int>(wire::ShapeKind::Hull));
+              static_cast<int>(physics::ShapeKind::Hull) == static_cast<int>(wire::ShapeKind::Hull) &&
+              static_cast<int>(physics::ShapeKind::Mesh) == static_cast<int>(wire::ShapeKind::Mesh) &&
+              static_cast<int>(physics::ShapeKind::HeightField) == static_cast<int>(wire::ShapeKind::HeightField));
 static_assert(static_cast<int>(physics::BodyKind::Dynamic) == static_cast<int>(wire::BodyKind::Dynamic) &&
               static_cast<int>(physics::BodyKind::Static) == static_cast<int>(wire::BodyKind::Static) &&
               static_cast<int>(physics::BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic));
@@ -73,7 +75,7 @@ void build_snapshot_source(const physics::World& world, const wire::Quantization
     out->positions[r] = b.position;
     out->speeds[r] = at_rest ? 0.0f : length(b.velocity);
     out->descs[r] = wire::ObjectDescription{static_cast<wire::BodyKind>(b.kind), static_cast<wire::ShapeKind>(b.shape.kind), wire_dims(b.shape), b.sensor,
-                                            static_cast<uint16_t>(b.shape.kind == physics::ShapeKind::Hull ? b.shape.data_id : 0)};
+                                            static_cast<uint16_t>(world.asset_id(b.shape))};
     out->representable[r] = wire::is_representable(b.position, config) && b.id.index < wire::kMaxSnapshotObjectIndex;
   };
   constexpr uint32_t kRowsPerChunk = 1024;

@@ -171,6 +171,17 @@ class World {
   std::span<const std::shared_ptr<const HeightField>> heightfields() const { return heightfields_; }
   /// Most heightfields one World keeps.
   static constexpr uint32_t kMaxWorldHeightFields = 256;
+  /// The shape's asset id: its data's index in one list of the hull table, then the mesh table,
+  /// then the heightfield table (what snapshots and the admin endpoint's /assets name it by); 0
+  /// for the kinds without data. Below 4608 (the three tables' limits), so it fits 16 bits.
+  uint32_t asset_id(const Shape& shape) const {
+    switch (shape.kind) {
+      case ShapeKind::Hull: return shape.data_id;
+      case ShapeKind::Mesh: return static_cast<uint32_t>(hulls_.size()) + shape.data_id;
+      case ShapeKind::HeightField: return static_cast<uint32_t>(hulls_.size() + meshes_.size()) + shape.data_id;
+      default: return 0;
+    }
+  }
   /// Destroys an object. Its contacts disappear from the queries at once; their End events are
   /// reported with the next step's events. Sleeping islands that were touching it are woken.
   /// Cost O(1) for a body without contacts, else O(contacts in the world).

@@ -437,7 +437,7 @@ std::string to_scene_json(const physics::World& world, std::span<const BodyDampi
                           std::string_view scene_name, uint32_t* skipped) {
   if (skipped) *skipped = 0;
   static const char* const kKinds[] = {"Dynamic", "Static", "Kinematic"};
-  static const char* const kShapes[] = {"Sphere", "Box", "Capsule", "Plane", "Hull"};
+  static const char* const kShapes[] = {"Sphere", "Box", "Capsule", "Plane", "Hull", "Mesh", "HeightField"};
   std::string out = fmt::format("{{\n  \"name\": \"{} at tick {}\",\n  \"gravity\": {},\n  \"bodies\": [\n",
                                 json_escape(scene_name), world.tick(), json_vec(world.settings().gravity));
   bool first = true;
@@ -457,7 +457,7 @@ std::string to_scene_json(const physics::World& world, std::span<const BodyDampi
     }
     std::string body = fmt::format("    {{ \"name\": \"object/{}.{}\", \"kind\": \"{}\", \"shape\": \"{}\"", s.id.index,
                                    s.id.generation, kKinds[static_cast<int>(s.kind) % 3],
-                                   kShapes[static_cast<int>(s.shape.kind) % 5]);
+                                   kShapes[static_cast<int>(s.shape.kind) % 7]);
     switch (s.shape.kind) {
       case physics::ShapeKind::Sphere: body += ", \"dims\": " + json_vec({s.shape.radius, 0.0f, 0.0f}); break;
       case physics::ShapeKind::Box: body += ", \"dims\": " + json_vec(s.shape.half_extents); break;
@@ -468,6 +468,39 @@ std::string to_scene_json(const physics::World& world, std::span<const BodyDampi
         body += ", \"points\": [";
         for (size_t i = 0; i < s.shape.hull->vertices.size(); ++i) body += (i ? ", " : "") + json_vec(s.shape.hull->vertices[i]);
         body += "]";
+        break;
+      }
+      case physics::ShapeKind::Mesh: {  // its vertices and triangles in the body's frame
+        const physics::TriangleMesh& m = *s.shape.mesh;
+        body += ", \"points\": [";
+        for (size_t i = 0; i < m.vertices.size(); ++i) body += (i ? ", " : "") + json_vec(m.vertices[i]);
+        body += "], \"triangles\": [";
+        for (size_t i = 0; i < m.indices.size(); ++i) body += fmt::format("{}{}", i ? ", " : "", m.indices[i]);
+        body += "]";
+        if (!m.materials.empty()) {
+          body += ", \"materials\": [";
+          for (size_t i = 0; i < m.materials.size(); ++i) body += fmt::format("{}{}", i ? ", " : "", m.materials[i]);
+          body += "]";
+        }
+        break;
+      }
+      case physics::ShapeKind::HeightField: {  // the samples as heights again (holes listed apart)
+        const physics::HeightField& f = *s.shape.heightfield;
+        body += fmt::format(", \"samples_x\": {}, \"samples_z\": {}, \"spacing\": {}, \"heights\": [", f.count_x,
+                            f.count_z, json_vec({f.spacing.x, 0.0f, f.spacing.z}));
+        std::string holes;
+        for (uint32_t k = 0; k < f.heights.size(); ++k) {
+          const bool hole = f.heights[k] == physics::kHeightFieldHole;
+          body += (k ? ", " : "") + json_number(hole ? f.offset : f.offset + f.scale * static_cast<float>(f.heights[k]));
+          if (hole) holes += fmt::format("{}{}", holes.empty() ? "" : ", ", k);
+        }
+        body += "]";
+        if (!holes.empty()) body += ", \"holes\": [" + holes + "]";
+        if (!f.materials.empty()) {
+          body += ", \"materials\": [";
+          for (size_t i = 0; i < f.materials.size(); ++i) body += fmt::format("{}{}", i ? ", " : "", f.materials[i]);
+          body += "]";
+        }
         break;
       }
       default: break;

@@ -39,7 +39,9 @@ physics::Shape to_shape(wire::ShapeKind kind, const wire::Vec3* wire_dims) {
     case wire::ShapeKind::Box: return physics::make_box(dims);
     case wire::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
     case wire::ShapeKind::Plane: return physics::make_plane();
-    case wire::ShapeKind::Hull: break;  // refused by check_request: a hull is a world asset
+    case wire::ShapeKind::Hull:  // refused by check_request: world assets
+    case wire::ShapeKind::Mesh:
+    case wire::ShapeKind::HeightField: break;
   }
   return physics::make_sphere(dims.x);  // unreachable: check_request admits known kinds only
 }

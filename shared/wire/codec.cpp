@@ -12,6 +12,7 @@
 
 #include "shared/wire/event_codec.h"
 #include "shared/wire/messages.h"
+#include "shared/wire/snapshot_codec.h"
 
 namespace impulse::wire {
 namespace {
@@ -221,8 +222,8 @@ Check check_request(const CreateObject& m) {
   }
 
   const wire::Vec3* dims = m.dims();
-  if (m.shape() == ShapeKind::Hull) {
-    return {kInvalid, "shape: a Hull is a world asset; clients cannot create one (scene files can)"};
+  if (has_asset(m.shape())) {
+    return {kInvalid, "shape: a Hull, Mesh or HeightField is a world asset; clients cannot create one (scene files can)"};
   }
   if (dims == nullptr && m.shape() != ShapeKind::Plane) return {kInvalid, "dims: required"};
   if (dims != nullptr && !is_finite(*dims)) return {kInvalid, "dims: must be finite"};
@@ -247,7 +248,9 @@ Check check_request(const CreateObject& m) {
     case ShapeKind::Plane:
       break;  // dims are ignored
     case ShapeKind::Hull:
-      return {kInvalid, "shape: a Hull is a world asset; clients cannot create one (scene files can)"};
+    case ShapeKind::Mesh:
+    case ShapeKind::HeightField:
+      return {kInvalid, "shape: a Hull, Mesh or HeightField is a world asset; clients cannot create one (scene files can)"};
   }
 
   if (m.position() != nullptr && !within(*m.position(), kMaxCoordinate)) {

@@ -26,7 +26,7 @@ namespace impulse::wire {
 /// interest and delta-compressed snapshots; version 4 bit-packed collision events
 /// (CollisionEvents.packed); version 5 sealed packets after the handshake (Connect.kx_public,
 /// ConnectAccepted.kx_public, shared/net/packet_crypto.h) (docs/PROTOCOL.md).
-inline constexpr uint16_t kProtocolVersion = 8;
+inline constexpr uint16_t kProtocolVersion = 9;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Bytes a sealed session datagram adds to its FlatBuffers plaintext: an 8-byte prefix and a

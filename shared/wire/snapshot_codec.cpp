@@ -103,7 +103,7 @@ void put_entry_body(Sink& w, uint32_t generation, const ObjectDescription& desc,
   w.write_bits(static_cast<uint32_t>(desc.kind), 2);
   w.write_bits(static_cast<uint32_t>(desc.shape), 3);
   w.write_bit(desc.sensor);
-  if (desc.shape == ShapeKind::Hull) w.write_bits(desc.asset, 16);
+  if (has_asset(desc.shape)) w.write_bits(desc.asset, 16);
   w.write_bits(std::bit_cast<uint32_t>(desc.dims.x), 32);
   w.write_bits(std::bit_cast<uint32_t>(desc.dims.y), 32);
   w.write_bits(std::bit_cast<uint32_t>(desc.dims.z), 32);
@@ -163,7 +163,7 @@ void append_checksum_input(RecordKind kind, ObjectID id, const ObjectDescription
     le.u32(std::bit_cast<uint32_t>(desc->dims.x));
     le.u32(std::bit_cast<uint32_t>(desc->dims.y));
     le.u32(std::bit_cast<uint32_t>(desc->dims.z));
-    if (desc->shape == ShapeKind::Hull) le.u16(desc->asset);
+    if (has_asset(desc->shape)) le.u16(desc->asset);
   }
   out->insert(out->end(), le.bytes, le.bytes + le.size);
 }
@@ -498,7 +498,9 @@ SnapshotError SnapshotReceiver::decode(uint32_t sequence, std::span<const uint8_
       const uint32_t kind = r.read_bits(2);
       const uint32_t shape = r.read_bits(3);
       d.desc.sensor = r.read_bit();
-      d.desc.asset = shape == static_cast<uint32_t>(ShapeKind::Hull) ? static_cast<uint16_t>(r.read_bits(16)) : 0;
+      d.desc.asset = shape <= static_cast<uint32_t>(ShapeKind::MAX) && has_asset(static_cast<ShapeKind>(shape))
+                         ? static_cast<uint16_t>(r.read_bits(16))
+                         : 0;
       d.desc.dims.x = std::bit_cast<float>(r.read_bits(32));
       d.desc.dims.y = std::bit_cast<float>(r.read_bits(32));
       d.desc.dims.z = std::bit_cast<float>(r.read_bits(32));

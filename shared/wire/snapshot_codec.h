@@ -40,6 +40,12 @@ inline constexpr size_t kSnapshotHeaderBytes = 5;
 /// 444 bits, 60 bytes with the 36-bit header. (The sender never writes a delta larger than the entry it could send instead.)
 inline constexpr size_t kMinSnapshotBudgetBytes = 64;
 
+/// Whether a shape kind is a world asset (a hull, protocol 8; a mesh or heightfield, protocol 9),
+/// whose snapshot entry carries an asset id and which clients cannot create.
+constexpr bool has_asset(ShapeKind k) {
+  return k == ShapeKind::Hull || k == ShapeKind::Mesh || k == ShapeKind::HeightField;
+}
+
 /// What an entry record carries besides the id and state: the static description of the object.
 struct ObjectDescription {
   BodyKind kind = BodyKind::Dynamic;
@@ -48,7 +54,8 @@ struct ObjectDescription {
   /// radius), plane (0, 0, 0). Sent as raw IEEE 754 binary32.
   impulse::Vec3 dims;
   bool sensor = false;
-  /// Hull: the world's asset id of its hull (protocol 8; "Assets" in docs/PROTOCOL.md); 0 otherwise.
+  /// Hull, Mesh, HeightField: the world's asset id (protocols 8 and 9; "Assets" in
+  /// docs/PROTOCOL.md); 0 otherwise.
   uint16_t asset = 0;
 
   friend bool operator==(const ObjectDescription&, const ObjectDescription&) = default;

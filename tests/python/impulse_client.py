@@ -18,7 +18,7 @@ import flatbuffers
 import nacl.bindings as nb
 import xxhash
 
-PROTOCOL_VERSION = 8
+PROTOCOL_VERSION = 9
 MAX_DATAGRAM = 1200
 MIN_CONNECT_BYTES = 248          # "The handshake", step 1 (protocol 6)
 SESSIONLESS_PING_BYTES = 128     # "Ping and the server clock": >= the 88-byte Pong
@@ -475,7 +475,8 @@ class SnapshotReceiver:
                 body = r.read(2)
                 shape = r.read(3)
                 sensor = r.read(1)
-                asset = r.read(16) if shape == 4 else None  # a hull's asset id (protocol 8)
+                # An asset's id: a hull (4, protocol 8), a mesh (5) or a heightfield (6, protocol 9).
+                asset = r.read(16) if shape in (4, 5, 6) else None
                 dims = []
                 for _ in range(3):
                     u = r.read(32)
@@ -483,7 +484,7 @@ class SnapshotReceiver:
                     if not math.isfinite(x) or x < 0 or (u >> 31):
                         raise CodecError("BadRecord", "dims")
                     dims.append(u)
-                if body > 2 or shape > 4:
+                if body > 2 or shape > 6:
                     raise CodecError("BadRecord", "body or shape kind")
                 st = self._read_full(r)
                 recs.append(("entry", index, gen, st, body, shape, sensor, tuple(bits_f32(u) for u in dims)))
@@ -548,7 +549,7 @@ def encode_snapshot(records, q):
             bw.write(body, 2)
             bw.write(shape, 3)
             bw.write(sensor, 1)
-            if shape == 4:
+            if shape in (4, 5, 6):
                 bw.write(0, 16)  # asset 0
             for d in dims:
                 bw.write(f32_bits(d), 32)
@@ -565,6 +566,8 @@ def encode_snapshot(records, q):
                     bw.write(x + q.amax, q.wa)
             ser += _ser_state(1, index, gen, s) + struct.pack("<BBB3I", body, shape, sensor,
                                                               *[f32_bits(d) for d in dims])
+            if shape in (4, 5, 6):
+                ser += struct.pack("<H", 0)
         else:
             _, _, gen, s, dist, b = rec
             bw.write(0, 1)

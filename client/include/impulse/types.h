@@ -29,9 +29,10 @@ enum class BodyKind : uint8_t {
 };
 
 /// A body's collision shape (schemas/impulse.fbs ShapeKind); ObjectDesc::dims gives its size.
-/// Hull (protocol 8): a convex hull asset of the world's scene; ObjectState::asset names it, and
-/// its vertices come out of band (docs/PROTOCOL.md, "Assets"). Clients cannot create one.
-enum class ShapeKind : uint8_t { Sphere = 0, Box = 1, Capsule = 2, Plane = 3, Hull = 4 };
+/// Hull (protocol 8), Mesh and HeightField (protocol 9): assets of the world's scene (a convex
+/// hull; a static triangle mesh or heightfield); ObjectState::asset names it, and its geometry
+/// comes out of band (docs/PROTOCOL.md, "Assets"). Clients cannot create them.
+enum class ShapeKind : uint8_t { Sphere = 0, Box = 1, Capsule = 2, Plane = 3, Hull = 4, Mesh = 5, HeightField = 6 };
 
 /// The server's answer code to a request or a connect (schemas/impulse.fbs ResultCode, where
 /// each is explained).
@@ -154,7 +155,7 @@ struct ObjectState {
   ShapeKind shape = ShapeKind::Sphere;
   bool sleeping = false;   ///< at rest on the server (velocities are then zero)
   bool sensor = false;
-  uint16_t asset = 0;      ///< Hull: the world's asset id of its hull (dims: its bounding half extents)
+  uint16_t asset = 0;      ///< Hull, Mesh, HeightField: the world's asset id (dims: its bounding half extents)
 };
 
 /// The server's answer to one request (create, destroy, force, torque, impulse, velocity,

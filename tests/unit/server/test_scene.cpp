@@ -20,6 +20,7 @@
 #include "server/app/server_core.h"
 #include "server/net/snapshot_sender.h"
 #include "server/physics/world.h"
+#include "server/record/replay.h"
 #include "shared/wire/codec.h"
 
 namespace impulse::server {
@@ -286,7 +287,7 @@ TEST(Scene, BadScenesNameTheFileAndTheField) {
       {"unknown enum name", scene_with(body(R"(, "kind": "Floaty")")), "Floaty"},
       {"unknown enum number", scene_with(body(R"(, "kind": 7)")), "bodies[0].kind"},
       {"unknown shape number",
-       scene_with(R"({ "shape": 5, "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0} })"),
+       scene_with(R"({ "shape": 7, "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0} })"),
        "bodies[0].shape"},
       {"negative mass", scene_with(body() + ", " + body(R"(, "mass": -1)")), "bodies[1].mass: must be > 0"},
       {"zero mass", scene_with(body(R"(, "mass": 0)")), "bodies[0].mass"},
@@ -716,7 +717,7 @@ TEST(SceneHulls, BadHullsNameTheFileLineAndField) {
       {R"({ "shape": "Hull", "position": {"x":0,"y":0,"z":0}, "points": [ {"x":0,"y":0,"z":0}, {"x":1,"y":0,"z":0},
            {"x":0,"y":1,"z":0}, {"x":0,"y":0,"z":1e9} ] })", "points[3]: not finite or beyond 1e4 m"},
       {R"({ "shape": "Box", "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0},
-           "points": [ {"x":0,"y":0,"z":0} ] })", "points: only a Hull takes points"},
+           "points": [ {"x":0,"y":0,"z":0} ] })", "points: only a Hull or a Mesh takes points"},
       {R"({ "shape": "Hull", "mass": 1e9, "position": {"x":0,"y":0,"z":0}, "points": [ {"x":0,"y":0,"z":0},
            {"x":1,"y":0,"z":0}, {"x":0,"y":1,"z":0}, {"x":0,"y":0,"z":1} ] })", "mass"},
   };
@@ -754,7 +755,7 @@ TEST(SceneHulls, SnapshotsNameTheAssetAndTheAdminDocumentsDescribeIt) {
   }
   EXPECT_EQ(hulls, 1);
 
-  const AssetDocuments docs = render_asset_documents(core.world().hulls());
+  const AssetDocuments docs = render_asset_documents(core.world());
   ASSERT_EQ(docs.assets.size(), 1u);
   const std::string hash = fmt::format("{:016x}", hull_content_hash(*core.world().hulls()[0]));
   EXPECT_NE(docs.list.find("\"id\":0,\"kind\":\"hull\",\"hash\":\"" + hash + "\",\"vertices\":8,\"faces\":6"),
@@ -774,6 +775,114 @@ TEST(SceneHulls, SnapshotsNameTheAssetAndTheAdminDocumentsDescribeIt) {
   const physics::HullBuild c = physics::build_convex_hull(cube);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(hull_content_hash(c.hull), 0x041f7d03f4d9135aull);
+}
+
+
+// A 4 x 4 m floor of 8 triangles at y = 0 around the origin.
+std::string mesh_body(const std::string& extra = {}) {
+  std::string points;
+  for (int j = 0; j < 3; ++j) {
+    for (int i = 0; i < 3; ++i) {
+      points += fmt::format("{}{{\"x\":{},\"y\":0,\"z\":{}}}", points.empty() ? "" : ",", 2 * i - 2, 2 * j - 2);
+    }
+  }
+  std::string tris;
+  for (int j = 0; j < 2; ++j) {
+    for (int i = 0; i < 2; ++i) {
+      const int a = j * 3 + i;
+      tris += fmt::format("{}{},{},{},{},{},{}", tris.empty() ? "" : ",", a, a + 3, a + 4, a, a + 4, a + 1);
+    }
+  }
+  return R"({ "name": "floor", "kind": "Static", "shape": "Mesh", "position": { "x": 0, "y": 0, "z": 0 }, "points": [)" +
+         points + R"(], "triangles": [)" + tris + "]" + extra + " }";
+}
+
+// 5 x 5 samples 1 m apart, flat at y = 0, sample (0, 0) at x = 10, z = -2; one hole.
+std::string field_body(const std::string& extra = {}) {
+  return R"({ "name": "valley", "kind": "Static", "shape": "HeightField", "position": { "x": 10, "y": 0, "z": -2 },
+      "samples_x": 5, "samples_z": 5, "spacing": { "x": 1, "y": 0, "z": 1 }, "holes": [24],
+      "heights": [0,0,0,0,0, 0,0,0,0,0, 0,0,0,0,0, 0,0,0,0,0, 0,0,0,0,0])" +
+         extra + " }";
+}
+
+TEST(SceneSurfaces, MeshesAndHeightFieldsLoadHoldBodiesAndGoOverTheWireAsAssets) {
+  Scene scene;
+  std::string error;
+  const std::string boxes = R"({ "shape": "Box", "dims": { "x": 0.3, "y": 0.3, "z": 0.3 }, "position": { "x": 0.5, "y": 1, "z": 0.5 } },
+      { "shape": "Box", "dims": { "x": 0.3, "y": 0.3, "z": 0.3 }, "position": { "x": 11.5, "y": 1, "z": -0.5 } })";
+  ASSERT_TRUE(parse_scene_json(scene_with(mesh_body() + ", " + field_body() + ", " + hull_body() + ", " + boxes), "inline",
+                               &scene, &error))
+      << error;
+  ASSERT_EQ(scene.meshes.size(), 1u);
+  ASSERT_EQ(scene.heightfields.size(), 1u);
+  ServerStats stats;
+  ServerConfig config;
+  ServerCore core(config, {0.0f, -9.81f, 0.0f}, stats);
+  std::vector<ObjectID> ids;
+  ASSERT_TRUE(core.add_bodies(scene.bodies, &error, &ids)) << error;
+  physics::World world = core.world();  // a copy to step (it shares the server's asset tables)
+  for (int i = 0; i < 120; ++i) world.step(1.0f / 60.0f);
+  EXPECT_NEAR(world.get_object(ids[3])->position.y, 0.3f, 6e-3f);  // on the mesh
+  EXPECT_NEAR(world.get_object(ids[4])->position.y, 0.3f, 6e-3f);  // on the heightfield
+
+  // Asset ids: the hull 0, the mesh 1, the heightfield 2; snapshot entries carry them.
+  SnapshotSource source;
+  build_snapshot_source(world, wire::QuantizationConfig{}, &source, nullptr);
+  std::vector<std::pair<wire::ShapeKind, uint16_t>> assets;
+  for (const wire::ObjectDescription& d : source.descs) {
+    if (wire::has_asset(d.shape)) assets.emplace_back(d.shape, d.asset);
+  }
+  std::sort(assets.begin(), assets.end());
+  ASSERT_EQ(assets.size(), 3u);
+  EXPECT_EQ(assets[0], std::make_pair(wire::ShapeKind::Hull, uint16_t{0}));
+  EXPECT_EQ(assets[1], std::make_pair(wire::ShapeKind::Mesh, uint16_t{1}));
+  EXPECT_EQ(assets[2], std::make_pair(wire::ShapeKind::HeightField, uint16_t{2}));
+
+  const AssetDocuments docs = render_asset_documents(world);
+  ASSERT_EQ(docs.assets.size(), 3u);
+  const std::string mesh_hash = fmt::format("{:016x}", mesh_content_hash(*world.meshes()[0]));
+  const std::string field_hash = fmt::format("{:016x}", heightfield_content_hash(*world.heightfields()[0]));
+  EXPECT_NE(docs.list.find("{\"id\":1,\"kind\":\"mesh\",\"hash\":\"" + mesh_hash + "\",\"vertices\":9,\"triangles\":8"),
+            std::string::npos)
+      << docs.list;
+  EXPECT_NE(docs.list.find("{\"id\":2,\"kind\":\"heightfield\",\"hash\":\"" + field_hash + "\",\"samples\":[5,5]"),
+            std::string::npos)
+      << docs.list;
+  EXPECT_NE(docs.assets[2].find("65535"), std::string::npos);  // the hole
+
+  // Exported as a scene and loaded again: the same geometry, by content hash.
+  const std::string exported = record::to_scene_json(world, {}, "export");
+  Scene again;
+  ASSERT_TRUE(parse_scene_json(exported, "export", &again, &error)) << error;
+  ASSERT_EQ(again.meshes.size(), 1u);
+  ASSERT_EQ(again.heightfields.size(), 1u);
+  EXPECT_EQ(again.meshes[0]->content_hash, world.meshes()[0]->content_hash);
+  EXPECT_EQ(again.heightfields[0]->heights, world.heightfields()[0]->heights);
+}
+
+TEST(SceneSurfaces, BadMeshesAndHeightFieldsNameTheFileLineAndField) {
+  auto error_of = [](const std::string& bodies) {
+    Scene scene;
+    std::string error;
+    EXPECT_FALSE(parse_scene_json(scene_with(bodies), "x.json", &scene, &error));
+    return error;
+  };
+  EXPECT_NE(error_of(mesh_body(R"(, "materials": [1, 2])")).find("bodies[0] (\"floor\").triangles: material count"),
+            std::string::npos);
+  const std::string dynamic_mesh = R"({ "shape": "Mesh", "position": { "x": 0, "y": 0, "z": 0 }, "points": [], "triangles": [] })";
+  EXPECT_NE(error_of(dynamic_mesh).find("kind: a Mesh or HeightField must be a Static body"), std::string::npos);
+  const std::string no_tris = R"({ "kind": "Static", "shape": "Mesh", "position": { "x": 0, "y": 0, "z": 0 }, "points": [] })";
+  EXPECT_NE(error_of(no_tris).find("points, triangles: required for a Mesh"), std::string::npos);
+  const std::string out_of_range = R"({ "kind": "Static", "shape": "Mesh", "position": { "x": 0, "y": 0, "z": 0 },
+      "points": [{"x":0,"y":0,"z":0},{"x":1,"y":0,"z":0},{"x":0,"y":0,"z":1}], "triangles": [0, 2, 7] })";
+  EXPECT_NE(error_of(out_of_range).find("triangles: index 2 (7) is out of range"), std::string::npos);
+  const std::string bad_hole = R"({ "kind": "Static", "shape": "HeightField", "position": { "x": 0, "y": 0, "z": 0 },
+      "samples_x": 2, "samples_z": 2, "spacing": { "x": 1, "y": 0, "z": 1 }, "heights": [0, 0, 0, 0], "holes": [4] })";
+  EXPECT_NE(error_of(bad_hole).find("holes: sample 4 is beyond the 4 heights"), std::string::npos);
+  const std::string short_grid = R"({ "kind": "Static", "shape": "HeightField", "position": { "x": 0, "y": 0, "z": 0 },
+      "samples_x": 3, "samples_z": 2, "spacing": { "x": 1, "y": 0, "z": 1 }, "heights": [0, 0, 0, 0] })";
+  EXPECT_NE(error_of(short_grid).find("heights: height count 4 is not 3 x 2"), std::string::npos);
+  EXPECT_NE(error_of(body(R"(, "triangles": [0, 1, 2])")).find("triangles: only a Mesh takes triangles"), std::string::npos);
 }
 
 }  // namespace

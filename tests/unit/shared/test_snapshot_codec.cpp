@@ -820,29 +820,34 @@ TEST(SnapshotCodec, MalformedRecordsAreRejectedWithTheirReason) {
 }
 
 
-// Protocol 8: a hull entry carries its 16-bit asset id after the sensor bit; other kinds do not.
-TEST(SnapshotCodec, AHullEntryCarriesItsAssetId) {
+// Protocols 8 and 9: a hull, mesh or heightfield entry carries its 16-bit asset id after the
+// sensor bit; other kinds do not.
+TEST(SnapshotCodec, AssetEntriesCarryTheirAssetId) {
   const QuantizationConfig config;
   const QuantizedState s = quantize_state({1.0f, 2.0f, 3.0f}, {}, {}, {}, true, config);
   const ObjectDescription hull{BodyKind::Static, ShapeKind::Hull, {0.5f, 0.4f, 0.45f}, false, 4095};
   const ObjectDescription box{BodyKind::Dynamic, ShapeKind::Box, {0.5f, 0.5f, 0.5f}, false, 0};
-  const SnapshotRecord records[] = {entry(ObjectID{1, 1}, s, hull), entry(ObjectID{2, 1}, s, box)};
+  const ObjectDescription mesh{BodyKind::Static, ShapeKind::Mesh, {40.0f, 3.0f, 40.0f}, false, 4096};
+  const ObjectDescription field{BodyKind::Static, ShapeKind::HeightField, {256.0f, 20.0f, 256.0f}, false, 65535};
+  const SnapshotRecord records[] = {entry(ObjectID{1, 1}, s, hull), entry(ObjectID{2, 1}, s, box),
+                                    entry(ObjectID{3, 1}, s, mesh), entry(ObjectID{4, 1}, s, field)};
   SnapshotReceiver rx(config);
   ASSERT_EQ(rx.apply(1, 1, encode(records)), SnapshotError::None);
-  const SnapshotObject* h = rx.find(ObjectID{1, 1});
-  const SnapshotObject* b = rx.find(ObjectID{2, 1});
-  ASSERT_NE(h, nullptr);
-  ASSERT_NE(b, nullptr);
-  EXPECT_EQ(h->shape, ShapeKind::Hull);
-  EXPECT_EQ(h->asset, 4095);
-  EXPECT_EQ(h->dims, (impulse::Vec3{0.5f, 0.4f, 0.45f}));
-  EXPECT_EQ(b->shape, ShapeKind::Box);
-  EXPECT_EQ(b->asset, 0);
-  // The hull's entry is 16 bits longer than the box's, and a sixth kind (5) is a bad record.
+  const ObjectDescription* want[] = {&hull, &box, &mesh, &field};
+  for (uint32_t i = 0; i < 4; ++i) {
+    const SnapshotObject* o = rx.find(ObjectID{i + 1, 1});
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(o->shape, want[i]->shape);
+    EXPECT_EQ(o->asset, want[i]->asset);
+    EXPECT_EQ(o->dims, want[i]->dims);
+  }
+  // An asset's entry is 16 bits longer than the box's, and an eighth kind (7) is a bad record.
   const QuantizationLimits l = derive_limits(config);
   EXPECT_EQ(record_body_bits(records[0], l), record_body_bits(records[1], l) + 16);
+  EXPECT_EQ(record_body_bits(records[2], l), record_body_bits(records[1], l) + 16);
+  EXPECT_EQ(record_body_bits(records[3], l), record_body_bits(records[1], l) + 16);
   SnapshotRecord odd = records[1];  // the encoder writes what it is given; the receiver checks
-  odd.desc.shape = static_cast<ShapeKind>(5);
+  odd.desc.shape = static_cast<ShapeKind>(7);
   Bytes out, scratch;
   ASSERT_TRUE(encode_snapshot_payload(std::span(&odd, 1), l, &out, &scratch));
   SnapshotReceiver rx2(config);
