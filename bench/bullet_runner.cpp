@@ -5,7 +5,9 @@
 #include <btBulletDynamicsCommon.h>
 
 #include <BulletCollision/CollisionDispatch/btManifoldResult.h>
+#include <BulletCollision/CollisionShapes/btHeightfieldTerrainShape.h>
 
+#include <chrono>
 #include <vector>
 
 namespace impulse::bench {
@@ -29,6 +31,7 @@ struct ShapeKey {
   float radius;
   float half_height;
   const physics::ConvexHull* hull = nullptr;
+  const void* surface = nullptr;  // a mesh or heightfield
 
   bool operator==(const ShapeKey&) const = default;
 };
@@ -39,11 +42,33 @@ ShapeKey key_of(const physics::Shape& shape) {
     case physics::ShapeKind::Sphere: return {shape.kind, {}, shape.radius, 0.0f};
     case physics::ShapeKind::Capsule: return {shape.kind, {}, shape.radius, shape.half_height};
     case physics::ShapeKind::Hull: return {shape.kind, {}, 0.0f, 0.0f, shape.hull};
+    case physics::ShapeKind::Mesh: return {shape.kind, {}, 0.0f, 0.0f, nullptr, shape.mesh};
+    case physics::ShapeKind::HeightField: return {shape.kind, {}, 0.0f, 0.0f, nullptr, shape.heightfield};
     default: return {physics::ShapeKind::Plane, {}, 0.0f, 0.0f};
   }
 }
 
-std::unique_ptr<btCollisionShape> make_shape(const physics::Shape& shape) {
+// A static surface's data as Bullet reads it: the arrays it points into, kept alive here.
+struct SurfaceData {
+  std::vector<btScalar> vertices;  // x, y, z per vertex
+  std::vector<int> indices;        // 3 per triangle
+  std::unique_ptr<btTriangleIndexVertexArray> arrays;
+  std::vector<float> heights;      // heightfield samples, row by row along x
+};
+
+
+std::unique_ptr<btCollisionShape> make_bullet_mesh(const physics::TriangleMesh& mesh, SurfaceData& data) {
+  data.vertices.reserve(3 * mesh.vertices.size());
+  for (const Vec3& v : mesh.vertices) data.vertices.insert(data.vertices.end(), {v.x, v.y, v.z});
+  data.indices.assign(mesh.indices.begin(), mesh.indices.end());
+  data.arrays = std::make_unique<btTriangleIndexVertexArray>(
+      static_cast<int>(mesh.triangle_count()), data.indices.data(), static_cast<int>(3 * sizeof(int)),
+      static_cast<int>(mesh.vertices.size()), data.vertices.data(), static_cast<int>(3 * sizeof(btScalar)));
+  // Quantised AABB compression on and the BVH built now, as a Bullet user has it.
+  return std::make_unique<btBvhTriangleMeshShape>(data.arrays.get(), true, true);
+}
+
+std::unique_ptr<btCollisionShape> make_shape(const physics::Shape& shape, std::vector<std::unique_ptr<SurfaceData>>& surfaces) {
   switch (shape.kind) {
     case physics::ShapeKind::Box: return std::make_unique<btBoxShape>(to_bt(shape.half_extents));
     case physics::ShapeKind::Sphere: return std::make_unique<btSphereShape>(shape.radius);
@@ -58,12 +83,48 @@ std::unique_ptr<btCollisionShape> make_shape(const physics::Shape& shape) {
       hull->recalcLocalAabb();
       return hull;
     }
+    case physics::ShapeKind::Mesh: {
+      surfaces.push_back(std::make_unique<SurfaceData>());
+      return make_bullet_mesh(*shape.mesh, *surfaces.back());
+    }
+    // The same (dequantised) samples. Bullet centres the field on its bounding box, so the body is
+    // moved by half the box (bullet_body_offset).
+    case physics::ShapeKind::HeightField: {
+      const physics::HeightField& f = *shape.heightfield;
+      surfaces.push_back(std::make_unique<SurfaceData>());
+      std::vector<float>& h = surfaces.back()->heights;
+      h.resize(f.heights.size());
+      for (uint32_t j = 0; j < f.count_z; ++j) {
+        for (uint32_t i = 0; i < f.count_x; ++i) h[j * f.count_x + i] = f.sample(i, j).y;
+      }
+      auto field = std::make_unique<btHeightfieldTerrainShape>(static_cast<int>(f.count_x), static_cast<int>(f.count_z),
+                                                               h.data(), 1.0f, f.bounds.min.y, f.bounds.max.y, 1,
+                                                               PHY_FLOAT, false);
+      field->setLocalScaling(btVector3(f.spacing.x, 1.0f, f.spacing.z));
+      return field;
+    }
     // Local plane y = 0 with outward normal +Y, through the body's origin, as Impulse's.
     default: return std::make_unique<btStaticPlaneShape>(btVector3(0, 1, 0), 0.0f);
   }
 }
 
 }  // namespace
+
+BulletMeshFigures measure_bullet_mesh(const std::vector<Vec3>& vertices, const std::vector<uint32_t>& indices) {
+  std::vector<btScalar> xyz;
+  xyz.reserve(3 * vertices.size());
+  for (const Vec3& v : vertices) xyz.insert(xyz.end(), {v.x, v.y, v.z});
+  std::vector<int> tris(indices.begin(), indices.end());
+  BulletMeshFigures out;
+  const auto start = std::chrono::steady_clock::now();
+  btTriangleIndexVertexArray arrays(static_cast<int>(tris.size() / 3), tris.data(), static_cast<int>(3 * sizeof(int)),
+                                    static_cast<int>(vertices.size()), xyz.data(), static_cast<int>(3 * sizeof(btScalar)));
+  btBvhTriangleMeshShape shape(&arrays, true, true);
+  out.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out.bvh_bytes = shape.getOptimizedBvh()->calculateSerializeBufferSize();
+  out.array_bytes = xyz.size() * sizeof(btScalar) + tris.size() * sizeof(int);
+  return out;
+}
 
 const char* to_string(BulletFrictionMix mix) {
   return mix == BulletFrictionMix::GeometricMean ? "geometric" : "product";
@@ -76,6 +137,7 @@ struct BulletWorld::Impl {
   btSequentialImpulseConstraintSolver solver;
   btDiscreteDynamicsWorld world{&dispatcher, &broadphase, &solver, &collision_config};
 
+  std::vector<std::unique_ptr<SurfaceData>> surfaces;  // meshes' and heightfields' arrays: outlive the shapes
   std::vector<ShapeKey> shape_keys;  // index-aligned with shapes
   std::vector<std::unique_ptr<btCollisionShape>> shapes;
   std::vector<std::unique_ptr<btRigidBody>> bodies;  // index-aligned with scene.bodies
@@ -94,7 +156,7 @@ struct BulletWorld::Impl {
       if (shape_keys[i] == key) return shapes[i].get();
     }
     shape_keys.push_back(key);
-    shapes.push_back(make_shape(shape));
+    shapes.push_back(make_shape(shape, surfaces));
     return shapes.back().get();
   }
 };
@@ -121,7 +183,13 @@ BulletWorld::BulletWorld(const scenes::BenchScene& scene, const BulletOptions& o
     if (dynamic && body.shape.kind == physics::ShapeKind::Hull) local_inertia = to_bt(body.shape.hull->unit_inertia * mass);
 
     btRigidBody::btRigidBodyConstructionInfo construction(mass, nullptr, shape, local_inertia);
-    construction.m_startWorldTransform.setOrigin(to_bt(body.position));
+    Vec3 origin = body.position;
+    if (body.shape.kind == physics::ShapeKind::HeightField) {  // Bullet's field is centred on its box
+      const physics::HeightField& f = *body.shape.heightfield;
+      origin += Vec3{0.5f * f.spacing.x * static_cast<float>(f.count_x - 1), 0.5f * (f.bounds.min.y + f.bounds.max.y),
+                     0.5f * f.spacing.z * static_cast<float>(f.count_z - 1)};
+    }
+    construction.m_startWorldTransform.setOrigin(to_bt(origin));
     construction.m_startWorldTransform.setRotation(
         btQuaternion(body.orientation.x, body.orientation.y, body.orientation.z, body.orientation.w));
     construction.m_friction = body.friction;

@@ -34,6 +34,17 @@ struct BulletOptions {
 /// btBoxShape, btSphereShape, btCapsuleShape (local Y, like Impulse's) and btStaticPlaneShape,
 /// one shape object per distinct size; no motion states (poses are read from the bodies' world
 /// transforms). Gravity kSceneGravity. Owns every Bullet object; not copyable.
+/// Bullet's figures for a static triangle mesh built as a user would (btTriangleIndexVertexArray
+/// over int indices and float vertices, btBvhTriangleMeshShape with quantised AABB compression):
+/// the build time [ms] and bytes: its BVH (btOptimizedBvh::calculateSerializeBufferSize, the
+/// quantised nodes and subtree headers) and the vertex and index arrays Bullet reads.
+struct BulletMeshFigures {
+  double build_ms = 0;
+  size_t bvh_bytes = 0;
+  size_t array_bytes = 0;
+};
+BulletMeshFigures measure_bullet_mesh(const std::vector<Vec3>& vertices, const std::vector<uint32_t>& indices);
+
 class BulletWorld {
  public:
   BulletWorld(const scenes::BenchScene& scene, const BulletOptions& options);

@@ -3,6 +3,8 @@
 // drift.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -156,8 +158,55 @@ std::optional<scenes::BenchScene> make_scene(const Options& o, std::string& erro
     }
     return scenes::make_h1_hull_pile(n);
   }
-  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3, J1, J2 or H1)";
+  if (o.scene == "M1" || o.scene == "M2") {
+    const int n = o.n.value_or(o.scene == "M1" ? 1764 : 4000);
+    if (n < 1 || n > scenes::kMaxTerrainBodies) {
+      error = "--n for " + o.scene + " is the body count, 1.." + std::to_string(scenes::kMaxTerrainBodies) + ", got " +
+              std::to_string(n);
+      return std::nullopt;
+    }
+    return o.scene == "M1" ? scenes::make_m1_mesh_terrain(n) : scenes::make_m2_heightfield(n);
+  }
+  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3, J1, J2, H1, M1 or M2)";
   return std::nullopt;
+}
+
+// MB: building a 1M-triangle mesh (scenes::terrain_grid, 708 x 708 cells) in both engines, three
+// times each, alternating; medians of the build time and the bytes per triangle.
+int run_mesh_build(const Options& o) {
+  std::vector<Vec3> vertices;
+  std::vector<uint32_t> indices;
+  scenes::terrain_grid(o.n.value_or(708), 0.5f, &vertices, &indices);
+  const size_t triangles = indices.size() / 3;
+  std::vector<double> ours_ms;
+  std::vector<double> bullet_ms;
+  size_t ours_bytes = 0;
+  bench::BulletMeshFigures bullet;
+  for (int round = 0; round < 3; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    const physics::MeshBuild built = physics::build_triangle_mesh(vertices, indices);
+    ours_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (!built.ok()) {
+      std::fprintf(stderr, "impulse-bench: %s\n", built.error.c_str());
+      return kExitRunFailed;
+    }
+    ours_bytes = built.mesh.memory_bytes();
+    bullet = bench::measure_bullet_mesh(vertices, indices);
+    bullet_ms.push_back(bullet.build_ms);
+    if (!o.quiet) std::fprintf(stderr, "[impulse-bench] MB: round %d of 3\n", round + 1);
+  }
+  std::sort(ours_ms.begin(), ours_ms.end());
+  std::sort(bullet_ms.begin(), bullet_ms.end());
+  const double t = static_cast<double>(triangles);
+  std::printf("MB: %zu triangles, %zu vertices\n", triangles, vertices.size());
+  std::printf("  Impulse: build %.0f ms (median of 3), %.1f bytes per triangle, all included\n", ours_ms[1],
+              static_cast<double>(ours_bytes) / t);
+  std::printf("  Bullet:  build %.0f ms (median of 3), %.1f bytes per triangle (BVH %.1f + arrays %.1f)\n", bullet_ms[1],
+              static_cast<double>(bullet.bvh_bytes + bullet.array_bytes) / t, static_cast<double>(bullet.bvh_bytes) / t,
+              static_cast<double>(bullet.array_bytes) / t);
+  std::printf("  ratio Impulse / Bullet: build %.2f, memory %.2f\n", ours_ms[1] / bullet_ms[1],
+              static_cast<double>(ours_bytes) / static_cast<double>(bullet.bvh_bytes + bullet.array_bytes));
+  return 0;
 }
 
 int run(const Options& o) {
@@ -174,6 +223,7 @@ int run(const Options& o) {
     return kExitBadArgument;
   }
   if (o.scene == "N1") return run_n1_scene(o);
+  if (o.scene == "MB") return run_mesh_build(o);
   if (o.scene == "latency") return run_latency_scene(o);
   std::string error;
   const std::optional<scenes::BenchScene> scene = make_scene(o, error);
@@ -244,9 +294,9 @@ int main(int argc, char** argv) {
   Options o;
   CLI::App app{"impulse-bench: the reference scenes through Impulse and Bullet, alternating, in one run"};
   app.add_option("--scene", o.scene,
-                 "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid), J2 (ragdolls); N1 (network bandwidth) or latency "
-                 "(request -> snapshot)")
-      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "J2", "H1", "N1", "latency"}, CLI::ignore_case));
+                 "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid), J2 (ragdolls), H1 (hull pile), M1 (convex vs "
+                 "mesh), M2 (heightfield); MB (1M-triangle mesh build); N1 (network bandwidth) or latency (request -> snapshot)")
+      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "J2", "H1", "M1", "M2", "MB", "N1", "latency"}, CLI::ignore_case));
   app.add_option("--n", o.n, "S1: base row (default 20); S2: boxes (default 4000); S3: spheres (default 10000); "
                              "J1: grid side (default 100); J2: ragdolls (default 160)");
   app.add_option("--sleep", o.sleep, "on|off (default: the scene's: S1 off, S2 and S3 on)")

@@ -79,24 +79,33 @@ MeshTriangle HeightField::triangle(uint32_t i, uint32_t j, uint32_t t) const {
   triangle_vertices(i, j, t, out.v);
   out.index = 2 * (j * (count_x - 1) + i) + t;
   out.material = materials.empty() ? 0 : materials[j * (count_x - 1) + i];
-  const Vec3 n = normal_of(out.v[0], out.v[1], out.v[2]);
+  out.field = this;
+  return out;
+}
+
+uint8_t HeightField::triangle_active_edges(uint32_t index) const {
+  const uint32_t t = index & 1u;
+  const uint32_t i = (index >> 1) % (count_x - 1);
+  const uint32_t j = (index >> 1) / (count_x - 1);
+  Vec3 v[3];
+  triangle_vertices(i, j, t, v);
+  const Vec3 n = normal_of(v[0], v[1], v[2]);
+  uint8_t active = 0;
   for (int k = 0; k < 3; ++k) {
     const Across& a = kAcross[t][k];
     const int64_t ni = static_cast<int64_t>(i) + a.di;
     const int64_t nj = static_cast<int64_t>(j) + a.dj;
-    bool active = true;  // a border or a hole beside it
+    bool edge_active = true;  // a border or a hole beside it
     if (ni >= 0 && nj >= 0 && cell(static_cast<uint32_t>(ni), static_cast<uint32_t>(nj))) {
-      const auto ci = static_cast<uint32_t>(ni);
-      const auto cj = static_cast<uint32_t>(nj);
       Vec3 w[3];
-      for (int m = 0; m < 3; ++m) w[m] = sample(ci + kCorner[a.t][m][0], cj + kCorner[a.t][m][1]);
+      triangle_vertices(static_cast<uint32_t>(ni), static_cast<uint32_t>(nj), static_cast<uint32_t>(a.t), w);
       const Vec3 off = sample(static_cast<uint32_t>(static_cast<int64_t>(i) + a.off_i),
                               static_cast<uint32_t>(static_cast<int64_t>(j) + a.off_j));
-      active = edge_is_active(n, normal_of(w[0], w[1], w[2]), off - out.v[k]);
+      edge_active = edge_is_active(n, normal_of(w[0], w[1], w[2]), off - v[k]);
     }
-    if (active) out.active = static_cast<uint8_t>(out.active | 1u << k);
+    if (edge_active) active = static_cast<uint8_t>(active | 1u << k);
   }
-  return out;
+  return active;
 }
 
 HeightFieldBuild build_heightfield(uint32_t count_x, uint32_t count_z, Vec3 spacing, std::span<const float> heights,

@@ -47,8 +47,11 @@ struct HeightField {
     return i + 1 < count_x && j + 1 < count_z && solid(i, j) && solid(i + 1, j) && solid(i, j + 1) &&
            solid(i + 1, j + 1);
   }
-  /// Triangle t (0 or 1) of cell (i, j), with its active edges and material; index 2 * cell + t.
+  /// Triangle t (0 or 1) of cell (i, j) with its material; index 2 * cell + t. Its active edges
+  /// are left to active_edges (MeshTriangle::field points here).
   MeshTriangle triangle(uint32_t i, uint32_t j, uint32_t t) const;
+  /// The active edges of triangle `index` (bit k: edge k), from the neighbouring cells.
+  uint8_t triangle_active_edges(uint32_t index) const;
   /// The same triangle's vertices only (no active edges: what raycasts need).
   void triangle_vertices(uint32_t i, uint32_t j, uint32_t t, Vec3 out[3]) const;
   size_t memory_bytes() const { return heights.size() * 2 + materials.size(); }

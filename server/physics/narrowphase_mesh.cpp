@@ -98,6 +98,60 @@ bool feature_is_active(Vec3 p, const Vec3 v[3], Vec3 n, uint8_t active) {
   return (on & active) != 0;
 }
 
+/// The radius of the convex's bounding sphere about its centre [m].
+float convex_radius(const Shape& a) {
+  switch (a.kind) {
+    case ShapeKind::Box: return length(a.half_extents);
+    case ShapeKind::Capsule: return a.half_height + a.radius;
+    case ShapeKind::Hull: return a.hull->radius;
+    default: return a.radius;
+  }
+}
+
+/// The point of triangle v closest to p (Ericson, Real-Time Collision Detection, §5.1.5).
+Vec3 closest_on_triangle(Vec3 p, const Vec3 v[3]) {
+  const Vec3 ab = v[1] - v[0];
+  const Vec3 ac = v[2] - v[0];
+  const Vec3 ap = p - v[0];
+  const float d1 = dot(ab, ap);
+  const float d2 = dot(ac, ap);
+  if (d1 <= 0.0f && d2 <= 0.0f) return v[0];
+  const Vec3 bp = p - v[1];
+  const float d3 = dot(ab, bp);
+  const float d4 = dot(ac, bp);
+  if (d3 >= 0.0f && d4 <= d3) return v[1];
+  const float vc = d1 * d4 - d3 * d2;
+  if (vc <= 0.0f && d1 >= 0.0f && d3 <= 0.0f) return v[0] + ab * (d1 / (d1 - d3));
+  const Vec3 cp = p - v[2];
+  const float d5 = dot(ab, cp);
+  const float d6 = dot(ac, cp);
+  if (d6 >= 0.0f && d5 <= d6) return v[2];
+  const float vb = d5 * d2 - d1 * d6;
+  if (vb <= 0.0f && d2 >= 0.0f && d6 <= 0.0f) return v[0] + ac * (d2 / (d2 - d6));
+  const float va = d3 * d6 - d5 * d4;
+  if (va <= 0.0f && (d4 - d3) >= 0.0f && (d5 - d6) >= 0.0f) return v[1] + (v[2] - v[1]) * ((d4 - d3) / ((d4 - d3) + (d5 - d6)));
+  const float denom = 1.0f / (va + vb + vc);
+  return v[0] + ab * (vb * denom) + ac * (vc * denom);
+}
+
+/// The point of convex `a` at `ta` farthest along the unit direction d.
+Vec3 convex_support(const Shape& a, const Transform& ta, Vec3 d) {
+  switch (a.kind) {
+    case ShapeKind::Sphere: return ta.position + d * a.radius;
+    case ShapeKind::Capsule: {
+      const detail::Segment seg = detail::capsule_segment(a, ta);
+      return (dot(seg.p0, d) >= dot(seg.p1, d) ? seg.p0 : seg.p1) + d * a.radius;
+    }
+    case ShapeKind::Box: {
+      const Vec3 l = inverse_rotate(ta.rotation, d);
+      const Vec3 h = a.half_extents;
+      return ta.position + rotate(ta.rotation, Vec3{l.x >= 0.0f ? h.x : -h.x, l.y >= 0.0f ? h.y : -h.y, l.z >= 0.0f ? h.z : -h.z});
+    }
+    case ShapeKind::Hull: return ta.position + rotate(ta.rotation, hull_support(a.hull->view(), inverse_rotate(ta.rotation, d)));
+    default: return ta.position;
+  }
+}
+
 struct Candidate {
   Vec3 point;
   float separation;  // along `normal`
@@ -108,8 +162,15 @@ struct Candidate {
 }  // namespace
 
 bool collide_mesh_triangle(const Shape& a, const Transform& ta, const MeshTriangle& tri, float margin, Manifold& m) {
+  m.point_count = 0;
   const Vec3 n = normalize_or(cross(tri.v[1] - tri.v[0], tri.v[2] - tri.v[0]), Vec3{0.0f, 1.0f, 0.0f});
   if (dot(ta.position - tri.v[0], n) < 0.0f) return false;  // behind a one-sided triangle
+  // The convex's deepest point along the face normal: nothing of it within the margin of the
+  // plane, no contact (the cheap rejection of most triangles under a body's box).
+  if (dot(convex_support(a, ta, -n) - tri.v[0], n) > margin) return false;
+  // Nor when the triangle lies beyond the convex's bounding sphere (a triangle beside the body).
+  const float reach = convex_radius(a) + margin;
+  if (length_squared(closest_on_triangle(ta.position, tri.v) - ta.position) > reach * reach) return false;
   const detail::TrianglePrism prism = detail::make_triangle_prism(tri.v, n);
   const Transform tp{prism.centre, Quat{}};
   const HullView view = prism.view();
@@ -127,7 +188,7 @@ bool collide_mesh_triangle(const Shape& a, const Transform& ta, const MeshTriang
   }
   // The triangle's surface point: half the separation along the normal from the midpoint.
   const ManifoldPoint& p = m.points[deepest];
-  if (feature_is_active(p.point + m.normal * (0.5f * p.separation), tri.v, n, tri.active)) return true;
+  if (feature_is_active(p.point + m.normal * (0.5f * p.separation), tri.v, n, active_edges(tri))) return true;
   return detail::collide_convex_polytope_face(a, ta, view, 0, tp, margin, m);
 }
 

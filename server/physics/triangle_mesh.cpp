@@ -9,6 +9,7 @@
 
 #include <xxhash.h>
 
+#include "server/physics/heightfield.h"
 #include "server/physics/types.h"
 
 namespace impulse::physics {
@@ -295,6 +296,10 @@ size_t TriangleMesh::memory_bytes() const {
 
 bool TriangleMesh::operator==(const TriangleMesh& o) const {
   return vertices == o.vertices && indices == o.indices && materials == o.materials;
+}
+
+uint8_t active_edges(const MeshTriangle& tri) {
+  return tri.field != nullptr ? tri.field->triangle_active_edges(tri.index) : tri.active;
 }
 
 std::string check_mesh(const TriangleMesh& mesh) {

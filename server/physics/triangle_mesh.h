@@ -53,12 +53,19 @@ struct MeshNode {
 static_assert(sizeof(MeshNode) == 16);
 
 /// One triangle as the narrowphase and queries see it (mesh frame [m]).
+struct HeightField;
 struct MeshTriangle {
   Vec3 v[3];            ///< counter-clockwise about the front normal
   uint32_t index = 0;   ///< in the mesh's (BVH-ordered) triangle list
-  uint8_t active = 0;   ///< bit k: edge v[k] -> v[(k + 1) % 3] is active
+  uint8_t active = 0;   ///< bit k: edge v[k] -> v[(k + 1) % 3] is active (see active_edges)
   uint8_t material = 0; ///< the triangle's material id
+  /// A heightfield's triangle leaves `active` unset and names its field instead: its active
+  /// edges are found from the neighbouring cells only when a contact needs them.
+  const HeightField* field = nullptr;
 };
+
+/// The triangle's active edges (MeshTriangle::active, or its heightfield's answer).
+uint8_t active_edges(const MeshTriangle& tri);
 
 /// A static triangle mesh in its body's frame [m]. Built by build_triangle_mesh; a World keeps
 /// the ones its bodies use (World::add_mesh) for as long as the World lives.

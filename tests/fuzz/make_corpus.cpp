@@ -550,8 +550,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  // fuzz_convex_hull: a box's corners with an apex and an interior point (byte 0 even: points), and
-  // the saved world unedited (byte 0 odd: XOR edits over its payload).
+  // fuzz_convex_hull: a box's corners with an apex and an interior point (byte 0 even: points),
+  // the saved world unedited (byte 0 odd: XOR edits over its payload), a mesh and a heightfield.
   {
     Bytes points{0};
     const float corners[] = {-0.5f, 0.5f};
@@ -569,6 +569,22 @@ int main(int argc, char** argv) {
     ok &= writer.write("fuzz_convex_hull", {"box_points", points});
     ok &= writer.write("fuzz_convex_hull", {"state_unedited", Bytes{1}});
     ok &= writer.write("fuzz_convex_hull", {"state_one_edit", Bytes{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4}});
+    // A mesh (byte 0 = 2): 4 vertices of a unit square and its two triangles; a heightfield
+    // (byte 0 = 6): 3 x 3 samples of a gentle bump.
+    Bytes mesh{2, 4, 0};
+    auto put_to = [](Bytes& out, float f) {
+      uint32_t u;
+      std::memcpy(&u, &f, sizeof u);
+      for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(u >> (8 * i)));
+    };
+    for (const float f : {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 1.0f, 0.0f, 1.0f, 1.0f, 0.0f, 0.0f}) put_to(mesh, f);
+    for (const uint32_t i : {0u, 1u, 2u, 0u, 2u, 3u}) {
+      for (int b = 0; b < 4; ++b) mesh.push_back(static_cast<uint8_t>(i >> (8 * b)));
+    }
+    ok &= writer.write("fuzz_convex_hull", {"mesh_square", mesh});
+    Bytes field{6, 0x11};
+    for (const float f : {0.0f, 0.1f, 0.0f, 0.1f, 0.3f, 0.1f, 0.0f, 0.1f, 0.0f}) put_to(field, f);
+    ok &= writer.write("fuzz_convex_hull", {"heightfield_bump", field});
   }
 
   for (const auto& [target, n] : writer.counts()) std::printf("%-24s %3d seeds\n", target.c_str(), n);

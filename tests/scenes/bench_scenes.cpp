@@ -93,10 +93,10 @@ BenchScene make_s2_pile(int n) {
   return scene;
 }
 
-BenchScene make_h1_hull_pile(int n) {
-  n = std::clamp(n, 1, kMaxHullPileCount);
-  BenchScene scene = make_s2_pile(n);
-  scene.name = "H1";
+namespace {
+
+// The 8 H1 rock shapes (hulls of 24 points from Lcg(2468)), added to the scene's hull list.
+std::vector<physics::Shape> h1_rocks(BenchScene& scene) {
   Lcg lcg(2468);
   std::vector<physics::Shape> shapes;
   while (shapes.size() < 8) {
@@ -110,9 +110,107 @@ BenchScene make_h1_hull_pile(int n) {
     scene.hulls.push_back(std::make_shared<const physics::ConvexHull>(std::move(built.hull)));
     shapes.push_back(physics::make_hull(*scene.hulls.back()));
   }
+  return shapes;
+}
+
+float rolling(float x, float z) { return 2.0f * std::sin(0.05f * x) * std::cos(0.04f * z) + 0.5f * std::sin(0.3f * x + 0.2f * z); }
+
+}  // namespace
+
+BenchScene make_h1_hull_pile(int n) {
+  n = std::clamp(n, 1, kMaxHullPileCount);
+  BenchScene scene = make_s2_pile(n);
+  scene.name = "H1";
+  const std::vector<physics::Shape> shapes = h1_rocks(scene);
   size_t k = 0;
   for (SceneBody& body : scene.bodies) {
     if (body.kind == physics::BodyKind::Dynamic) body.shape = shapes[k++ % shapes.size()];
+  }
+  return scene;
+}
+
+void terrain_grid(int cells, float cell_size, std::vector<Vec3>* vertices, std::vector<uint32_t>* indices) {
+  const float half = 0.5f * cell_size * static_cast<float>(cells);
+  vertices->clear();
+  indices->clear();
+  vertices->reserve(static_cast<size_t>(cells + 1) * (cells + 1));
+  indices->reserve(6 * static_cast<size_t>(cells) * cells);
+  for (int j = 0; j <= cells; ++j) {
+    for (int i = 0; i <= cells; ++i) {
+      const float x = -half + cell_size * static_cast<float>(i);
+      const float z = -half + cell_size * static_cast<float>(j);
+      vertices->push_back({x, rolling(x, z), z});
+    }
+  }
+  auto at = [&](int i, int j) { return static_cast<uint32_t>(j * (cells + 1) + i); };
+  for (int j = 0; j < cells; ++j) {
+    for (int i = 0; i < cells; ++i) {
+      indices->insert(indices->end(), {at(i, j), at(i, j + 1), at(i + 1, j + 1), at(i, j), at(i + 1, j + 1), at(i + 1, j)});
+    }
+  }
+}
+
+BenchScene make_m1_mesh_terrain(int n) {
+  n = std::clamp(n, 1, kMaxTerrainBodies);
+  BenchScene scene;
+  scene.name = "M1";
+  scene.sleep = true;
+  std::vector<Vec3> vertices;
+  std::vector<uint32_t> indices;
+  terrain_grid(224, 0.9f, &vertices, &indices);
+  physics::MeshBuild built = physics::build_triangle_mesh(vertices, indices);
+  scene.meshes.push_back(std::make_shared<const physics::TriangleMesh>(std::move(built.mesh)));
+  SceneBody ground;
+  ground.kind = physics::BodyKind::Static;
+  ground.shape = physics::make_mesh(*scene.meshes.back());
+  scene.bodies.push_back(ground);
+  const std::vector<physics::Shape> rocks = h1_rocks(scene);
+  const physics::Shape box = physics::make_box({kBodyHalfExtent, kBodyHalfExtent, kBodyHalfExtent});
+  for (int i = 0; i < n; ++i) {
+    const int layer = i / 1764;
+    const int r = i % 1764;
+    const float x = (static_cast<float>(r % 42) - 20.5f) * 3.0f;
+    const float z = (static_cast<float>(r / 42) - 20.5f) * 3.0f;
+    const physics::Shape& shape = i % 9 == 8 ? box : rocks[static_cast<size_t>(i % 8)];
+    scene.bodies.push_back(make_dynamic(shape, {x, 6.0f + 3.0f * static_cast<float>(layer), z}));
+  }
+  return scene;
+}
+
+BenchScene make_m2_heightfield(int n) {
+  n = std::clamp(n, 1, kMaxTerrainBodies);
+  BenchScene scene;
+  scene.name = "M2";
+  scene.sleep = true;
+  constexpr uint32_t kSamples = 512;
+  constexpr float kSpacing = 0.5f;
+  const float half = 0.5f * kSpacing * static_cast<float>(kSamples - 1);
+  std::vector<float> heights;
+  heights.reserve(kSamples * kSamples);
+  for (uint32_t j = 0; j < kSamples; ++j) {
+    for (uint32_t i = 0; i < kSamples; ++i) {
+      const float x = -half + kSpacing * static_cast<float>(i);
+      const float z = -half + kSpacing * static_cast<float>(j);
+      heights.push_back(3.0f * std::sin(0.04f * x) * std::cos(0.05f * z) + 0.4f * std::sin(0.25f * x));
+    }
+  }
+  physics::HeightFieldBuild built = physics::build_heightfield(kSamples, kSamples, {kSpacing, 0.0f, kSpacing}, heights);
+  scene.heightfields.push_back(std::make_shared<const physics::HeightField>(std::move(built.field)));
+  SceneBody ground;
+  ground.kind = physics::BodyKind::Static;
+  ground.shape = physics::make_heightfield(*scene.heightfields.back());
+  ground.position = {-half, 0.0f, -half};
+  scene.bodies.push_back(ground);
+  const std::vector<physics::Shape> rocks = h1_rocks(scene);
+  const physics::Shape kinds[3] = {physics::make_box({kBodyHalfExtent, kBodyHalfExtent, kBodyHalfExtent}),
+                                   physics::make_sphere(kBodyHalfExtent), physics::make_capsule(0.3f, 0.4f)};
+  for (int i = 0; i < n; ++i) {
+    const int layer = i / 4096;
+    const int r = i % 4096;
+    const float x = (static_cast<float>(r % 64) - 31.5f) * 3.0f;
+    const float z = (static_cast<float>(r / 64) - 31.5f) * 3.0f;
+    const physics::Shape& shape = i % 4 == 3 ? rocks[static_cast<size_t>((i / 4) % 8)] : kinds[i % 4];
+    scene.bodies.push_back(make_dynamic(shape, {x, 8.0f + 3.0f * static_cast<float>(layer), z}));
   }
   return scene;
 }
@@ -293,6 +391,14 @@ std::vector<ObjectID> load_into(physics::World& world, const BenchScene& scene) 
     if (desc.shape.kind == physics::ShapeKind::Hull) {  // the scene's hull becomes the World's own
       const physics::ConvexHull* hull = world.add_hull(*desc.shape.hull);
       if (hull != nullptr) desc.shape = physics::make_hull(*hull);
+    }
+    if (desc.shape.kind == physics::ShapeKind::Mesh) {
+      const physics::TriangleMesh* mesh = world.add_mesh(*desc.shape.mesh);
+      if (mesh != nullptr) desc.shape = physics::make_mesh(*mesh);
+    }
+    if (desc.shape.kind == physics::ShapeKind::HeightField) {
+      const physics::HeightField* field = world.add_heightfield(*desc.shape.heightfield);
+      if (field != nullptr) desc.shape = physics::make_heightfield(*field);
     }
     desc.position = body.position;
     desc.orientation = body.orientation;

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "server/physics/convex_hull.h"
+#include "server/physics/heightfield.h"
 #include "server/physics/joint.h"
+#include "server/physics/triangle_mesh.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
 #include "shared/object_id.h"
@@ -78,6 +80,9 @@ struct BenchScene {
   std::vector<SceneJoint> joints;  ///< created after every body, in this order
   /// The hulls that hull bodies' shapes point at (load_into adds each to the World).
   std::vector<std::shared_ptr<const physics::ConvexHull>> hulls;
+  /// Likewise the meshes and heightfields of mesh and heightfield bodies.
+  std::vector<std::shared_ptr<const physics::TriangleMesh>> meshes;
+  std::vector<std::shared_ptr<const physics::HeightField>> heightfields;
 };
 
 /// Box half-extent and sphere radius of every dynamic body of the scenes [m].
@@ -144,6 +149,29 @@ inline constexpr int kMaxHullPileCount = kMaxPileCount;
 /// the same vertices.
 /// @param n  in [1, kMaxHullPileCount]; values outside are clamped.
 BenchScene make_h1_hull_pile(int n);
+
+/// Most M1 and M2 bodies.
+inline constexpr int kMaxTerrainBodies = 20000;
+
+/// The 1M-triangle grid of the mesh build figures: `cells` x `cells` cells of 0.5 m, two triangles
+/// each, over rolling ground y = 2 sin(0.05 x) cos(0.04 z) + 0.5 sin(0.3 x + 0.2 z) (centred on the
+/// origin). Vertices shared; 708 cells give 1,002,528 triangles.
+void terrain_grid(int cells, float cell_size, std::vector<Vec3>* vertices, std::vector<uint32_t>* indices);
+
+/// M1: convex bodies onto a triangle mesh (Jolt's ConvexVsMesh performance scene, scaled up):
+/// a 224 x 224-cell terrain_grid of 0.9 m cells (100,352 triangles, 201.6 m square) and n dynamic
+/// bodies, 8 in 9 the H1 hulls and every 9th a box of half-size 0.5 m, in a 42-wide grid 3 m apart
+/// at y = 6 m (one layer for n <= 1764, then more layers 3 m up). sleep = true. Bullet gets a
+/// btBvhTriangleMeshShape of the same triangles (quantised BVH).
+/// @param n  in [1, kMaxTerrainBodies]; values outside are clamped.
+BenchScene make_m1_mesh_terrain(int n = 1764);
+
+/// M2: n mixed bodies (box, sphere, capsule, H1 hull in turn) onto a 512 x 512-sample heightfield
+/// of 0.5 m spacing (255.5 m square, centred; y = 3 sin(0.04 x) cos(0.05 z) + 0.4 sin(0.25 x)),
+/// in a 64-wide grid 3 m apart at y = 8 m, layers 3 m apart. sleep = true. Bullet gets a
+/// btHeightfieldTerrainShape of the same (dequantised) heights.
+/// @param n  in [1, kMaxTerrainBodies]; values outside are clamped.
+BenchScene make_m2_heightfield(int n = 4000);
 
 /// Number of dynamic bodies of a scene.
 uint32_t count_dynamic(const BenchScene& scene);

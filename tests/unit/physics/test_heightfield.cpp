@@ -137,8 +137,8 @@ TEST(HeightField, ActiveEdgesMatchTheSameSurfaceBuiltAsAMesh) {
       const Vec3 b = tri.v[(k + 1) % 3];
       const auto it = mesh_flags.find({a.x, a.y, a.z, b.x, b.y, b.z});
       ASSERT_NE(it, mesh_flags.end());
-      EXPECT_EQ(tri.active >> k & 1, it->second) << "triangle " << tri.index << " edge " << k;
-      inactive += (tri.active >> k & 1) == 0;
+      EXPECT_EQ(active_edges(tri) >> k & 1, it->second) << "triangle " << tri.index << " edge " << k;
+      inactive += (active_edges(tri) >> k & 1) == 0;
     }
   }
   EXPECT_GT(inactive, 500);  // most seams are flat or concave
