@@ -52,15 +52,15 @@ struct Shape {
 };
 
 constexpr Shape make_sphere(float radius) {
-  return Shape{ShapeKind::Sphere, radius, {radius, radius, radius}, 0.0f, nullptr, 0};
+  return Shape{ShapeKind::Sphere, radius, {radius, radius, radius}, 0.0f, {nullptr}, 0};
 }
-constexpr Shape make_box(Vec3 half_extents) { return Shape{ShapeKind::Box, 0.0f, half_extents, 0.0f, nullptr, 0}; }
+constexpr Shape make_box(Vec3 half_extents) { return Shape{ShapeKind::Box, 0.0f, half_extents, 0.0f, {nullptr}, 0}; }
 /// Capsule along local Y: total height 2 (half_height + radius).
 constexpr Shape make_capsule(float radius, float half_height) {
-  return Shape{ShapeKind::Capsule, radius, {radius, half_height + radius, radius}, half_height, nullptr, 0};
+  return Shape{ShapeKind::Capsule, radius, {radius, half_height + radius, radius}, half_height, {nullptr}, 0};
 }
 /// Infinite plane through the body position, outward normal = the body's local +Y axis.
-constexpr Shape make_plane() { return Shape{ShapeKind::Plane, 0.0f, {0.0f, 0.0f, 0.0f}, 0.0f, nullptr, 0}; }
+constexpr Shape make_plane() { return Shape{ShapeKind::Plane, 0.0f, {0.0f, 0.0f, 0.0f}, 0.0f, {nullptr}, 0}; }
 /// A convex hull shape; `hull` must come from World::add_hull of the World the body goes into.
 Shape make_hull(const ConvexHull& hull);
 /// A static triangle mesh shape; `mesh` must come from World::add_mesh of the World the body goes
