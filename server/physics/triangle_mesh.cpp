@@ -128,17 +128,22 @@ MeshBuild build_triangle_mesh(std::span<const Vec3> vertices, std::span<const ui
     }
   }
 
-  // Weld: equal positions share one vertex, numbered in position order (canonical).
+  // Weld: equal positions share one vertex, numbered in position order (canonical). -0 becomes
+  // +0 first (x + 0 does that), or two vertices that compare equal could keep either's bits and a
+  // saved mesh would not rebuild to itself (found by fuzz_convex_hull).
+  std::vector<Vec3> input(vertices.begin(), vertices.end());
+  for (Vec3& v : input) v = v + Vec3{};
+  const std::span<const Vec3> positions(input);
   std::vector<uint32_t> by_pos(vertices.size());
   std::iota(by_pos.begin(), by_pos.end(), 0u);
   std::sort(by_pos.begin(), by_pos.end(), [&](uint32_t a, uint32_t b) {
-    return vec_less(vertices[a], vertices[b]) || (!vec_less(vertices[b], vertices[a]) && a < b);
+    return vec_less(positions[a], positions[b]) || (!vec_less(positions[b], positions[a]) && a < b);
   });
   std::vector<uint32_t> welded_id(vertices.size());
   std::vector<Vec3> unique;
   unique.reserve(vertices.size());
   for (size_t k = 0; k < by_pos.size(); ++k) {
-    const Vec3 v = vertices[by_pos[k]];
+    const Vec3 v = positions[by_pos[k]];
     if (unique.empty() || vec_less(unique.back(), v)) {
       unique.push_back(v);
     } else {
@@ -159,8 +164,7 @@ MeshBuild build_triangle_mesh(std::span<const Vec3> vertices, std::span<const ui
     uint32_t a = welded_id[indices[3 * t]];
     uint32_t b = welded_id[indices[3 * t + 1]];
     uint32_t c = welded_id[indices[3 * t + 2]];
-    const Vec3 n = cross(unique[b] - unique[a], unique[c] - unique[a]);
-    if (a == b || b == c || a == c || !(length_squared(n) > 4.0e-24f)) {
+    if (a == b || b == c || a == c) {
       ++out.degenerate;
       continue;
     }
@@ -169,6 +173,13 @@ MeshBuild build_triangle_mesh(std::span<const Vec3> vertices, std::span<const ui
       a = b;
       b = c;
       c = first;
+    }
+    // The area from the rotated (canonical) corners: from another corner its rounding differs,
+    // and a saved mesh would not rebuild to itself (found by fuzz_convex_hull).
+    const Vec3 n = cross(unique[b] - unique[a], unique[c] - unique[a]);
+    if (!(length_squared(n) > 4.0e-24f)) {
+      ++out.degenerate;
+      continue;
     }
     tris.push_back(Tri{{a, b, c}, materials.empty() ? uint8_t{0} : materials[t]});
   }
