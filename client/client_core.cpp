@@ -41,6 +41,13 @@ constexpr uint32_t kEventDedupWindow = 8192;
 /// Outstanding pings remembered for RTT measurement; older ones are forgotten.
 constexpr size_t kPingSlots = 16;
 
+/// input_tick()'s margin beyond the estimated arrival [ticks]: at first (one tick of slack and
+/// one of jitter), at most (the server refuses leads beyond --max-input-lead-ms), and the report
+/// above which it shrinks (a steady surplus only delays the player's inputs).
+constexpr int kInitialInputMargin = 2;
+constexpr int kMaxInputMargin = 30;
+constexpr int kMaxSpareLead = 2;
+
 /// Largest fixed interpolation delay ClientConfig accepts [s].
 constexpr double kMaxInterpolationDelayS = 5.0;
 
@@ -50,8 +57,10 @@ static_assert(static_cast<int>(BodyKind::Kinematic) == static_cast<int>(wire::Bo
               static_cast<int>(wire::BodyKind::MAX) == 2);
 static_assert(static_cast<int>(ShapeKind::HeightField) == static_cast<int>(wire::ShapeKind::HeightField) &&
               static_cast<int>(wire::ShapeKind::MAX) == 6);
-static_assert(static_cast<int>(ResultCode::OverBudget) == static_cast<int>(wire::ResultCode::OverBudget) &&
-              static_cast<int>(wire::ResultCode::MAX) == 19);
+static_assert(static_cast<int>(InputMode::Velocity) == static_cast<int>(wire::InputMode::Velocity) &&
+              static_cast<int>(wire::InputMode::MAX) == static_cast<int>(wire::InputMode::Velocity));
+static_assert(static_cast<int>(ResultCode::TickOutOfRange) == static_cast<int>(wire::ResultCode::TickOutOfRange) &&
+              static_cast<int>(wire::ResultCode::MAX) == 20);
 static_assert(static_cast<int>(ContactEventType::End) == static_cast<int>(wire::ContactEventType::End) &&
               static_cast<int>(wire::ContactEventType::MAX) == 3);  // 2 and 3 are joint events (JointEvent)
 static_assert(static_cast<int>(JointKind::SwingTwist) == static_cast<int>(wire::JointKind::SwingTwist) &&
@@ -230,6 +239,20 @@ struct ClientCore::Impl {
   Clock::time_point next_time_ping{};           ///< when the next clock-sync Ping is due
   std::vector<InterpolationSample> samples;     ///< scratch of feed_interpolator, reused
 
+  // Ticks (protocol 10), reset by every connect.
+  uint64_t action_tick = 0;  ///< set_action_tick: stamps the next world-changing request
+  /// The last kInputRedundancy ticks of input of each body send_input drove (consecutive ticks).
+  struct InputHistory {
+    ObjectID id;
+    wire::InputMode mode = wire::InputMode::Force;
+    uint64_t first_tick = 0;
+    std::vector<wire::InputFrame> frames;
+  };
+  std::vector<InputHistory> input_histories;
+  int input_margin = kInitialInputMargin;
+  std::optional<int> input_lead;
+  TimePoint margin_changed_at{};
+
   bool in_connect() const {
     return state == ConnectionState::SendingConnect || state == ConnectionState::SendingCookie;
   }
@@ -279,6 +302,8 @@ struct ClientCore::Impl {
     OutstandingRequest r;
     r.request_id = request_id;
     r.bytes.assign(built.begin(), built.end());
+    // Only a world-changing request has the slot; another type leaves the action tick for the next.
+    if (action_tick != 0 && wire::stamp_apply_tick(r.bytes, action_tick)) action_tick = 0;
     outstanding.push_back(std::move(r));
     notify_queued();
     return request_id;
@@ -459,6 +484,11 @@ struct ClientCore::Impl {
     clock.reset();
     interpolator.clear();
     next_time_ping = Clock::time_point{};
+    action_tick = 0;
+    input_histories.clear();
+    input_margin = kInitialInputMargin;
+    input_lead.reset();
+    margin_changed_at = TimePoint{};
   }
 
   /// Ends the connect or the session with a reason (state Failed).
@@ -566,7 +596,7 @@ struct ClientCore::Impl {
           return;
         }
         pending.results.push_back(RequestResult{m->request_id(), from_wire(m->code()), from_wire(m->id()),
-                                                copy_wire_string(m->message())});
+                                                copy_wire_string(m->message()), m->tick()});
         return;
       }
       case wire::Message::RaycastResult:
@@ -825,6 +855,26 @@ struct ClientCore::Impl {
     if (!std::is_sorted(objects.begin(), objects.end(), by_id)) std::sort(objects.begin(), objects.end(), by_id);
   }
 
+  /// Follows the server's input-lead reports (Overwatch's scheme, GDC 2017: the server tells the
+  /// client how its inputs arrive and the client moves its clock): late inputs raise the margin
+  /// by their lateness plus one, a lead above kMaxSpareLead lowers it by one. Each change waits
+  /// for the reports to reflect the last one: its effect reaches the server after RTT/2 and the
+  /// report's window spans up to 2 x 30 ticks.
+  void on_input_lead(int lead) {
+    input_lead = lead;
+    if (input_histories.empty() || tick_hz == 0) return;  // reports of inputs sent before a reconnect
+    const double rtt = clock.rtt_s() > 0 ? clock.rtt_s() : 0.1;
+    const auto since = std::chrono::duration<double>(now_ - margin_changed_at).count();
+    const double window = 60.0 / tick_hz;
+    if (lead < 0 && since > rtt + 0.5 * window) {
+      input_margin = std::min(input_margin - lead + 1, kMaxInputMargin);
+      margin_changed_at = now_;
+    } else if (lead > kMaxSpareLead && since > rtt + window) {
+      input_margin = std::max(input_margin - 1, 0);
+      margin_changed_at = now_;
+    }
+  }
+
   void handle_snapshot(const wire::Snapshot& s, uint32_t sequence) {
     if (!snapshots || sequence == 0) return count_drop(wire::DropReason::None);
     const auto* data = s.data();
@@ -842,6 +892,7 @@ struct ClientCore::Impl {
     }
     acks.on_receive(sequence);
     note_tick(s.tick());
+    if (s.input_lead() != wire::kNoInputLead) on_input_lead(s.input_lead());
     // A tick older than the last applied one (in sequence order) only comes from a replay server
     // that seeked back: its timeline restarted, so the clock and the buffer start over.
     const bool rewound = latest_snapshot_tick && s.tick() < *latest_snapshot_tick;
@@ -1123,6 +1174,66 @@ uint32_t ClientCore::raycast(Vec3 origin, Vec3 translation, bool all, std::optio
                                          filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt,
                                          back_faces));
 }
+
+uint32_t ClientCore::raycast_seen(Vec3 origin, Vec3 translation, uint64_t seen_tick, float seen_fraction, bool all,
+                                  std::optional<RayFilter> filter) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  return m.queue_request(request_id, wire::build_raycast(
+                                         m.fbb, request_id, origin, translation, all,
+                                         filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt,
+                                         false, seen_tick, seen_fraction));
+}
+
+std::optional<uint64_t> ClientCore::input_tick(TimePoint now) const {
+  const Impl& m = *impl_;
+  const std::optional<double> server = estimated_server_tick(now);
+  if (!server) return std::nullopt;
+  const double arrival = *server + 0.5 * m.clock.rtt_s() * m.tick_hz;
+  return static_cast<uint64_t>(std::max(0.0, std::floor(arrival))) + 1 + static_cast<uint64_t>(m.input_margin);
+}
+
+void ClientCore::set_action_tick(uint64_t tick) { impl_->action_tick = tick; }
+
+bool ClientCore::send_input(ObjectID id, InputMode mode, Vec3 linear, Vec3 angular, uint64_t tick) {
+  Impl& m = *impl_;
+  if (!connected() || tick == 0) return false;
+  auto it = std::find_if(m.input_histories.begin(), m.input_histories.end(),
+                         [&](const Impl::InputHistory& h) { return h.id == id; });
+  if (it == m.input_histories.end()) {
+    m.input_histories.push_back(Impl::InputHistory{id, static_cast<wire::InputMode>(mode), tick, {}});
+    it = m.input_histories.end() - 1;
+  }
+  Impl::InputHistory& h = *it;
+  const wire::InputFrame frame(wire::to_wire(linear), wire::to_wire(angular));
+  const uint64_t next = h.first_tick + h.frames.size();
+  if (h.frames.empty() || tick > next + kInputRedundancy || static_cast<wire::InputMode>(mode) != h.mode) {
+    // A new body, a long pause or another mode: start over at this tick.
+    h.mode = static_cast<wire::InputMode>(mode);
+    h.first_tick = tick;
+    h.frames.assign(1, frame);
+  } else if (tick >= next) {
+    // Ticks skipped since the last call repeat the last input (what the server would do).
+    while (h.first_tick + h.frames.size() < tick) h.frames.push_back(h.frames.back());
+    h.frames.push_back(frame);
+  } else if (tick + 1 < next) {
+    return false;  // older than the newest tick sent
+  }
+  // (tick == next - 1: that tick went out already; its first value stands, the datagram repeats it.)
+  if (h.frames.size() > kInputRedundancy) {
+    const size_t drop = h.frames.size() - kInputRedundancy;
+    h.frames.erase(h.frames.begin(), h.frames.begin() + static_cast<std::ptrdiff_t>(drop));
+    h.first_tick += drop;
+  }
+  m.send_bytes(wire::build_input(m.fbb, id, h.mode, h.first_tick, h.frames));
+  ++m.stats.inputs_sent;
+  m.notify_queued();
+  return true;
+}
+
+int ClientCore::input_margin() const { return impl_->input_margin; }
+std::optional<int> ClientCore::input_lead() const { return impl_->input_lead; }
 
 uint32_t ClientCore::set_interest(const InterestArea& area) {
   Impl& m = *impl_;

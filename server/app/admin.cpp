@@ -304,6 +304,24 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
   }
   w.counter("impulse_requests_duplicate_total", "Resent requests deduplicated by the exactly-once window.", s.requests_duplicate);
   w.counter("impulse_requests_unsequenced_total", "Fire-and-forget pushes (request id 0) queued.", s.requests_unsequenced);
+  w.counter("impulse_input_frames_applied_total", "Input frames applied at their own tick.", s.input_frames_applied);
+  w.counter("impulse_input_frames_repeated_total",
+            "Ticks whose Input frame had not arrived, given the body's last frame again.", s.input_frames_repeated);
+  w.counter("impulse_input_frames_late_total", "Input frames that arrived after their tick (never applied).",
+            s.input_frames_late);
+  w.counter("impulse_inputs_refused_total",
+            "Input datagrams refused: out of range, too far ahead, not the client's body, or no free input channel.",
+            s.inputs_refused);
+  w.counter("impulse_input_buffered_ticks_total",
+            "Over the applied Input frames: ticks of input buffered beyond the one applied (divide by "
+            "impulse_input_frames_applied_total for the mean input buffer).",
+            s.input_buffered_ticks);
+  w.counter("impulse_actions_held_total", "Actions (requests with an apply_tick) held for a later tick.", s.actions_held);
+  w.counter("impulse_actions_late_total", "Actions applied after the tick they were stamped for.", s.actions_late);
+  w.counter("impulse_raycasts_compensated_total", "Raycasts answered against a past tick (seen_tick).",
+            s.raycasts_compensated);
+  w.gauge("impulse_lag_compensation_bytes", "Memory of the lag-compensation pose history (--lag-compensation-ms).",
+          static_cast<double>(s.lag_compensation_bytes));
   w.counter("impulse_snapshot_bytes_total", "Snapshot datagram bytes sent, all clients (before sealing).", s.snapshot_bytes);
   w.counter("impulse_event_bytes_total", "Collision-event datagram bytes sent, all clients (before sealing).", s.event_bytes);
   w.counter("impulse_events_queued_total", "Collision events queued for delivery, all clients.", s.events_queued);

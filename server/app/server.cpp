@@ -239,6 +239,15 @@ struct Server::Impl {
     for (size_t i = 0; i < m.results.size(); ++i) m.results[i] = load(stats.request_results[i]);
     m.requests_duplicate = load(stats.requests_duplicate);
     m.requests_unsequenced = load(stats.requests_unsequenced);
+    m.input_frames_applied = load(stats.input_frames_applied);
+    m.input_frames_repeated = load(stats.input_frames_repeated);
+    m.input_frames_late = load(stats.input_frames_late);
+    m.inputs_refused = load(stats.inputs_refused);
+    m.input_buffered_ticks = load(stats.input_buffered_ticks);
+    m.actions_held = load(stats.actions_held);
+    m.actions_late = load(stats.actions_late);
+    m.raycasts_compensated = load(stats.raycasts_compensated);
+    m.lag_compensation_bytes = load(stats.lag_compensation_bytes);
     m.snapshot_bytes = load(stats.snapshot_bytes);
     m.event_bytes = load(stats.event_bytes);
     m.events_queued = load(stats.events_queued);

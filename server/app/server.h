@@ -110,6 +110,15 @@ struct ServerConfig {
   /// spheres at 60 m/s in one tick: 21-48 ms of step, events and snapshots for that tick alone,
   /// before any step could be charged (docs/BENCHMARKS.md, "Tick budget"); 512 is an eighth.
   int max_wakes_per_tick = 512;
+  /// --lag-compensation-ms: how far back a Raycast's seen_tick may reach [ms] (poses of every
+  /// movable body kept per tick: 32 bytes a slot; 250 ms at 60 Hz is 15 ticks, 2.4 MB for 5,000
+  /// bodies). 0 = off (seen_tick is refused). 250 is Photon Fusion's hitbox history (200 ms) with
+  /// room for a 100 ms interpolation delay plus a 150 ms round trip's half.
+  int lag_compensation_ms = 250;
+  /// --max-input-lead-ms: how far ahead of the server an action (Envelope.apply_tick) or an Input
+  /// frame may be stamped [ms]; further is TickOutOfRange. 500 ms is Unity Netcode's prediction
+  /// cap; a held action costs its session a request window slot until its tick.
+  int max_input_lead_ms = 500;
   /// --on-disconnect: what happens to a client's objects when its session ends (Disconnect or
   /// timeout; not when a token's client id replaces its own session): "destroy" (default: a
   /// departed player's things leave with it, and nothing accumulates) or "keep".
@@ -192,6 +201,18 @@ struct ServerStats {
   std::atomic<uint64_t> requests_rejected{0};  ///< requests answered with an error code
   std::atomic<uint64_t> requests_duplicate{0}; ///< resent requests deduplicated (answered again or ignored)
   std::atomic<uint64_t> requests_unsequenced{0};  ///< fire-and-forget pushes (request_id 0) queued
+  // Ticks (protocol 10): Input frames by what became of them, the ticks of input buffered beyond
+  // each applied frame (their mean is the input buffer), actions held for their tick and those
+  // that arrived after it, and lag-compensated raycasts.
+  std::atomic<uint64_t> input_frames_applied{0};
+  std::atomic<uint64_t> input_frames_repeated{0};
+  std::atomic<uint64_t> input_frames_late{0};
+  std::atomic<uint64_t> inputs_refused{0};
+  std::atomic<uint64_t> input_buffered_ticks{0};
+  std::atomic<uint64_t> actions_held{0};
+  std::atomic<uint64_t> actions_late{0};
+  std::atomic<uint64_t> raycasts_compensated{0};
+  std::atomic<uint64_t> lag_compensation_bytes{0};  ///< the pose history's memory
   std::atomic<uint64_t> world_hash{0};         ///< World::world_hash() at world_hash_tick
   /// The tick of world_hash: refreshed once per second of ticks.
   std::atomic<uint64_t> world_hash_tick{0};
@@ -219,7 +240,7 @@ struct ServerStats {
   /// Request results by wire::ResultCode value (the index): every answer counted in
   /// requests_applied (Ok) or requests_rejected (the rest). kResultCodes = ResultCode::MAX + 1,
   /// checked against the schema in server_core.cpp.
-  static constexpr size_t kResultCodes = 20;
+  static constexpr size_t kResultCodes = 21;
   std::array<std::atomic<uint64_t>, kResultCodes> request_results{};
   // Where the live tick's time goes, summed over all updates [ns] (wall clock of the server thread).
   std::atomic<uint64_t> step_ns{0};            ///< physics steps (and recording)

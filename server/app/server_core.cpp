@@ -182,6 +182,10 @@ ServerCore::ServerCore(const ServerConfig& config, Vec3 gravity, ServerStats& st
   address_quota_ = static_cast<uint32_t>(config.max_objects_per_address < 0 ? config.max_objects_per_client
                                                                             : config.max_objects_per_address);
   destroy_on_disconnect_ = config.on_disconnect != "keep";
+  // Both in whole ticks, rounded up; the history also keeps the present tick.
+  const auto ticks_of = [&](int ms) { return (static_cast<uint64_t>(ms) * config.tick_hz + 999) / 1000; };
+  max_lead_ticks_ = std::min<uint64_t>(ticks_of(config.max_input_lead_ms), InputBuffer::kMaxLeadTicks);
+  if (config.lag_compensation_ms > 0) history_ = PoseHistory(static_cast<uint32_t>(ticks_of(config.lag_compensation_ms) + 1));
   world_.set_worker_pool(&pool_);
   sender_config_.quant.world_bound_m = static_cast<float>(config.world_bound);
   sender_config_.quant.position_fraction_bits = static_cast<uint8_t>(config.position_fraction_bits);
@@ -446,6 +450,9 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
       }
       return;
     }
+    case Message::Input:
+      receive_input(session, *envelope.message_as_Input(), from, now);
+      return;
     case Message::Disconnect: {
       if (!session) {
         rejects_.note(RejectReason::StrayDisconnect, from, {}, now);
@@ -701,7 +708,7 @@ void ServerCore::answer_slot(Session& s, const RequestSlot& slot, TimePoint now,
   send(s,
        r.type == Message::Raycast
            ? wire::build_raycast_result(fbb_, r.request_id, slot.code, 0, {}, false, slot.message)
-           : wire::build_request_result(fbb_, r.request_id, slot.code, slot.id, slot.message),
+           : wire::build_request_result(fbb_, r.request_id, slot.code, slot.id, slot.message, slot.tick),
        now, out);
 }
 
@@ -795,6 +802,10 @@ void ServerCore::queue_unsequenced(Session& s, const PendingRequest& r, const wi
   if (queue_.size() >= kMaxQueuedRequests) return refuse(RejectReason::QueueFull, ResultCode::RateLimited, {});
   if (adds_work(r.type) && over_budget(s, now)) return refuse(RejectReason::OverBudget, ResultCode::OverBudget, {});
   stats_.requests_unsequenced.fetch_add(1, std::memory_order_relaxed);
+  if (r.apply_tick > world_.tick() + 1) {
+    hold_action(s, r, now, nullptr);  // never answered: a refusal is only counted
+    return;
+  }
   queue_.push_back(r);
 }
 
@@ -813,6 +824,16 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       count_result(ResultCode::RateLimited);
       s.requests.answer(r.request_id, ResultCode::RateLimited, r.id,
                         "too many requests per second (--max-requests-per-second); slow down and resend");
+      answer_slot(s, *slot, now, out);
+      continue;
+    }
+    if (r.type == Message::Raycast && r.seen_tick != 0 && !s.request_rate.take(kCompensatedRaycastCost - 1.0, now)) {
+      rejects_.note(RejectReason::RateLimited, s.endpoint, "lag-compensated raycasts per second", now);
+      count_result(ResultCode::RateLimited);
+      s.requests.answer(r.request_id, ResultCode::RateLimited, r.id,
+                        fmt::format("a lag-compensated raycast costs {} requests of --max-requests-per-second; "
+                                    "slow down and resend",
+                                    kCompensatedRaycastCost));
       answer_slot(s, *slot, now, out);
       continue;
     }
@@ -858,6 +879,10 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       answer_slot(s, *slot, now, out);
       continue;
     }
+    if (r.apply_tick > world_.tick() + 1) {
+      hold_action(s, r, now, &out);
+      continue;
+    }
     if (queue_.size() >= kMaxQueuedRequests) {
       // Every session's admission is capped by its rate limit; this guards the total.
       rejects_.note(RejectReason::QueueFull, s.endpoint, {}, now);
@@ -870,20 +895,161 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
   }
 }
 
+// --- Ticks: actions, inputs (protocol 10) -------------------------------------------------------
+
+bool ServerCore::hold_action(Session& s, const PendingRequest& r, TimePoint now, Outbox* out) {
+  // Refused when stamped beyond the lead (a client whose clock ran away, or one holding the
+  // world's future hostage), or when the server holds as many as a tick's queue.
+  const bool too_far = r.apply_tick > world_.tick() + max_lead_ticks_;
+  const bool room = s.held_actions < kMaxHeldActionsPerSession && held_.size() < kMaxHeldActions;
+  if (!too_far && room) {
+    held_.emplace(r.apply_tick, r);
+    ++s.held_actions;
+    stats_.actions_held.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  const ResultCode code = too_far ? ResultCode::TickOutOfRange : ResultCode::RateLimited;
+  const std::string message =
+      too_far ? fmt::format("apply_tick: {} is more than --max-input-lead-ms ({} ticks) ahead of the server's tick {}; "
+                            "stamp it nearer (ClientCore::input_tick)",
+                            r.apply_tick, max_lead_ticks_, world_.tick())
+              : fmt::format("too many actions waiting for their tick (at most {} a session); resend it later or "
+                            "stamp it nearer",
+                            kMaxHeldActionsPerSession);
+  rejects_.note(too_far ? RejectReason::TickOutOfRange : RejectReason::QueueFull, s.endpoint, message, now);
+  count_result(code);
+  if (out != nullptr && r.request_id != 0) {
+    s.requests.answer(r.request_id, code, r.id, message);
+    if (const RequestSlot* slot = s.requests.find(r.request_id)) answer_slot(s, *slot, now, *out);
+  }
+  return false;
+}
+
+void ServerCore::receive_input(Session* session, const wire::Input& m, const Endpoint& from, TimePoint now) {
+  auto refuse = [&](RejectReason reason, std::string_view message) {
+    rejects_.note(reason, from, message, now);
+    stats_.inputs_refused.fetch_add(1, std::memory_order_relaxed);
+  };
+  if (session == nullptr) return refuse(RejectReason::NotConnected, "Input");
+  if (const wire::Check check = wire::check_request(m); !check.ok()) {
+    return refuse(RejectReason::InvalidArgument, check.message);
+  }
+  if (playback_) return refuse(RejectReason::ReadOnly, "Input");
+  if (!session->request_rate.take(1.0, now)) return refuse(RejectReason::RateLimited, "Input over --max-requests-per-second");
+  PendingRequest probe;  // ownership as for the pushes the frames become
+  probe.type = Message::ApplyForce;
+  probe.id = from_wire(m.id());
+  probe.client_id = session->client_id;
+  std::string_view why;
+  if (authorize(probe, &why) != ResultCode::Ok || !world_.is_valid(probe.id)) {
+    return refuse(RejectReason::InputRefused, "Input: the body is not live or not the client's to push");
+  }
+  if (over_budget(*session, now)) return refuse(RejectReason::OverBudget, "Input");
+  input_frames_.clear();
+  for (const wire::InputFrame* f : *m.frames()) {
+    input_frames_.push_back(InputValue{m.mode(), wire::to_vec3(f->linear()), wire::to_vec3(f->angular())});
+  }
+  const InputCounts before = session->inputs.counts();
+  switch (session->inputs.receive(probe.id, m.first_tick(), input_frames_, world_.tick() + 1, max_lead_ticks_)) {
+    case InputBuffer::Receipt::Ok: break;
+    case InputBuffer::Receipt::TooFarAhead:
+      rejects_.note(RejectReason::TickOutOfRange, from, "Input stamped beyond --max-input-lead-ms", now);
+      break;
+    case InputBuffer::Receipt::NoFreeChannel:
+      rejects_.note(RejectReason::InputRefused, from, "Input for more bodies than the session's 4 input channels", now);
+      break;
+  }
+  const InputCounts& after = session->inputs.counts();
+  stats_.input_frames_late.fetch_add(after.late - before.late, std::memory_order_relaxed);
+  stats_.inputs_refused.fetch_add(after.refused - before.refused, std::memory_order_relaxed);
+}
+
+void ServerCore::apply_tick_inputs(TimePoint now, Outbox& out) {
+  const uint64_t tick = world_.tick() + 1;
+  bool applied = false;
+  while (!held_.empty() && held_.begin()->first <= tick) {
+    const PendingRequest& r = held_.begin()->second;
+    if (Session* s = sessions_.find(r.from); s != nullptr && s->held_actions > 0) --s->held_actions;
+    apply_request(r, now, out);
+    held_.erase(held_.begin());
+    applied = true;
+  }
+  // Each frame becomes the pushes of its mode (wire::InputMode), with request_id 0: applied,
+  // authorised and journaled like fire-and-forget pushes, so a recording replays them as such.
+  input_pushes_.clear();
+  for (Session& s : sessions_.sessions()) {
+    const InputCounts before = s.inputs.counts();
+    s.inputs.take(tick, [&](ObjectID id, const InputValue& v) {
+      PendingRequest r;
+      r.from = s.endpoint;
+      r.client_id = s.client_id;
+      r.id = id;
+      const bool force = v.mode == wire::InputMode::Force;
+      const bool idle = world_.is_asleep(id);  // a zero input leaves a sleeping body asleep
+      const Vec3 zero{};
+      if (!(idle && v.linear == zero)) {
+        r.type = force ? Message::ApplyForce : Message::SetVelocity;
+        r.vector = v.linear;
+        if (!(force && v.linear == zero)) input_pushes_.push_back(r);
+      }
+      if (!(idle && v.angular == zero)) {
+        r.type = force ? Message::ApplyTorque : Message::SetAngularVelocity;
+        r.vector = v.angular;
+        if (!(force && v.angular == zero)) input_pushes_.push_back(r);
+      }
+    });
+    const InputCounts& after = s.inputs.counts();
+    stats_.input_frames_applied.fetch_add(after.applied - before.applied, std::memory_order_relaxed);
+    stats_.input_frames_repeated.fetch_add(after.repeated - before.repeated, std::memory_order_relaxed);
+    stats_.input_buffered_ticks.fetch_add(after.buffered_sum - before.buffered_sum, std::memory_order_relaxed);
+  }
+  for (const PendingRequest& r : input_pushes_) apply_request(r, now, out);
+  if (applied || !input_pushes_.empty()) note_joint_removals();
+}
+
 // --- Tick ------------------------------------------------------------------------------------
 
 void ServerCore::answer_raycast(const PendingRequest& r, Outbox& out) {
   Session* s = sessions_.find(r.from);
   if (s == nullptr) return;  // disconnected since
   ray_entries_.clear();
-  if (r.all_hits) {
+  uint64_t tick = world_.tick();
+  if (r.seen_tick != 0 && r.seen_tick != world_.tick()) {
+    // Lag compensation: the movable bodies where they were at the tick the client rendered.
+    const PoseHistory::Lookup found = history_.poses_at(r.seen_tick, r.seen_fraction, &past_poses_);
+    if (found != PoseHistory::Lookup::Ok) {
+      const std::string message =
+          found == PoseHistory::Lookup::Off
+              ? std::string("seen_tick: lag compensation is off on this server (--lag-compensation-ms 0); send 0")
+          : found == PoseHistory::Lookup::Future
+              ? fmt::format("seen_tick: {} is after the server's tick {}", r.seen_tick, world_.tick())
+              : fmt::format("seen_tick: {} is older than the server keeps (--lag-compensation-ms {}: ticks {} to {})",
+                            r.seen_tick, config_.lag_compensation_ms, history_.oldest_tick(), history_.newest_tick());
+      rejects_.note(RejectReason::TickOutOfRange, r.from, message, clock_.last);
+      send(*s, wire::build_raycast_result(fbb_, r.request_id, ResultCode::TickOutOfRange, 0, {}, false, message),
+           clock_.last, out);
+      if (!r.rerun) {
+        s->requests.answer(r.request_id, ResultCode::TickOutOfRange, ObjectID{}, message);
+        count_result(ResultCode::TickOutOfRange);
+      }
+      return;
+    }
+    stats_.raycasts_compensated.fetch_add(1, std::memory_order_relaxed);
+    tick = r.seen_tick;
+    if (r.all_hits) {
+      world_.raycast_all_at(r.vector, r.translation, past_poses_, ray_hits_, r.query_filter, r.back_faces);
+      for (const physics::RayHit& h : ray_hits_) ray_entries_.push_back(to_wire_hit(h));
+    } else if (const auto hit = world_.raycast_closest_at(r.vector, r.translation, past_poses_, r.query_filter, r.back_faces)) {
+      ray_entries_.push_back(to_wire_hit(*hit));
+    }
+  } else if (r.all_hits) {
     world_.raycast_all(r.vector, r.translation, ray_hits_, r.query_filter, r.back_faces);
     for (const physics::RayHit& h : ray_hits_) ray_entries_.push_back(to_wire_hit(h));
   } else if (const std::optional<physics::RayHit> hit = world_.raycast_closest(r.vector, r.translation, r.query_filter, r.back_faces)) {
     ray_entries_.push_back(to_wire_hit(*hit));
   }
   // The builder keeps the nearest raycast_hits_per_datagram() hits and flags the rest as cut.
-  send(*s, wire::build_raycast_result(fbb_, r.request_id, ResultCode::Ok, world_.tick(), ray_entries_, false, {}),
+  send(*s, wire::build_raycast_result(fbb_, r.request_id, ResultCode::Ok, tick, ray_entries_, false, {}),
        clock_.last, out);
   if (!r.rerun) {
     s->requests.answer(r.request_id, ResultCode::Ok, ObjectID{}, {});
@@ -1322,8 +1488,11 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
   count_result(code);
   // A session that ended since keeps the effect; unsequenced requests are never answered.
   if (s == nullptr || r.request_id == 0) return;
-  s->requests.answer(r.request_id, code, id, message);
-  send(*s, wire::build_request_result(fbb_, r.request_id, code, id, message), now, out);
+  // The tick whose step follows: the request's effect is first in that tick's snapshot.
+  const uint64_t tick = world_.tick() + 1;
+  s->requests.answer(r.request_id, code, id, message, tick);
+  if (r.apply_tick != 0 && r.apply_tick < tick) stats_.actions_late.fetch_add(1, std::memory_order_relaxed);
+  send(*s, wire::build_request_result(fbb_, r.request_id, code, id, message, tick), now, out);
 }
 
 bool ServerCore::wakes_a_sleeper(const PendingRequest& r) const {
@@ -1475,7 +1644,7 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
   // 3. Envelopes and sends in session order, so the datagrams leave in the same order too.
   for (size_t k = 0; k < due; ++k) {
     Session& s = sessions[due_snapshots_[k].session];
-    const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payloads_[k]);
+    const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payloads_[k], s.inputs.min_lead(world_.tick() + 1));
     send(s, bytes, now, out);  // assigns exactly due_snapshots_[k].sequence
     stats_.snapshot_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
   }
@@ -1504,7 +1673,9 @@ int ServerCore::update(TimePoint now, Outbox& out) {
     phase_due_.assign(static_cast<size_t>(phases), 0);
     const auto t_step = SteadyClock::now();
     for (int i = 0; i < steps; ++i) {
+      apply_tick_inputs(now, out);
       world_.step(dt_);
+      history_.record(world_);
       if (!world_.removed_non_finite().empty()) note_removed_bodies(now);
       if (!world_.restored_non_finite().empty()) note_restored_bodies(now);
       if (!world_.joint_removals().empty()) note_joint_removals();  // broken, or a body removed
@@ -1598,6 +1769,7 @@ void ServerCore::publish_stats() {
   stats_.objects.store(world_.object_count(), std::memory_order_relaxed);
   stats_.awake.store(world_.awake_count(), std::memory_order_relaxed);
   stats_.clients.store(sessions_.size(), std::memory_order_relaxed);
+  stats_.lag_compensation_bytes.store(history_.memory_bytes(), std::memory_order_relaxed);
   // O(bodies + contacts): once per second of ticks.
   if (world_.tick() % static_cast<uint64_t>(config_.tick_hz) == 0 || stats_.world_hash_tick.load() == 0) {
     stats_.world_hash.store(world_.world_hash(), std::memory_order_relaxed);
@@ -1635,6 +1807,7 @@ int ServerCore::update_playback(TimePoint now, Outbox& out) {
   // A spectator's seek in progress: a bounded slice of it, and no recorded tick this wake-up.
   if (playback_->seeking()) {
     playback_->seek_step(now);
+    history_.clear();  // lag compensation restarts from where the seek lands
     due = 0;
   }
   int ticks = 0;
@@ -1643,6 +1816,7 @@ int ServerCore::update_playback(TimePoint now, Outbox& out) {
   size_t events_dropped = 0;
   for (int i = 0; i < due && !playback_->paused(); ++i) {
     if (playback_->play_one() != PlaybackDriver::Played::Tick) continue;  // the end: paused or looped
+    history_.record(world_);
     ++ticks;
     events_dropped += collect_step_events();
     crossed_snapshot_tick = crossed_snapshot_tick || is_snapshot_tick(world_.tick(), config_.tick_hz, config_.snapshot_hz);

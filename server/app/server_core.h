@@ -18,6 +18,7 @@
 
 #include "server/app/journal.h"
 #include "server/app/playback_driver.h"
+#include "server/app/pose_history.h"
 #include "server/app/scene.h"
 #include "server/app/server.h"
 #include "server/app/step_clock.h"
@@ -39,6 +40,15 @@ namespace impulse::server {
 
 /// Requests queued at most per tick; more are dropped and counted (RejectReason::QueueFull).
 inline constexpr size_t kMaxQueuedRequests = 4096;
+/// Actions (requests stamped for a later tick) one session may have waiting, and the server in
+/// all: a game sends a few per second (a jump, a shot), and each holds a request-window slot and
+/// a PendingRequest until its tick. Beyond either, RateLimited.
+inline constexpr uint32_t kMaxHeldActionsPerSession = 32;
+inline constexpr size_t kMaxHeldActions = 16384;
+/// What a lag-compensated Raycast costs of the session's request rate: it tests every movable
+/// body's bounding sphere at the past tick (O(bodies), not the broadphase's O(cells)), so at the
+/// default 1000 requests/s a session casts at most 62 a second, about one a tick.
+inline constexpr double kCompensatedRaycastCost = 16.0;
 /// Collision events sent at most per update(); more are dropped and counted (EventsDropped).
 inline constexpr size_t kMaxEventsPerUpdate = 8192;
 /// How long a session may stay unconfirmed (no sealed datagram from its client yet) after it was
@@ -253,6 +263,17 @@ class ServerCore {
   void reject_request(const Endpoint& from, wire::Message type, uint32_t request_id, ObjectID id,
                       const wire::Check& check, TimePoint now, Outbox& out);
   void apply_requests(TimePoint now, Outbox& out);
+  // Ticks (protocol 10).
+  /// Buffers an Input's frames in its session (after the range check, the rate limit, ownership
+  /// and the tick budget); a refusal is counted and logged, never answered.
+  void receive_input(Session* session, const wire::Input& m, const Endpoint& from, TimePoint now);
+  /// Before the step of tick world_.tick() + 1: the held actions due by then, in (tick, arrival)
+  /// order, then every session's Input frames for that tick, as pushes through apply_request.
+  void apply_tick_inputs(TimePoint now, Outbox& out);
+  /// Holds a world-changing request stamped for a later tick; false (answered, or counted when
+  /// unsequenced, or with a null `out`) when it is stamped beyond --max-input-lead-ms or too many
+  /// are held.
+  bool hold_action(Session& s, const PendingRequest& r, TimePoint now, Outbox* out);
   void apply_request(const PendingRequest& r, TimePoint now, Outbox& out);
   void answer_raycasts(Outbox& out);
   void answer_raycast(const PendingRequest& r, Outbox& out);
@@ -375,6 +396,14 @@ class ServerCore {
   alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> unseal_buffer_{};
   alignas(wire::kDatagramAlignment) std::array<uint8_t, wire::kMaxDatagramBytes> seal_scratch_{};
   std::vector<PendingRequest> queue_;
+  /// Actions (world-changing requests with an apply_tick) until their tick; equal ticks keep
+  /// their arrival order (multimap insertion), so the application order is deterministic.
+  std::multimap<uint64_t, PendingRequest> held_;
+  uint64_t max_lead_ticks_ = 0;      // --max-input-lead-ms in ticks
+  PoseHistory history_;              // --lag-compensation-ms of movable poses
+  std::vector<physics::IndexedPose> past_poses_;  // answer_raycast's scratch
+  std::vector<PendingRequest> input_pushes_;      // apply_tick_inputs' scratch
+  std::vector<InputValue> input_frames_;          // receive_input's scratch
   // write_snapshots: the sessions due this wake-up and their payloads (same positions).
   struct DueSnapshot {
     uint32_t session = 0;   // position in sessions_.sessions()

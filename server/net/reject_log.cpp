@@ -73,6 +73,10 @@ const char* to_string(RejectReason reason) {
     case RejectReason::OverBudget:
       return "client over its share of the tick (--tick-budget-ms): its bodies put to sleep and pushes refused, "
              "or its snapshot rounds reduced";
+    case RejectReason::TickOutOfRange:
+      return "tick out of range: an action or input stamped beyond --max-input-lead-ms, or a raycast's seen_tick "
+             "outside --lag-compensation-ms";
+    case RejectReason::InputRefused: return "input refused: not the client's body, or more bodies than its input channels";
     case RejectReason::Count: break;
   }
   return "unknown";
@@ -117,6 +121,8 @@ const char* name_of(RejectReason reason) {
     case RejectReason::ReplayedConnect: return "ReplayedConnect";
     case RejectReason::NotController: return "NotController";
     case RejectReason::OverBudget: return "OverBudget";
+    case RejectReason::TickOutOfRange: return "TickOutOfRange";
+    case RejectReason::InputRefused: return "InputRefused";
     case RejectReason::Count: break;
   }
   return "Unknown";

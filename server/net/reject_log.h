@@ -56,6 +56,9 @@ enum class RejectReason : uint8_t {
   NotController,    ///< a spectator's ReplayControl on a serve whose timeline it may not control
   OverBudget,       ///< a client over its share of the tick: its bodies slept, its pushes refused, or a
                     ///< session over its share of the sends: fewer snapshot rounds
+  TickOutOfRange,   ///< an action or Input stamped too far ahead, or a Raycast's seen_tick outside the
+                    ///< lag-compensation window
+  InputRefused,     ///< an Input for a body the client may not push, or beyond its input channels
   Count,
 };
 const char* to_string(RejectReason reason);

@@ -31,13 +31,15 @@ RequestSlot* RequestWindow::admit_next() {
   return &s;
 }
 
-void RequestWindow::answer(uint32_t id, wire::ResultCode code, ObjectID object, std::string_view message) {
+void RequestWindow::answer(uint32_t id, wire::ResultCode code, ObjectID object, std::string_view message,
+                           uint64_t tick) {
   RequestSlot& s = slot_of(id);
   if (s.request_id != id) return;
   s.state = RequestSlot::State::Answered;
   s.code = code;
   s.id = object;
   s.message.assign(message);
+  s.tick = tick;
 }
 
 const RequestSlot* RequestWindow::find(uint32_t id) const {

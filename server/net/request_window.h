@@ -42,6 +42,7 @@ struct RequestSlot {
   /// next refusal overwrites, and a duplicate of this request is answered with the same text.
   /// Assigned into the slot's own storage, which keeps its capacity across reuse.
   std::string message;
+  uint64_t tick = 0;  ///< the tick whose step it was applied before (RequestResult.tick); 0: not applied
 };
 
 /// What to do with an arriving request.
@@ -71,7 +72,7 @@ class RequestWindow {
   RequestSlot* admit_next();
 
   /// Records the final result of request `id` (a slot that is Queued, or was just admitted).
-  void answer(uint32_t id, wire::ResultCode code, ObjectID object, std::string_view message);
+  void answer(uint32_t id, wire::ResultCode code, ObjectID object, std::string_view message, uint64_t tick = 0);
 
   /// The slot of `id`, or null when the window no longer (or never) held it.
   const RequestSlot* find(uint32_t id) const;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/net/event_channel.h"
+#include "server/net/input_buffer.h"
 #include "server/net/outbox.h"
 #include "server/net/request_window.h"
 #include "server/net/snapshot_sender.h"
@@ -74,6 +75,8 @@ struct Session {
   bool token_bound = false;  ///< the packet keys mix in the connect token's session secret
   RequestWindow requests;    ///< exactly-once admission of this client's requests
   EventChannel events;       ///< collision events until acked
+  InputBuffer inputs;        ///< tick-stamped Input frames until their tick (protocol 10)
+  uint32_t held_actions = 0; ///< this session's actions waiting for their tick (ServerCore::held_)
   /// Joints that existed when the session began are announced (JointAdded) a few per update:
   /// the next joint slot to look at, and the server's joint serial at the start (joints with a
   /// lower serial are announced by this walk, later ones as they are created).

@@ -41,6 +41,14 @@ struct FastBody {
 };
 }  // namespace detail
 
+/// A movable body's pose at its ObjectID::index, for queries against a past tick (lag
+/// compensation: World::movable_poses, raycast_closest_at).
+struct IndexedPose {
+  uint32_t generation = 0;  ///< the body's generation; 0: no dynamic or kinematic body at this index
+  Vec3 position;            ///< centre of mass [m], world frame
+  Quat orientation;         ///< local to world
+};
+
 /// Per-stage wall-clock timings of the last step [ms]. The stages are listed in world.cpp.
 struct StepProfile {
   // Each stage of World::step (world.cpp's header lists them), timed on its own [ms].
@@ -432,6 +440,20 @@ class World {
   /// `out` is cleared first. `filter` and `back_faces` as for raycast_closest.
   void raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out,
                    std::optional<QueryFilter> filter = std::nullopt, bool back_faces = false) const;
+  /// The pose of every live dynamic and kinematic body, at out[its index]; the other entries of
+  /// out (static bodies, free slots) get generation 0. `out` is resized to the slot count. O(slots).
+  void movable_poses(std::vector<IndexedPose>& out) const;
+  /// raycast_closest with the dynamic and kinematic bodies placed by `poses` (movable_poses of a
+  /// past tick, possibly interpolated) instead of their present poses: for lag compensation.
+  /// Static bodies never move and are cast where they are. A movable body is cast only when
+  /// poses[its index] carries its generation: a body created since that tick is not there, and
+  /// one destroyed since has no shape left to cast. O(static candidates + poses.size()).
+  std::optional<RayHit> raycast_closest_at(Vec3 origin, Vec3 translation, std::span<const IndexedPose> poses,
+                                           std::optional<QueryFilter> filter = std::nullopt,
+                                           bool back_faces = false) const;
+  /// raycast_all with bodies placed by `poses`, as raycast_closest_at.
+  void raycast_all_at(Vec3 origin, Vec3 translation, std::span<const IndexedPose> poses, std::vector<RayHit>& out,
+                      std::optional<QueryFilter> filter = std::nullopt, bool back_faces = false) const;
   /// Every object whose (speculative-margin enlarged) AABB overlaps `box` (world frame [m]),
   /// sorted by ObjectID. `out` is cleared first. `filter` as for raycast_closest.
   void overlap_aabb(const Aabb& box, std::vector<ObjectID>& out,
@@ -456,6 +478,11 @@ class World {
   /// awake ones tested directly (world_queries.cpp).
   void gather_ray_candidates(Vec3 origin, Vec3 translation, const std::optional<QueryFilter>& filter,
                              std::vector<uint32_t>& dense_out) const;
+  // raycast_*_at's candidates: static bodies from the grid, movable ones from `poses` whose
+  // bounding sphere the segment passes (their pose in `transforms_out`, same order).
+  void gather_posed_ray_candidates(Vec3 origin, Vec3 translation, std::span<const IndexedPose> poses,
+                                   const std::optional<QueryFilter>& filter, std::vector<uint32_t>& dense_out,
+                                   std::vector<Transform>& transforms_out) const;
 
   // Stages of step(), in order (see world.cpp).
   void remove_non_finite();

@@ -58,48 +58,134 @@ void World::gather_ray_candidates(Vec3 origin, Vec3 translation, const std::opti
   }
 }
 
+namespace {
+
+/// Every hit of the candidates (each placed by its transform), sorted by (fraction, id).
+template <class IdAt>
+void cast_all(std::span<const uint32_t> candidates, std::span<const Transform> transforms,
+              std::span<const Shape> shapes, IdAt&& id_at, Vec3 origin, Vec3 translation, bool back_faces,
+              std::vector<RayHit>& out) {
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    ShapeRayHit hit;
+    if (raycast_shape(shapes[candidates[k]], transforms[k], origin, translation, 1.0f, hit, back_faces)) {
+      out.push_back(RayHit{id_at(candidates[k]), hit.point, hit.normal, hit.fraction});
+    }
+  }
+  std::sort(out.begin(), out.end(), precedes);
+}
+
+/// The first hit of the candidates; each cast stops at the best fraction so far.
+template <class IdAt>
+std::optional<RayHit> cast_closest(std::span<const uint32_t> candidates, std::span<const Transform> transforms,
+                                   std::span<const Shape> shapes, IdAt&& id_at, Vec3 origin, Vec3 translation,
+                                   bool back_faces) {
+  std::optional<RayHit> best;
+  float max_fraction = 1.0f;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    ShapeRayHit hit;
+    if (!raycast_shape(shapes[candidates[k]], transforms[k], origin, translation, max_fraction, hit, back_faces)) {
+      continue;
+    }
+    const RayHit candidate{id_at(candidates[k]), hit.point, hit.normal, hit.fraction};
+    if (!best || precedes(candidate, *best)) {
+      best = candidate;
+      max_fraction = hit.fraction;
+    }
+  }
+  return best;
+}
+
+/// Whether the segment passes within `radius` of `centre` (Ericson §5.1.2, closest point on a segment).
+bool segment_near_point(Vec3 origin, Vec3 translation, Vec3 centre, float radius) {
+  const Vec3 d = centre - origin;
+  const float len_sq = length_squared(translation);
+  const float t = std::clamp(dot(d, translation) / len_sq, 0.0f, 1.0f);
+  return length_squared(d - translation * t) <= radius * radius;
+}
+
+}  // namespace
+
 void World::raycast_all(Vec3 origin, Vec3 translation, std::vector<RayHit>& out,
                         std::optional<QueryFilter> filter, bool back_faces) const {
   out.clear();
   if (!is_usable_ray(origin, translation)) return;
-  const auto cast = [&](uint32_t dense) {
-    const Pose& pose = bodies_.pose[dense];
-    ShapeRayHit hit;
-    if (raycast_shape(bodies_.shape[dense], Transform{pose.position, pose.orientation}, origin, translation, 1.0f, hit,
-                      back_faces)) {
-      out.push_back(RayHit{slots_.id_at(dense), hit.point, hit.normal, hit.fraction});
-    }
-  };
-
   std::vector<uint32_t> candidates;
   gather_ray_candidates(origin, translation, filter, candidates);
-  for (const uint32_t dense : candidates) cast(dense);
-  std::sort(out.begin(), out.end(), precedes);
+  std::vector<Transform> transforms;
+  transforms.reserve(candidates.size());
+  for (const uint32_t dense : candidates) transforms.push_back({bodies_.pose[dense].position, bodies_.pose[dense].orientation});
+  cast_all(candidates, transforms, bodies_.shape, [&](uint32_t d) { return slots_.id_at(d); }, origin, translation,
+           back_faces, out);
 }
 
 std::optional<RayHit> World::raycast_closest(Vec3 origin, Vec3 translation, std::optional<QueryFilter> filter,
                                              bool back_faces) const {
   if (!is_usable_ray(origin, translation)) return std::nullopt;
-  std::optional<RayHit> best;
-  float max_fraction = 1.0f;  // shrinks to the best hit so far: later casts stop earlier
-  const auto cast = [&](uint32_t dense) {
-    const Pose& pose = bodies_.pose[dense];
-    ShapeRayHit hit;
-    if (!raycast_shape(bodies_.shape[dense], Transform{pose.position, pose.orientation}, origin, translation,
-                       max_fraction, hit, back_faces)) {
-      return;
-    }
-    const RayHit candidate{slots_.id_at(dense), hit.point, hit.normal, hit.fraction};
-    if (!best || precedes(candidate, *best)) {
-      best = candidate;
-      max_fraction = hit.fraction;
-    }
-  };
-
   std::vector<uint32_t> candidates;
   gather_ray_candidates(origin, translation, filter, candidates);
-  for (const uint32_t dense : candidates) cast(dense);
-  return best;
+  std::vector<Transform> transforms;
+  transforms.reserve(candidates.size());
+  for (const uint32_t dense : candidates) transforms.push_back({bodies_.pose[dense].position, bodies_.pose[dense].orientation});
+  return cast_closest(candidates, transforms, bodies_.shape, [&](uint32_t d) { return slots_.id_at(d); }, origin,
+                      translation, back_faces);
+}
+
+void World::movable_poses(std::vector<IndexedPose>& out) const {
+  out.assign(slots_.slot_count(), IndexedPose{});
+  for (uint32_t dense = 0; dense < slots_.size(); ++dense) {
+    if (bodies_.info[dense].kind == BodyKind::Static) continue;
+    const ObjectID id = slots_.id_at(dense);
+    out[id.index] = IndexedPose{id.generation, bodies_.pose[dense].position, bodies_.pose[dense].orientation};
+  }
+}
+
+void World::gather_posed_ray_candidates(Vec3 origin, Vec3 translation, std::span<const IndexedPose> poses,
+                                        const std::optional<QueryFilter>& filter, std::vector<uint32_t>& dense_out,
+                                        std::vector<Transform>& transforms_out) const {
+  dense_out.clear();
+  transforms_out.clear();
+  const auto accepted = [&](uint32_t dense) { return !filter || query_accepts(*filter, bodies_.info[dense].filter); };
+  std::vector<uint32_t> slots;
+  broadphase_.query_ray(origin, translation, slots);
+  for (const uint32_t slot : slots) {
+    const uint32_t dense = slots_.dense_of_slot(slot);
+    if (dense != SlotMap::kNone && bodies_.info[dense].kind == BodyKind::Static && accepted(dense)) {
+      dense_out.push_back(dense);
+      transforms_out.push_back({bodies_.pose[dense].position, bodies_.pose[dense].orientation});
+    }
+  }
+  const uint32_t n = std::min<uint32_t>(static_cast<uint32_t>(poses.size()), slots_.slot_count());
+  for (uint32_t index = 0; index < n; ++index) {
+    const IndexedPose& p = poses[index];
+    if (p.generation == 0) continue;
+    const uint32_t dense = slots_.find(ObjectID{index, p.generation});
+    if (dense == SlotMap::kNone || bodies_.info[dense].kind == BodyKind::Static || !accepted(dense)) continue;
+    // extent bounds the surface from the centre of mass; the slack covers rounding.
+    if (!segment_near_point(origin, translation, p.position, bodies_.info[dense].extent * 1.001f + 1.0e-4f)) continue;
+    dense_out.push_back(dense);
+    transforms_out.push_back({p.position, p.orientation});
+  }
+}
+
+std::optional<RayHit> World::raycast_closest_at(Vec3 origin, Vec3 translation, std::span<const IndexedPose> poses,
+                                                std::optional<QueryFilter> filter, bool back_faces) const {
+  if (!is_usable_ray(origin, translation)) return std::nullopt;
+  std::vector<uint32_t> candidates;
+  std::vector<Transform> transforms;
+  gather_posed_ray_candidates(origin, translation, poses, filter, candidates, transforms);
+  return cast_closest(candidates, transforms, bodies_.shape, [&](uint32_t d) { return slots_.id_at(d); }, origin,
+                      translation, back_faces);
+}
+
+void World::raycast_all_at(Vec3 origin, Vec3 translation, std::span<const IndexedPose> poses,
+                           std::vector<RayHit>& out, std::optional<QueryFilter> filter, bool back_faces) const {
+  out.clear();
+  if (!is_usable_ray(origin, translation)) return;
+  std::vector<uint32_t> candidates;
+  std::vector<Transform> transforms;
+  gather_posed_ray_candidates(origin, translation, poses, filter, candidates, transforms);
+  cast_all(candidates, transforms, bodies_.shape, [&](uint32_t d) { return slots_.id_at(d); }, origin, translation,
+           back_faces, out);
 }
 
 void World::overlap_aabb(const Aabb& box, std::vector<ObjectID>& out, std::optional<QueryFilter> filter) const {

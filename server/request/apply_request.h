@@ -51,6 +51,13 @@ struct PendingRequest {
   physics::JointMotor motor;                 ///< SetJointMotor only
   wire::InterestArgs interest;               ///< SetInterest only
   bool rerun = false;                        ///< a Raycast answered again after its answer was lost
+  /// Envelope.apply_tick (protocol 10): 0 = at the next tick boundary; T = before the step of
+  /// tick T (held until then; applied at the next boundary when T has passed).
+  uint64_t apply_tick = 0;
+  /// Raycast only (lag compensation): 0 = the present; else the tick the client rendered, plus
+  /// seen_fraction in [0, 1) of the way to the next one.
+  uint64_t seen_tick = 0;
+  float seen_fraction = 0.0f;
   // ReplayControl only (impulse-replay serve).
   wire::ReplayAction replay_action = wire::ReplayAction::Pause;
   uint64_t replay_tick = 0;                  ///< Seek target

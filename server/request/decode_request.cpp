@@ -173,6 +173,8 @@ void decode_raycast(const wire::Envelope& e, const DecodeContext&, DecodedReques
   d.request.all_hits = m->all();
   if (const wire::QueryFilter* f = m->filter()) d.request.query_filter = physics::QueryFilter{f->category(), f->mask()};
   d.request.back_faces = m->back_faces();
+  d.request.seen_tick = m->seen_tick();
+  d.request.seen_fraction = m->seen_fraction();
 }
 
 void decode_interest(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
@@ -241,6 +243,8 @@ bool decode_request(const wire::Envelope& envelope, const DecodeContext& context
   if (decode == nullptr) return false;
   *out = DecodedRequest{};
   out->request.type = envelope.message_type();
+  // Only world-changing requests are held for a tick; on any other type the field means nothing.
+  if (wire::changes_world(out->request.type)) out->request.apply_tick = envelope.apply_tick();
   decode(envelope, context, *out);
   return true;
 }

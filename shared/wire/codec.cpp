@@ -330,6 +330,31 @@ Check check_request(const Raycast& m) {
   if (!(length_sq > 0.0 && length_sq <= max_length * max_length)) {
     return {ResultCode::InvalidArgument, range_messages().translation};
   }
+  if (!(m.seen_fraction() >= 0.0f && m.seen_fraction() < 1.0f)) {
+    return {ResultCode::InvalidArgument, "seen_fraction: must be in [0, 1)"};
+  }
+  return {};
+}
+
+Check check_request(const Input& m) {
+  if (m.mode() != InputMode::Force && m.mode() != InputMode::Velocity) {
+    return {ResultCode::InvalidArgument, "mode: unknown input mode (Force or Velocity)"};
+  }
+  if (m.first_tick() == 0) return {ResultCode::InvalidArgument, "first_tick: must be >= 1"};
+  const auto* frames = m.frames();
+  if (frames == nullptr || frames->size() == 0 || frames->size() > kMaxInputFrames) {
+    return {ResultCode::InvalidArgument, "frames: 1 to 16 required"};
+  }
+  if (m.first_tick() > UINT64_MAX - kMaxInputFrames) return {ResultCode::InvalidArgument, "first_tick: out of range"};
+  const bool force = m.mode() == InputMode::Force;
+  for (const InputFrame* f : *frames) {
+    if (force ? !(within(f->linear(), kMaxForce) && within(f->angular(), kMaxTorque))
+              : !(length_within(f->linear(), kMaxSpeed) && length_within(f->angular(), kMaxAngularSpeed))) {
+      return {ResultCode::InvalidArgument,
+              force ? "frames: force |component| <= 1e9 N and torque |component| <= 1e9 N·m, finite"
+                    : "frames: |velocity| <= 500 m/s and |angular velocity| <= 47.12 rad/s, finite"};
+    }
+  }
   return {};
 }
 
@@ -497,10 +522,21 @@ namespace {
 // finish() without the size assertion, for the capacity probes that measure oversized buffers.
 std::span<const uint8_t> finish_unchecked(flatbuffers::FlatBufferBuilder& fbb, Message type,
                                           flatbuffers::Offset<void> message) {
-  // Every datagram carries a header slot so the sender can stamp it in place (stamp_header).
+  // Every datagram carries a header slot so the sender can stamp it in place (stamp_header), and
+  // every world-changing request an apply_tick slot (stamp_apply_tick), written even at its
+  // default 0 so that it can be overwritten in place.
   const PacketHeader unstamped(0, 0, 0);
-  const auto envelope = CreateEnvelope(fbb, kProtocolVersion, type, message, &unstamped);
-  FinishEnvelopeBuffer(fbb, envelope);
+  EnvelopeBuilder builder(fbb);
+  if (is_sent_by_client(type) && changes_world(type)) {
+    fbb.ForceDefaults(true);
+    builder.add_apply_tick(0);
+    fbb.ForceDefaults(false);
+  }
+  builder.add_header(&unstamped);  // CreateEnvelope's order, so other messages keep their layout
+  builder.add_message(message);
+  builder.add_protocol_version(kProtocolVersion);
+  builder.add_message_type(type);
+  FinishEnvelopeBuffer(fbb, builder.Finish());
   return {fbb.GetBufferPointer(), fbb.GetSize()};
 }
 
@@ -520,6 +556,17 @@ bool stamp_header(std::span<uint8_t> datagram, const PacketHeader& header) {
   const PacketHeader* slot = envelope->header();
   if (slot == nullptr) return false;
   std::memcpy(const_cast<PacketHeader*>(slot), &header, sizeof(PacketHeader));
+  return true;
+}
+
+bool stamp_apply_tick(std::span<uint8_t> datagram, uint64_t tick) {
+  if (datagram.size() < sizeof(flatbuffers::uoffset_t)) return false;
+  // The caller built this buffer, so it is trusted; the slot is where the builder wrote it.
+  // (Generated tables derive privately from flatbuffers::Table, which finds a field's address.)
+  const auto* table = reinterpret_cast<const flatbuffers::Table*>(GetEnvelope(datagram.data()));
+  const uint8_t* slot = table->GetAddressOf(Envelope::VT_APPLY_TICK);
+  if (slot == nullptr) return false;
+  flatbuffers::WriteScalar(const_cast<uint8_t*>(slot), tick);
   return true;
 }
 
@@ -713,12 +760,14 @@ std::span<const uint8_t> build_set_angular_velocity(flatbuffers::FlatBufferBuild
 
 std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                        impulse::Vec3 origin, impulse::Vec3 translation, bool all,
-                                       std::optional<std::pair<uint32_t, uint32_t>> filter, bool back_faces) {
+                                       std::optional<std::pair<uint32_t, uint32_t>> filter, bool back_faces,
+                                       uint64_t seen_tick, float seen_fraction) {
   fbb.Clear();
   const wire::Vec3 o = to_wire(origin);
   const wire::Vec3 t = to_wire(translation);
   const QueryFilter f = filter ? QueryFilter(filter->first, filter->second) : QueryFilter();
-  const auto message = CreateRaycast(fbb, request_id, &o, &t, all, filter ? &f : nullptr, back_faces);
+  const auto message =
+      CreateRaycast(fbb, request_id, &o, &t, all, filter ? &f : nullptr, back_faces, seen_tick, seen_fraction);
   return finish(fbb, Message::Raycast, message.Union());
 }
 
@@ -766,11 +815,20 @@ std::span<const uint8_t> build_connect_rejected(flatbuffers::FlatBufferBuilder& 
 }
 
 std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
-                                              ResultCode code, ObjectID id, std::string_view message_text) {
+                                              ResultCode code, ObjectID id, std::string_view message_text,
+                                              uint64_t tick) {
   fbb.Clear();
   const auto text = message_text.empty() ? flatbuffers::Offset<flatbuffers::String>() : create_string(fbb, message_text);
-  const auto message = CreateRequestResult(fbb, request_id, code, impulse::to_wire(id), text);
+  const auto message = CreateRequestResult(fbb, request_id, code, impulse::to_wire(id), text, tick);
   return finish(fbb, Message::RequestResult, message.Union());
+}
+
+std::span<const uint8_t> build_input(flatbuffers::FlatBufferBuilder& fbb, ObjectID id, InputMode mode,
+                                     uint64_t first_tick, std::span<const InputFrame> frames) {
+  fbb.Clear();
+  const auto vec = fbb.CreateVectorOfStructs(frames.data(), std::min(frames.size(), kMaxInputFrames));
+  const auto message = CreateInput(fbb, impulse::to_wire(id), mode, first_tick, vec);
+  return finish(fbb, Message::Input, message.Union());
 }
 
 std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick,
@@ -788,10 +846,10 @@ namespace {
 constexpr size_t kProbeElements = 64;
 
 std::span<const uint8_t> build_snapshot_unchecked(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                                  std::span<const uint8_t> data) {
+                                                  std::span<const uint8_t> data, int16_t input_lead) {
   fbb.Clear();
   const auto vec = fbb.CreateVector(data.data(), data.size());
-  const auto message = CreateSnapshot(fbb, tick, vec);
+  const auto message = CreateSnapshot(fbb, tick, vec, input_lead);
   return finish_unchecked(fbb, Message::Snapshot, message.Union());
 }
 
@@ -823,22 +881,23 @@ size_t snapshot_payload_capacity() {
   static const size_t capacity = [] {
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
     const std::vector<uint8_t> probe(kMaxDatagramBytes, 0);
-    const size_t overhead = build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(1)).size() - 1;
+    const size_t overhead = build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(1), 0).size() - 1;
     size_t n = kMaxPlaintextBytes - overhead;
-    while (n > 0 && build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n)).size() >
+    while (n > 0 && build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n), 0).size() >
                         kMaxPlaintextBytes) {
       --n;
     }
     // The 1-byte probe counted up to 3 bytes of vector alignment as overhead: grow back to the largest fit.
-    while (build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n + 1)).size() <= kMaxPlaintextBytes) ++n;
+    while (build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n + 1), 0).size() <= kMaxPlaintextBytes) ++n;
     return n;
   }();
   return capacity;
 }
 
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                        std::span<const uint8_t> data) {
-  const auto bytes = build_snapshot_unchecked(fbb, tick, data.first(std::min(data.size(), snapshot_payload_capacity())));
+                                        std::span<const uint8_t> data, int16_t input_lead) {
+  const auto bytes = build_snapshot_unchecked(fbb, tick, data.first(std::min(data.size(), snapshot_payload_capacity())),
+                                              input_lead);
   assert(bytes.size() <= kMaxPlaintextBytes && "snapshot exceeds the datagram limit");
   return bytes;
 }

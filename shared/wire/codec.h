@@ -26,7 +26,13 @@ namespace impulse::wire {
 /// interest and delta-compressed snapshots; version 4 bit-packed collision events
 /// (CollisionEvents.packed); version 5 sealed packets after the handshake (Connect.kx_public,
 /// ConnectAccepted.kx_public, shared/net/packet_crypto.h) (docs/PROTOCOL.md).
-inline constexpr uint16_t kProtocolVersion = 9;
+/// Version 10 added ticks: Envelope.apply_tick (actions), Input, Snapshot.input_lead,
+/// RequestResult.tick and lag-compensated raycasts (Raycast.seen_tick, seen_fraction).
+inline constexpr uint16_t kProtocolVersion = 10;
+/// Most frames one Input carries: 16 ticks (267 ms at 60 Hz) of redundancy.
+inline constexpr size_t kMaxInputFrames = 16;
+/// Snapshot.input_lead when the session sent no Input in the window (the field's default).
+inline constexpr int16_t kNoInputLead = INT16_MIN;
 /// No datagram larger than this is ever sent or accepted [bytes].
 inline constexpr size_t kMaxDatagramBytes = 1200;
 /// Bytes a sealed session datagram adds to its FlatBuffers plaintext: an 8-byte prefix and a
@@ -147,6 +153,11 @@ Check check_request(const SetVelocity& m);
 Check check_request(const SetAngularVelocity& m);
 Check check_request(const Raycast& m);
 Check check_request(const Connect& m);
+///  - Raycast (v10): seen_fraction in [0, 1) (seen_tick is the server's to range-check).
+///  - Input: mode known; first_tick >= 1; 1..kMaxInputFrames frames; Force: |component| <=
+///    kMaxForce (linear) and kMaxTorque (angular); Velocity: |linear| <= kMaxSpeed and
+///    |angular| <= kMaxAngularSpeed (lengths); all finite.
+Check check_request(const Input& m);
 ///  - SetInterest: Sphere: center present with |component| <= kMaxCoordinate and radius in
 ///    (0, kMaxCoordinate]; Box: min and max present, |component| <= kMaxCoordinate, min <= max.
 ///  - Connect (v3): cookie <= kMaxCookieBytes, token <= kMaxTokenBytes.
@@ -197,6 +208,10 @@ inline wire::Quat to_wire(const impulse::Quat& q) { return wire::Quat(q.x, q.y, 
 /// a zeroed header slot). The sender stamps each datagram just before it goes out, when its
 /// sequence is known. Returns false when the buffer has no header slot (not built here).
 bool stamp_header(std::span<uint8_t> datagram, const PacketHeader& header);
+/// Overwrites Envelope.apply_tick of a finished world-changing request built by this codec (its
+/// builders write the slot, at 0): the request then applies before the step of tick `tick`
+/// (docs/PROTOCOL.md, "Ticks"). Returns false when the datagram has no slot (another type).
+bool stamp_apply_tick(std::span<uint8_t> datagram, uint64_t tick);
 /// The header of a verified envelope; all zeros (sequence 0 = none) when absent.
 PacketHeader header_of(const Envelope& envelope);
 
@@ -366,7 +381,11 @@ std::span<const uint8_t> build_set_joint_motor(flatbuffers::FlatBufferBuilder& f
 std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
                                        impulse::Vec3 origin, impulse::Vec3 translation, bool all,
                                        std::optional<std::pair<uint32_t, uint32_t>> filter = std::nullopt,
-                                       bool back_faces = false);
+                                       bool back_faces = false, uint64_t seen_tick = 0, float seen_fraction = 0.0f);
+/// Input (fire-and-forget): frames[i] is the input of body `id` for tick first_tick + i; at most
+/// kMaxInputFrames are written.
+std::span<const uint8_t> build_input(flatbuffers::FlatBufferBuilder& fbb, ObjectID id, InputMode mode,
+                                     uint64_t first_tick, std::span<const InputFrame> frames);
 /// ReplayControl (impulse-replay serve): `tick` is used by Seek, `speed` (times the recorded
 /// tick rate) by SetSpeed; the server range-checks both.
 std::span<const uint8_t> build_replay_control(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
@@ -391,7 +410,8 @@ std::span<const uint8_t> build_connect_rejected(flatbuffers::FlatBufferBuilder& 
                                                 std::string_view message);
 /// `id` is the created or addressed object (null ObjectID{} when none); `message` is empty on Ok.
 std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id,
-                                              ResultCode code, ObjectID id, std::string_view message);
+                                              ResultCode code, ObjectID id, std::string_view message,
+                                              uint64_t tick = 0);
 /// Pong echoing `nonce`, stamped with the server's current tick and its simulation clock [µs]
 /// (tick t is stepped at t * 1e6 / tick_hz µs).
 std::span<const uint8_t> build_pong(flatbuffers::FlatBufferBuilder& fbb, uint64_t nonce, uint64_t tick,
@@ -415,8 +435,9 @@ std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fb
 size_t snapshot_payload_capacity();
 /// Snapshot at `tick` carrying the bit-packed payload `data` (docs/PROTOCOL.md, "Snapshot
 /// payload"); at most snapshot_payload_capacity() bytes are written (callers budget for it).
+/// `input_lead` is Snapshot.input_lead [ticks] (kNoInputLead: none).
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                        std::span<const uint8_t> data);
+                                        std::span<const uint8_t> data, int16_t input_lead = kNoInputLead);
 
 /// Collision events that always fit in one CollisionEvents datagram: the largest n whose
 /// worst-case block (event_codec.h, max_event_block_bytes: any event values, any valid

@@ -84,6 +84,9 @@ inline constexpr std::array<MessageRule, kMessageTypeCount> kMessageRules = {{
     detail::client_request(Message::CreateJoint, false, true, false),
     detail::client_request(Message::DestroyJoint, false, true, false),
     detail::client_request(Message::SetJointMotor, false, true, false),
+    // Redundant per-tick input: buffered by the session at arrival (like a Control message, no
+    // request_id, never answered); each frame becomes pushes at its tick, journaled as requests.
+    MessageRule{Message::Input, true, false, ClientMessageKind::Control},
 }};
 
 constexpr bool rules_in_order() {

@@ -132,6 +132,15 @@ std::vector<Seed> client_datagrams() {
   add("create_joint", wire::build_create_joint(fbb, 16, hinge));
   add("destroy_joint", wire::build_destroy_joint(fbb, 17, ObjectID{0, 1}));
   add("set_joint_motor", wire::build_set_joint_motor(fbb, 18, ObjectID{0, 1}, {wire::JointMotorMode::Velocity, 2, 0, 5}));
+  // Ticks (protocol 10): an action stamped for a later tick, inputs, a lag-compensated raycast.
+  const auto jump = wire::build_apply_impulse(fbb, 19, ObjectID{1, 1}, {0, 4, 0});
+  Bytes action(jump.begin(), jump.end());
+  wire::stamp_apply_tick(action, 30);
+  add("apply_impulse_at_tick", action);
+  const std::vector<wire::InputFrame> frames(8, wire::InputFrame(wire::Vec3(10, 0, 0), wire::Vec3(0, 1, 0)));
+  add("input_force", wire::build_input(fbb, ObjectID{1, 1}, wire::InputMode::Force, 5, frames));
+  add("input_velocity", wire::build_input(fbb, ObjectID{1, 1}, wire::InputMode::Velocity, 1, std::span(frames).first(2)));
+  add("raycast_seen", wire::build_raycast(fbb, 20, {0, 5, 0}, {0, -10, 0}, false, std::nullopt, false, 3, 0.5f));
   add("ping", wire::build_ping(fbb, 0x1234));
   add("disconnect", wire::build_disconnect(fbb, "bye"));
   return out;

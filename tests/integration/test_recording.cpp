@@ -406,6 +406,56 @@ TEST(RecordingTickBudget, ThrottledBodiesAreRecordedAndReplayBitExactly) {
   std::filesystem::remove(path);
 }
 
+// Ticks (protocol 10): inputs become pushes at their tick and actions wait for theirs; both go
+// through the journal where they are applied, so a session driven by them replays bit-exactly.
+TEST(RecordingTicks, InputsAndActionsAreRecordedAndReplayBitExactly) {
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("impulse-ticks-{}.irec", ::getpid())).string();
+  {
+    RunningServer server(recording_options(path));
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver driver;
+    std::string error;
+    ASSERT_TRUE(driver.connect(server.port(), &error, "driver")) << error;
+    const ObjectID car = driver.create_ok(make_sphere(0.5f, {40.0f, 0.5f, 0.0f}));
+    ASSERT_FALSE(car.is_null());
+    ASSERT_TRUE(driver.poll_until([&] { return driver.client.input_tick(ClientCore::Clock::now()).has_value(); }));
+    const uint64_t jump_tick = *driver.client.input_tick(ClientCore::Clock::now()) + 10;
+    driver.client.set_action_tick(jump_tick);
+    const uint32_t jump = driver.client.apply_impulse(car, {0.0f, 2.0f, 0.0f});
+    uint64_t last = 0;
+    int sent = 0;
+    driver.poll_until(
+        [&] {
+          const std::optional<uint64_t> tick = driver.client.input_tick(ClientCore::Clock::now());
+          if (tick && *tick > last) {
+            last = *tick;
+            driver.client.send_input(car, InputMode::Force, {20.0f, 0.0f, 0.0f}, {0.0f, 0.0f, -5.0f}, *tick);
+            ++sent;
+          }
+          return sent >= 60;
+        },
+        milliseconds{5000});
+    EXPECT_GE(sent, 60);
+    const std::optional<RequestResult> r = driver.wait_result(jump);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(r->ok()) << r->message;
+    EXPECT_EQ(r->tick, jump_tick) << "a loopback action 10 ticks ahead is on time";
+    ASSERT_NE(driver.wait_snapshot_after(driver.client.server_tick() + 20), 0u);
+    EXPECT_GT(server.stats().input_frames_applied.load(), 30u);
+    server.stop();
+  }
+  record::RecordingInfo info;
+  std::string error;
+  ASSERT_TRUE(record::read_info(path, &info, &error)) << error;
+  EXPECT_GT(info.requests_by_type["ApplyForce"], 30u) << "the inputs' forces are journaled as pushes";
+  EXPECT_GT(info.requests_by_type["ApplyTorque"], 30u);
+  EXPECT_EQ(info.requests_by_type["ApplyImpulse"], 1u);
+  const record::VerifyResult v = record::verify_recording(path);
+  EXPECT_TRUE(v.ok) << v.error << v.report << v.read_problem;
+  EXPECT_FALSE(v.diverged_tick.has_value());
+  std::filesystem::remove(path);
+}
+
 // --- SIGKILL ----------------------------------------------------------------------------------
 
 uint16_t free_udp_port() {

@@ -155,6 +155,23 @@ def test_vectors(doc):
     check(sm.RequestId() == 10 and sm.Id() == 1 << 32 and sm.Mode() == W.JointMotorMode.JointMotorMode.Position and
           (sm.Speed(), sm.Target(), sm.MaxForce()) == (0, 0.75, 20), "SetJointMotor fields")
     ok("joint request vectors decode to the documented values")
+    e = W.Envelope.Envelope.GetRootAs(h(mv["ApplyImpulse at tick 600"]), 0)
+    ai = ic.union_as(e, W.ApplyImpulse, "ApplyImpulse")
+    check(e.ApplyTick() == 600 and ai.RequestId() == 11 and ai.Id() == (1 << 32 | 3) and ai.Impulse().Y() == 4,
+          "ApplyImpulse at tick 600: apply_tick and fields")
+    e = W.Envelope.Envelope.GetRootAs(h(mv["Input"]), 0)
+    check(e.MessageType() == W.Message.Message.Input == 27 and e.ApplyTick() == 0, "Input union type 27")
+    inp = ic.union_as(e, W.Input, "Input")
+    def vec(v):
+        return (v.X(), v.Y(), v.Z())
+    frames = [(vec(f.Linear(W.Vec3.Vec3())), vec(f.Angular(W.Vec3.Vec3())))
+              for f in (inp.Frames(i) for i in range(inp.FramesLength()))]
+    check(inp.Id() == (1 << 32 | 3) and inp.Mode() == W.InputMode.InputMode.Force and inp.FirstTick() == 598 and
+          frames == [((10, 0, 0), (0, 0, 0)), ((10, 0, 0), (0, 2, 0)), ((0, 0, 0), (0, 2, 0))], "Input fields")
+    r = ic.union_as(W.Envelope.Envelope.GetRootAs(h(mv["Raycast at seen tick 590.25"]), 0), W.Raycast, "Raycast")
+    check(r.RequestId() == 12 and r.SeenTick() == 590 and r.SeenFraction() == 0.25 and r.Translation().Y() == -10,
+          "Raycast at seen tick 590.25: fields")
+    ok("tick vectors (an action's apply_tick, an Input, a lag-compensated Raycast) decode to the documented values")
     jb = h(doc_block(doc, "joint-event-vectors")["block"])
     je = ic.decode_events(jb, ic.Quant())
     check(len(je) == 2 and [x["type"] for x in je] == [2, 3] and [x["sequence"] for x in je] == [5, 6] and
@@ -525,7 +542,7 @@ def live(exe, tmp):
         check(rid_t not in c.answer_counts, "a tampered CreateObject was answered")
         check(set(c.objects()) - before == set(), "a tampered CreateObject had an effect")
         c.next_request_id += 1
-        c.pending[rid_t] = [fn, 0.0]     # now send the genuine bytes (fresh sequence)
+        c.pending[rid_t] = [fn, 0.0, 0]    # now send the genuine bytes (fresh sequence)
         res = c.wait_result(rid_t)
         check(res["code"] == 0 and set(c.wait_for(lambda: set(c.objects()) - before, 1.0, "the genuine create"))
               == {res["id"]}, "genuine request after tampered one")
@@ -603,6 +620,55 @@ def live(exe, tmp):
         check(len(scene_joints) == 52, "the demo scene's 52 joints announced (got %d)" % len(scene_joints))
         ok("CreateJoint -> Ok with a JointID, a JointAdded with the anchor in the body's frame; DestroyJoint -> "
            "a JointRemoved (Destroyed); the scene's 52 joints announced once each")
+
+        # ticks ("Ticks"): an action for a later tick, one too far ahead, redundant inputs, and
+        # raycasts against a past tick
+        W = ic.W
+        rid = c.request(ic.msg_create, 1, (0.25, 0.25, 0.25), (x2, ground + 0.25, z2), mass=1.0)
+        res = c.wait_result(rid)
+        check(res["code"] == 0, "CreateObject for the ticks: %s" % res["message"])
+        car = res["id"]
+        c.wait_for(lambda: car in c.objects(), 1.0, "the ticks box in a snapshot")
+        want = c.snap_history[-1][0] + 20
+        rid = c.request(ic.msg_impulse, car, (0, 3.0, 0), apply_tick=want)
+        res = c.wait_result(rid)
+        check(res["code"] == 0 and res["tick"] == want,
+              "an action for tick %d: %s at tick %r" % (want, ic.result_name(res["code"]), res.get("tick")))
+        far = c.snap_history[-1][0] + 200
+        rid = c.request(ic.msg_impulse, car, (0, 3.0, 0), apply_tick=far)
+        res = c.wait_result(rid)
+        check(res["code"] == W.ResultCode.ResultCode.TickOutOfRange and res["tick"] == 0,
+              "an action 200 ticks ahead: %s" % ic.result_name(res["code"]))
+        ok("an ApplyImpulse stamped for tick %d was applied before that tick's step (RequestResult.tick %d); one "
+           "stamped 200 ticks ahead got TickOutOfRange (%s)" % (want, want, res["message"]))
+        c.pump(1.5)  # the jump lands
+        start = c.objects()[car]["position"]
+        first = c.snap_history[-1][0] + 8
+        history = []
+        for k in range(60):
+            history.append(((2.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+            kept = history[-8:]
+            c.send(ic.msg_input(car, W.InputMode.InputMode.Velocity, first + k - len(kept) + 1, kept))
+            c.pump(1.0 / 60)
+        c.pump(0.5)
+        end = c.objects()[car]["position"]
+        check(end[0] - start[0] > 1.0, "60 ticks of 2 m/s input moved the box %.2f m" % (end[0] - start[0]))
+        check(c.input_lead is not None, "no Snapshot.input_lead after sending inputs")
+        ok("Input (Velocity, 2 m/s for 60 ticks, 8 ticks a datagram): the box moved %.2f m along +x; the server "
+           "reports an input lead of %d ticks" % (end[0] - start[0], c.input_lead))
+        c.pump(1.0)
+        seen = c.snap_history[-1][0] - 3
+        rest = c.objects()[car]["position"]
+        rid = c.request(ic.msg_raycast, (rest[0], rest[1] + 5, rest[2]), (0, -10, 0), seen_tick=seen,
+                        seen_fraction=0.5)
+        res = c.wait_result(rid)
+        check(res["code"] == 0 and res["tick"] == seen and res["hits"] and res["hits"][0]["id"] == car,
+              "a raycast at seen tick %d: %r" % (seen, res))
+        rid = c.request(ic.msg_raycast, (rest[0], rest[1] + 5, rest[2]), (0, -10, 0), seen_tick=seen - 200)
+        res = c.wait_result(rid)
+        check(res["code"] == W.ResultCode.ResultCode.TickOutOfRange, "a raycast 200 ticks back: %r" % (res,))
+        ok("a Raycast at seen tick %d (+0.5) hit the box and named that tick; 200 ticks back got TickOutOfRange"
+           % seen)
 
         # a scene body cannot be destroyed by a client; a plaintext ping at a session address is dropped
         scene_box = next(i for i, v in scene.items() if v["kind"] == 0 and v["shape"] == 1)

@@ -1,4 +1,4 @@
-"""A small Impulse (protocol v5) client written from docs/PROTOCOL.md and schemas/impulse.fbs only.
+"""A small Impulse (protocol v10) client written from docs/PROTOCOL.md and schemas/impulse.fbs only.
 
 The FlatBuffers bindings are generated at run time (`flatc --python`); call `load_bindings(dir)`
 with the directory flatc wrote into before using anything that builds or reads datagrams.
@@ -18,7 +18,7 @@ import flatbuffers
 import nacl.bindings as nb
 import xxhash
 
-PROTOCOL_VERSION = 9
+PROTOCOL_VERSION = 10
 MAX_DATAGRAM = 1200
 MIN_CONNECT_BYTES = 248          # "The handshake", step 1 (protocol 6)
 SESSIONLESS_PING_BYTES = 128     # "Ping and the server clock": >= the 88-byte Pong
@@ -37,7 +37,8 @@ def load_bindings(gen_dir):
              "DestroyObject", "ApplyForce", "ApplyImpulse", "SetVelocity", "ApplyTorque",
              "SetAngularVelocity", "Raycast", "RaycastResult", "RayHitEntry", "SetInterest",
              "MoveKinematic", "SetFilter", "Ping", "Pong", "Disconnect", "RequestResult",
-             "Snapshot", "CollisionEvents", "ResultCode", "BodyKind", "ShapeKind", "CreateJoint",
+             "Snapshot", "CollisionEvents", "ResultCode", "BodyKind", "ShapeKind", "CreateJoint", "Input",
+             "InputFrame", "InputMode",
              "DestroyJoint", "SetJointMotor", "JointKind", "JointMotorMode"]
 
     class NS:
@@ -741,7 +742,7 @@ SERVER_MESSAGES = {"Challenge", "ConnectAccepted", "ConnectRejected", "RequestRe
 # FlatBuffers verifier": slot -> (kind, size/align). kinds: s = scalar, st = struct, v = vector of
 # elements of that size, str = string, t = table.
 _LAYOUT = {
-    "Envelope": {0: ("s", 2), 1: ("s", 1), 2: ("u", 4), 3: ("st", 12, 4)},
+    "Envelope": {0: ("s", 2), 1: ("s", 1), 2: ("u", 4), 3: ("st", 12, 4), 4: ("s", 8)},
     "Challenge": {0: ("v", 1)},
     "ConnectAccepted": {0: ("s", 4), 1: ("s", 2), 2: ("s", 2), 3: ("s", 8), 4: ("t", "Quantization"),
                         5: ("s", 4), 6: ("s", 4), 7: ("s", 1), 8: ("s", 8), 9: ("s", 8), 10: ("v", 1),
@@ -749,9 +750,9 @@ _LAYOUT = {
     "Quantization": {0: ("s", 4), 1: ("s", 1), 2: ("s", 1), 3: ("s", 4), 4: ("s", 1), 5: ("s", 4),
                      6: ("s", 1)},
     "ConnectRejected": {0: ("s", 2), 1: ("str",)},
-    "RequestResult": {0: ("s", 4), 1: ("s", 2), 2: ("s", 8), 3: ("str",)},
+    "RequestResult": {0: ("s", 4), 1: ("s", 2), 2: ("s", 8), 3: ("str",), 4: ("s", 8)},
     "RaycastResult": {0: ("s", 4), 1: ("s", 2), 2: ("s", 8), 3: ("v", 40, 8), 4: ("s", 1), 5: ("str",)},
-    "Snapshot": {0: ("s", 8), 1: ("v", 1)},
+    "Snapshot": {0: ("s", 8), 1: ("v", 1), 2: ("s", 2)},
     "CollisionEvents": {0: ("v", 56, 8), 1: ("v", 1)},
     "Pong": {0: ("s", 8), 1: ("s", 8), 2: ("s", 8)},
     "Disconnect": {0: ("str",)},
@@ -852,12 +853,15 @@ def _bytes_vec(b, data):
     return b.CreateByteVector(bytes(data))
 
 
-def build_envelope(msg_fn, header=(0, 0, 0), version=PROTOCOL_VERSION):
-    """msg_fn(builder) -> (message type, offset). Returns the finished bytes ("IMPL")."""
+def build_envelope(msg_fn, header=(0, 0, 0), version=PROTOCOL_VERSION, apply_tick=0):
+    """msg_fn(builder) -> (message type, offset). Returns the finished bytes ("IMPL").
+    apply_tick (protocol 10, "Ticks"): a world-changing request applies before that tick's step."""
     b = flatbuffers.Builder(256)
     mtype, moff = msg_fn(b)
     E = W.Envelope
     E.EnvelopeStart(b)
+    if apply_tick:
+        E.EnvelopeAddApplyTick(b, apply_tick)
     E.EnvelopeAddProtocolVersion(b, version)
     E.EnvelopeAddMessageType(b, mtype)
     E.EnvelopeAddMessage(b, moff)
@@ -949,10 +953,31 @@ def msg_impulse(request_id, oid, impulse, point=None):
     return fn
 
 
-def msg_raycast(request_id, origin, translation, all_hits=False, back_faces=False, filt=None):
+def msg_input(oid, mode, first_tick, frames):
+    """Input ("Ticks"): frames[i] = ((linear), (angular)) for tick first_tick + i; no request id."""
+    def fn(b):
+        I = W.Input
+        I.InputStartFramesVector(b, len(frames))
+        for lin, ang in reversed(frames):  # FlatBuffers vectors are built back to front
+            W.InputFrame.CreateInputFrame(b, *lin, *ang)
+        vec = b.EndVector()
+        I.InputStart(b)
+        I.InputAddId(b, oid)
+        I.InputAddMode(b, mode)
+        I.InputAddFirstTick(b, first_tick)
+        I.InputAddFrames(b, vec)
+        return W.Message.Message.Input, I.InputEnd(b)
+    return fn
+
+
+def msg_raycast(request_id, origin, translation, all_hits=False, back_faces=False, filt=None, seen_tick=0,
+                seen_fraction=0.0):
     def fn(b):
         R = W.Raycast
         R.RaycastStart(b)
+        if seen_tick:
+            R.RaycastAddSeenTick(b, seen_tick)
+            R.RaycastAddSeenFraction(b, seen_fraction)
         R.RaycastAddRequestId(b, request_id)
         R.RaycastAddOrigin(b, _vec3(b, origin))
         R.RaycastAddTranslation(b, _vec3(b, translation))
@@ -1065,7 +1090,8 @@ class Client:
         self.acked_recv = set()         # server sequences we ack
         self.window = ReplayWindow()
         self.next_request_id = 1
-        self.pending = {}               # request_id -> (msg_fn, last_sent)
+        self.pending = {}               # request_id -> (msg_fn, last_sent, apply_tick)
+        self.input_lead = None          # Snapshot.input_lead, the latest reported ("Ticks")
         self.results = {}               # request_id -> result dict
         self.answer_counts = {}         # request_id -> answers received
         self.pongs = {}
@@ -1169,19 +1195,21 @@ class Client:
         h = self._header()
         return seal(self.key_c2s, h[0], build_envelope(msg_fn, h))
 
-    def send(self, msg_fn):
-        self.sock.sendto(self.sealed_bytes(msg_fn), self.addr)
+    def send(self, msg_fn, apply_tick=0):
+        h = self._header()
+        self.sock.sendto(seal(self.key_c2s, h[0], build_envelope(msg_fn, h, apply_tick=apply_tick)), self.addr)
 
     def send_raw(self, data):
         self.sock.sendto(data, self.addr)
 
-    def request(self, make, *args, **kw):
-        """make(request_id, ...) -> msg_fn. Returns the request id; resent until answered."""
+    def request(self, make, *args, apply_tick=0, **kw):
+        """make(request_id, ...) -> msg_fn. Returns the request id; resent until answered.
+        apply_tick: an action for that tick ("Ticks"); 0 = at arrival."""
         rid = self.next_request_id
         self.next_request_id += 1
         fn = make(rid, *args, **kw)
-        self.pending[rid] = [fn, time.monotonic()]
-        self.send(fn)
+        self.pending[rid] = [fn, time.monotonic(), apply_tick]
+        self.send(fn, apply_tick)
         return rid
 
     def ping(self):
@@ -1258,7 +1286,8 @@ class Client:
             self._count(self.answer_counts, rid)
             if rid not in self.results:
                 self.results[rid] = {"type": "RequestResult", "code": rr.Code(), "id": rr.Id(),
-                                     "message": (rr.Message() or b"").decode("utf-8", "replace")}
+                                     "message": (rr.Message() or b"").decode("utf-8", "replace"),
+                                     "tick": rr.Tick()}
             self.pending.pop(rid, None)
         elif name == "RaycastResult":
             rr = union_as(env, W.RaycastResult, "RaycastResult")
@@ -1284,6 +1313,8 @@ class Client:
             except CodecError as e:
                 self._count(self.snapshot_errors, e.kind)
                 return False
+            if sn.InputLead() != -32768:
+                self.input_lead = sn.InputLead()
             views = {o.id: o.view(self.quant, sn.Tick()) for o in self.snap.objects.values()}
             self.snap_history.append((sn.Tick(), views))
             del self.snap_history[:-600]
@@ -1327,7 +1358,7 @@ class Client:
                 for rid, ent in list(self.pending.items()):
                     if now - ent[1] >= 0.1:
                         ent[1] = now
-                        self.send(ent[0])
+                        self.send(ent[0], ent[2])  # a resent action keeps its tick
                 interval = 1.0 / max(1, self.snapshot_hz)
                 if self.recv_since_ack and now - self.last_ack_ping >= interval:
                     self.send(msg_ping(0))

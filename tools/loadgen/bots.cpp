@@ -61,6 +61,7 @@ struct Bot {
   size_t push_next = 0;
   Clock::duration push_step{};
   Clock::time_point next_push{}, next_ping{};
+  uint64_t last_input_tick = 0;  // the newest tick an Input was sent for
   double credit = kRequestBurst;
   Clock::time_point credit_at{};
   uint64_t bytes_in_mark = 0, bytes_out_mark = 0, snapshots_mark = 0;
@@ -69,7 +70,7 @@ struct Bot {
 /// Per-thread tallies, merged after the threads end.
 struct Tally {
   ErrorCounts errors{};
-  uint64_t requests_sent = 0, pushes = 0, disconnects = 0, create_retries = 0;
+  uint64_t requests_sent = 0, pushes = 0, inputs = 0, disconnects = 0, create_retries = 0;
   int spawned = 0, destroyed = 0, connect_failures = 0;
   std::string first_connect_error;
   std::map<std::string, uint64_t> disconnect_reasons;
@@ -470,6 +471,15 @@ class BotThread {
       b.next_ping += to_duration(o_.ping_interval_s);
     }
     if (b.bodies.empty()) return;
+    if (o_.inputs) {
+      const std::optional<uint64_t> tick = b.client->input_tick(now);
+      if (tick && *tick > b.last_input_tick) {
+        const float a = static_cast<float>(b.index) * 2.3999632f;  // the golden angle: spread directions
+        b.client->send_input(b.bodies.front(), InputMode::Force, Vec3{std::cos(a), 0.0f, std::sin(a)} * 0.5f, {}, *tick);
+        b.last_input_tick = *tick;
+        ++tally_.inputs;
+      }
+    }
     // A bot that fell more than an interval behind skips ahead rather than bursting.
     if (now - b.next_push > to_duration(o_.push_interval_s)) b.next_push = now;
     while (b.alive && now >= b.next_push && b.credit >= 1.0) {
@@ -586,6 +596,7 @@ LoadReport run_load(const LoadOptions& options, const InprocServer* server) {
     for (size_t i = 0; i < report.errors.size(); ++i) report.errors[i] += t.errors[i];
     report.requests_sent += t.requests_sent;
     report.pushes += t.pushes;
+    report.inputs += t.inputs;
     report.create_retries += t.create_retries;
     report.disconnects += t.disconnects;
     report.bodies_spawned += t.spawned;
@@ -718,6 +729,7 @@ std::string to_json_line(const LoadReport& r) {
   j["steal_percent"] = or_null(r.steal_percent);
   j["requests_sent"] = r.requests_sent;
   j["pushes"] = r.pushes;
+  j["inputs"] = r.inputs;
   j["create_retries"] = r.create_retries;
   j["snapshots_per_client_per_s"] = static_cast<double>(r.snapshots) / clients / seconds;
   j["snapshots_rejected"] = r.snapshots_rejected;
@@ -779,8 +791,9 @@ void print_human(std::FILE* out, const LoadReport& r) {
   std::fprintf(out, "  RTT (pings, including up to one bot frame of %lld ms before the pong is read): p50 %.3f ms, "
                "p99 %.3f ms over %llu samples\n",
                static_cast<long long>(r.frame_ms), r.rtt_ms_p50, r.rtt_ms_p99, static_cast<unsigned long long>(r.rtt_samples));
-  std::fprintf(out, "  requests %llu (pushes %llu); errors %llu", static_cast<unsigned long long>(r.requests_sent),
-               static_cast<unsigned long long>(r.pushes), static_cast<unsigned long long>(r.error_total));
+  std::fprintf(out, "  requests %llu (pushes %llu); inputs %llu; errors %llu", static_cast<unsigned long long>(r.requests_sent),
+               static_cast<unsigned long long>(r.pushes), static_cast<unsigned long long>(r.inputs),
+               static_cast<unsigned long long>(r.error_total));
   for (size_t i = 0; i < r.errors.size(); ++i) {
     if (r.errors[i] != 0) std::fprintf(out, " %s=%llu", code_name(i).c_str(), static_cast<unsigned long long>(r.errors[i]));
   }

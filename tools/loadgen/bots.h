@@ -34,6 +34,10 @@ struct LoadOptions {
   /// the pushes spread evenly over the interval.
   double push_interval_s = 2.0;
   float push_speed = 1.0f;
+  /// Also drive each bot's first body with one Input a tick (protocol 10: Force mode, 0.5 N in a
+  /// direction of its own, under static friction), stamped with ClientCore::input_tick, as a
+  /// player's client sends its controls.
+  bool inputs = false;
   /// > 0: each bot sets a sphere area of interest of this radius [m] about the centre of its
   /// bodies, as a player's client would about its avatar; 0: the default area (the whole world).
   float interest_radius = 20.0f;
@@ -80,6 +84,7 @@ struct LoadReport {
   float interest_radius = 0;
   uint64_t requests_sent = 0;  ///< all phases
   uint64_t pushes = 0;         ///< impulses sent in the push phase
+  uint64_t inputs = 0;         ///< Input datagrams sent in the push phase (LoadOptions::inputs)
   /// Creates answered RateLimited (the server's per-tick request queue was full) and sent again,
   /// as a client backing off would; they are not in `errors`.
   uint64_t create_retries = 0;

@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
   app.add_option("--push-interval", o.load.push_interval_s, "each body is pushed once per this many seconds")
       ->check(CLI::Range(0.01, 600.0));
   app.add_option("--push-speed", o.load.push_speed, "speed change of a push [m/s]")->check(CLI::Range(0.0f, 100.0f));
+  app.add_flag("--inputs", o.load.inputs,
+               "each bot also drives its first body with one tick-stamped Input a tick (0.5 N), as a player would");
   app.add_option("--interest-radius", o.load.interest_radius,
                  "each bot's area of interest: a sphere of this radius [m] about its bodies; 0 = the whole world")
       ->check(CLI::Range(0.0f, 10000.0f));

@@ -84,6 +84,9 @@ class Client : private ClientCore {
   using ClientCore::set_joint_motor;
   using ClientCore::joints;
   using ClientCore::raycast;
+  using ClientCore::raycast_seen;
+  using ClientCore::set_action_tick;
+  using ClientCore::send_input;
   using ClientCore::set_interest;
   using ClientCore::set_interest_sphere;
   using ClientCore::set_interest_box;
@@ -112,6 +115,9 @@ class Client : private ClientCore {
   using ClientCore::pose_at;
   using ClientCore::pose_at_tick;
   using ClientCore::estimated_server_tick;
+  using ClientCore::input_tick;
+  using ClientCore::input_margin;
+  using ClientCore::input_lead;
   using ClientCore::interpolation_delay_s;
   using ClientCore::max_objects;
   using ClientCore::client_id;

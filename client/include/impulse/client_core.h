@@ -217,6 +217,47 @@ class ClientCore {
   /// `back_faces` it hits where it leaves the shape, normal along the ray (Jolt's back faces).
   uint32_t raycast(Vec3 origin, Vec3 translation, bool all = false, std::optional<RayFilter> filter = std::nullopt,
                    bool back_faces = false);
+  /// A lag-compensated raycast (protocol 10): cast against the moving bodies where they were at
+  /// server tick `seen_tick` plus `seen_fraction` in [0, 1) of the way to the next one (the
+  /// render tick the player saw: floor and fraction of render_tick(now)); static bodies as they
+  /// are. The answer's RaycastResult::tick is seen_tick. A tick older than the server keeps
+  /// (--lag-compensation-ms, 250 ms by default) or newer than its present is answered
+  /// TickOutOfRange. 0 = not sent.
+  uint32_t raycast_seen(Vec3 origin, Vec3 translation, uint64_t seen_tick, float seen_fraction, bool all = false,
+                        std::optional<RayFilter> filter = std::nullopt);
+
+  // -------------------------------------------------------------- ticks: actions and inputs
+  // A playing client stamps what it does with the server tick it is for (docs/PROTOCOL.md,
+  // "Ticks"), running ahead of the server by half its round trip plus a margin that the server's
+  // reports (Snapshot.input_lead) adjust, so that its inputs arrive just before their tick.
+
+  /// The server tick an input or action made at local time `now` should be stamped for: the
+  /// server's tick when it arrives (estimated_server_tick + RTT/2), plus 1, plus input_margin().
+  /// nullopt until the clock is ready.
+  std::optional<uint64_t> input_tick(TimePoint now) const;
+  /// The next world-changing request call (create_object, apply_impulse, set_joint_motor, ...) is
+  /// an action for tick `tick`: the server holds it until then and applies it before that tick's
+  /// step, or at once when it arrives late (RequestResult::tick tells). Exactly once, like every
+  /// request. 0 = at arrival (the default). Ticks beyond the server's --max-input-lead-ms
+  /// (500 ms) are answered TickOutOfRange.
+  void set_action_tick(uint64_t tick);
+  /// Sends body `id`'s input for tick `tick` (from input_tick): fire-and-forget, each datagram
+  /// carrying the last kInputRedundancy ticks of this body's input, so that a lost one is covered
+  /// by the next. Call once per tick; a tick skipped since the last call repeats the last input,
+  /// a tick already sent keeps its first value (the server applies the first copy it gets), an
+  /// older tick is ignored (false). At most 4 bodies per client (the server's input channels).
+  /// Force: linear = force [N], angular = torque [N·m]; Velocity: linear = velocity [m/s],
+  /// angular = angular velocity [rad/s]; world frame. Only the client's own (or shared) bodies.
+  /// @return false when not connected, or for an older tick
+  bool send_input(ObjectID id, InputMode mode, Vec3 linear, Vec3 angular, uint64_t tick);
+  /// Ticks of input each Input datagram repeats.
+  static constexpr size_t kInputRedundancy = 8;
+  /// The margin [ticks] input_tick() adds beyond the estimated arrival: starts at 2 and follows the
+  /// server's reports (late inputs raise it at once, a steady surplus lowers it slowly).
+  int input_margin() const;
+  /// The server's latest report of how early this client's inputs arrive [ticks]: the smallest
+  /// lead over its last 30-60 ticks (negative: late); nullopt before any.
+  std::optional<int> input_lead() const;
   /// Sets this client's area of interest: snapshots and collision events then cover only objects
   /// inside it (objects leave the view once outside it by the server's hysteresis margin).
   /// Answered by a RequestResult. The default area is the whole world.

@@ -45,6 +45,7 @@ struct ClientStats {
   /// "Rejections (SnapshotError)").
   std::array<uint64_t, kSnapshotErrorCount> snapshot_errors{};
   uint64_t requests_resent = 0;       ///< requests sent again because no answer came in time
+  uint64_t inputs_sent = 0;           ///< Input datagrams sent (send_input)
   uint64_t results_duplicate = 0;     ///< answers to resends of requests already answered (dropped)
   uint64_t events_duplicate = 0;      ///< collision events received again (dropped)
   /// CollisionEvents blocks that failed decoding (none of their events delivered, the datagram not

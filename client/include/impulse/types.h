@@ -57,6 +57,7 @@ enum class ResultCode : uint16_t {
   NotAReplay = 17,      ///< ReplayControl sent to a live server
   NotController = 18,   ///< ReplayControl from a spectator that may not control the shared timeline
   OverBudget = 19,      ///< this client's bodies cost more than its share of the tick: pushes refused for 2 s
+  TickOutOfRange = 20,  ///< an action stamped too far ahead, or a raycast's seen tick outside the server's lag-compensation window
 };
 /// The code's name ("Ok", "StaleId", ...); "unknown" for a value this build does not know.
 const char* to_string(ResultCode code);
@@ -165,6 +166,10 @@ struct RequestResult {
   ResultCode code = ResultCode::Ok;
   ObjectID id;                              ///< the created (or addressed) object; null when none
   std::string message;                      ///< human-readable reason; empty on Ok
+  /// A world-changing request: the server tick whose step it was applied before (its effect is
+  /// first in that tick's snapshot); 0 when it was not applied. For an action (set_action_tick)
+  /// tick - the stamped tick is how late it was.
+  uint64_t tick = 0;
 
   bool ok() const { return code == ResultCode::Ok; }
 };
@@ -227,6 +232,12 @@ enum class JointKind : uint8_t {
   Fixed = 3,     ///< weld
   Slider = 4,    ///< prismatic along one axis, with limits, motor and spring in metres and newtons
   SwingTwist = 5,  ///< ragdoll joint: a point, the swing within a cone, the twist within a range, friction
+};
+
+/// How the server maps an input frame onto its body (schemas/impulse.fbs InputMode).
+enum class InputMode : uint8_t {
+  Force = 0,     ///< linear = force [N], angular = torque [N·m], for that tick's step
+  Velocity = 1,  ///< linear = velocity [m/s], angular = angular velocity [rad/s], set before that tick's step
 };
 
 /// A hinge motor's mode (schemas/impulse.fbs JointMotorMode).

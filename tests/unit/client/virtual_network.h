@@ -126,6 +126,7 @@ class VirtualNetwork {
   }
 
   server::ServerCore& server() { return server_; }
+  const server::ServerStats& stats() const { return stats_; }
   TimePoint now() const { return now_; }
   std::function<void(size_t)> on_frame;
 

@@ -101,6 +101,9 @@ std::vector<Bytes> client_datagrams() {
   out.push_back(copy(build_raycast(fbb, 15, {0, 10, 0}, {0, -20, 0}, true)));
   out.push_back(copy(build_set_interest(fbb, 16, sphere_interest({1, 2, 3}, 40.0f))));
   out.push_back(copy(build_set_interest(fbb, 17, box_interest({-5, 0, -5}, {5, 10, 5}))));
+  const std::vector<InputFrame> frames(3, InputFrame(Vec3(1, 2, 3), Vec3(0, 1, 0)));
+  out.push_back(copy(build_input(fbb, ObjectID{1, 1}, InputMode::Force, 40, frames)));
+  out.push_back(copy(build_raycast(fbb, 23, {0, 10, 0}, {0, -20, 0}, false, std::nullopt, false, 35, 0.5f)));
   out.push_back(copy(build_ping(fbb, 12)));
   out.push_back(copy(build_disconnect(fbb, "bye")));
   return out;
@@ -1332,21 +1335,49 @@ TEST(PacketHeader, AbsentHeaderReadsAsZeroAndCannotBeStamped) {
 
 // --- Snapshot payloads and event splitting ----------------------------------------------------
 
-/// The size of a Snapshot datagram with `payload_bytes` of data at the worst-case tick, built
-/// without the codec's truncation (so an oversized payload shows its true size).
+/// The size of a Snapshot datagram with `payload_bytes` of data at the worst-case tick and with
+/// an input lead (protocol 10), built without the codec's truncation (so an oversized payload
+/// shows its true size).
 size_t raw_snapshot_bytes(size_t payload_bytes) {
   flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
   const Bytes payload(payload_bytes, 0xA5);
   const auto data = fbb.CreateVector(payload);
-  const auto snapshot = CreateSnapshot(fbb, UINT64_MAX, data);
+  const auto snapshot = CreateSnapshot(fbb, UINT64_MAX, data, 0);
   const PacketHeader header(UINT32_MAX, UINT32_MAX, UINT32_MAX);
   FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kProtocolVersion, Message::Snapshot, snapshot.Union(), &header));
   return fbb.GetSize();
 }
 
+TEST(CheckRequest, InputFramesAreRangeCheckedByMode) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto check = [&](InputMode mode, uint64_t first_tick, std::vector<InputFrame> frames) {
+    const Bytes b = copy(build_input(fbb, ObjectID{1, 1}, mode, first_tick, frames));
+    const Verified v = verify(b, Direction::ClientToServer);
+    EXPECT_EQ(v.reason, DropReason::None);
+    return check_request(*v.envelope->message_as_Input()).code;
+  };
+  const InputFrame fine(Vec3(1e9f, 0, 0), Vec3(0, 0, -1e9f));
+  EXPECT_EQ(check(InputMode::Force, 1, {fine}), ResultCode::Ok);
+  EXPECT_EQ(check(InputMode::Force, 0, {fine}), ResultCode::InvalidArgument) << "first_tick 0";
+  EXPECT_EQ(check(InputMode::Force, 1, {}), ResultCode::InvalidArgument) << "no frames";
+  EXPECT_EQ(check(InputMode::Force, 1, std::vector<InputFrame>(17, fine)), ResultCode::Ok)
+      << "the builder keeps 16 of them";
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(check(InputMode::Force, 1, {fine, InputFrame(Vec3(nan, 0, 0), Vec3(0, 0, 0))}), ResultCode::InvalidArgument);
+  EXPECT_EQ(check(InputMode::Force, 1, {InputFrame(Vec3(2e9f, 0, 0), Vec3(0, 0, 0))}), ResultCode::InvalidArgument);
+  // Velocity mode bounds the lengths: 500 m/s and 47.12 rad/s.
+  EXPECT_EQ(check(InputMode::Velocity, 1, {InputFrame(Vec3(300, 0, 400), Vec3(0, 47, 0))}), ResultCode::Ok);
+  EXPECT_EQ(check(InputMode::Velocity, 1, {InputFrame(Vec3(300, 0, 401), Vec3(0, 0, 0))}), ResultCode::InvalidArgument);
+  EXPECT_EQ(check(InputMode::Velocity, 1, {InputFrame(Vec3(0, 0, 0), Vec3(0, 48, 0))}), ResultCode::InvalidArgument);
+  EXPECT_EQ(check(static_cast<InputMode>(7), 1, {fine}), ResultCode::InvalidArgument) << "unknown mode";
+  EXPECT_EQ(check(InputMode::Force, UINT64_MAX - 3, {fine}), ResultCode::InvalidArgument) << "ticks past 2^64";
+}
+
 TEST(SnapshotPayload, CapacityIsTight) {
   const size_t capacity = snapshot_payload_capacity();
-  EXPECT_EQ(capacity, 1100u);  // measured (1124 before protocol 5's 24-byte seal); docs/PROTOCOL.md quotes it
+  // Measured (1124 before protocol 5's 24-byte seal, 1100 before protocol 10's input lead);
+  // docs/PROTOCOL.md quotes it.
+  EXPECT_EQ(capacity, 1092u);
   EXPECT_LE(raw_snapshot_bytes(capacity), kMaxPlaintextBytes);
   // One more byte would not fit; try a few beyond it too (vector alignment is not monotonic).
   for (size_t extra = 1; extra <= 8; ++extra) {
@@ -1355,7 +1386,7 @@ TEST(SnapshotPayload, CapacityIsTight) {
   // The codec's own builder agrees: a full payload fits at the worst-case tick.
   flatbuffers::FlatBufferBuilder fbb;
   const Bytes full = counting_bytes(capacity);
-  const Bytes b = copy(build_snapshot(fbb, UINT64_MAX, full));
+  const Bytes b = copy(build_snapshot(fbb, UINT64_MAX, full, 0));
   EXPECT_LE(b.size(), kMaxPlaintextBytes);
   const Verified v = verify(b, Direction::ServerToClient);
   ASSERT_EQ(v.reason, DropReason::None);

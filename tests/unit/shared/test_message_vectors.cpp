@@ -79,5 +79,46 @@ TEST(MessageVectors, JointRequestsMatchTheDocument) {
   EXPECT_EQ(doc.at("SetJointMotor"), motor_hex);
 }
 
+TEST(MessageVectors, TickStampedMessagesMatchTheDocument) {
+  const auto doc = vectors_in_doc();
+  flatbuffers::FlatBufferBuilder fbb;
+  // ApplyImpulse{request_id 11, id {index 3, generation 1}, impulse (0, 4, 0)} as an action for
+  // tick 600: Envelope.apply_tick stamped in place.
+  const auto built = build_apply_impulse(fbb, 11, ObjectID{3, 1}, {0.0f, 4.0f, 0.0f});
+  std::vector<uint8_t> action(built.begin(), built.end());
+  ASSERT_TRUE(stamp_apply_tick(action, 600));
+  const Verified a = verify_datagram(action, Direction::ClientToServer);
+  ASSERT_EQ(a.reason, DropReason::None);
+  EXPECT_EQ(a.envelope->apply_tick(), 600u);
+  const std::string action_hex = to_hex(action);
+  ASSERT_TRUE(doc.count("ApplyImpulse at tick 600")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n"
+                                                     << "    ApplyImpulse at tick 600: " << action_hex;
+  EXPECT_EQ(doc.at("ApplyImpulse at tick 600"), action_hex);
+  // A message that changes nothing has no slot to stamp.
+  const auto ping = build_ping(fbb, 1);
+  std::vector<uint8_t> ping_bytes(ping.begin(), ping.end());
+  EXPECT_FALSE(stamp_apply_tick(ping_bytes, 600));
+
+  // Input{id {index 3, generation 1}, Force, first_tick 598, frames: (10, 0, 0 | 0, 0, 0),
+  // (10, 0, 0 | 0, 2, 0), (0, 0, 0 | 0, 2, 0)}.
+  const std::vector<InputFrame> frames{InputFrame(Vec3(10, 0, 0), Vec3(0, 0, 0)), InputFrame(Vec3(10, 0, 0), Vec3(0, 2, 0)),
+                                       InputFrame(Vec3(0, 0, 0), Vec3(0, 2, 0))};
+  const auto input = build_input(fbb, ObjectID{3, 1}, InputMode::Force, 598, frames);
+  const Verified i = verify_datagram(input, Direction::ClientToServer);
+  ASSERT_EQ(i.reason, DropReason::None);
+  EXPECT_EQ(static_cast<int>(i.envelope->message_type()), 27);
+  EXPECT_TRUE(check_request(*i.envelope->message_as_Input()).ok());
+  const std::string input_hex = to_hex(input);
+  ASSERT_TRUE(doc.count("Input")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n    Input: " << input_hex;
+  EXPECT_EQ(doc.at("Input"), input_hex);
+
+  // Raycast{request_id 12, origin (2, 5, 0), translation (0, -10, 0), seen_tick 590, seen_fraction 0.25}.
+  const auto ray = build_raycast(fbb, 12, {2.0f, 5.0f, 0.0f}, {0.0f, -10.0f, 0.0f}, false, std::nullopt, false, 590, 0.25f);
+  const std::string ray_hex = to_hex(ray);
+  ASSERT_TRUE(doc.count("Raycast at seen tick 590.25")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n"
+                                                        << "    Raycast at seen tick 590.25: " << ray_hex;
+  EXPECT_EQ(doc.at("Raycast at seen tick 590.25"), ray_hex);
+}
+
 }  // namespace
 }  // namespace impulse::wire
