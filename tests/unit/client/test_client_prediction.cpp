@@ -31,7 +31,14 @@ struct Drive {
   size_t c = 0;
   ObjectID box;
   ObjectDesc desc;
-  predict::Predictor predictor;
+  /// No wall-clock budget in tests (ctest -j2 shares 2 cores): reconciliations always finish,
+  /// so every run replays the same ticks. The budget has its own test.
+  static predict::PredictorConfig unhurried() {
+    predict::PredictorConfig c;
+    c.reconcile_budget_s = 10.0;
+    return c;
+  }
+  predict::Predictor predictor{unhurried()};
   uint64_t last_tick = 0;
 
   explicit Drive(const net::LinkConditions& up, const net::LinkConditions& down,
@@ -182,6 +189,33 @@ TEST(Prediction, AShoveThePlayerDidNotPredictFadesInWithoutAJump) {
       << predicted->orientation.w << " server q " << server->orientation.x << " " << server->orientation.y << " "
       << server->orientation.z << " " << server->orientation.w << " snapshot y "
       << d.net.client(d.c).find(d.box)->position.y << " dims " << d.net.client(d.c).find(d.box)->dims.y;
+}
+
+TEST(Prediction, AReconciliationOverItsTimeBudgetKeepsTheOldPrediction) {
+  predict::PredictorConfig config;
+  config.reconcile_budget_s = 0.0;  // every replay is over budget at its first tick
+  predict::Predictor p(config);
+  ObjectDesc desc;
+  desc.shape = ShapeKind::Box;
+  desc.dims = {0.5f, 0.5f, 0.5f};
+  const ObjectID box{1, 1};
+  p.drive(box, desc);
+  ObjectState seen;
+  seen.id = box;
+  seen.shape = ShapeKind::Box;
+  seen.dims = desc.dims;
+  seen.position = {0, 10, 0};
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  p.reconcile(100, std::span(&seen, 1), t0);  // nothing to replay: it completes
+  ASSERT_TRUE(p.predicted(box).has_value());
+  for (uint64_t t = 101; t <= 110; ++t) p.input(box, InputMode::Force, {0, 0, 0}, {}, t);
+  const float before = p.predicted(box)->position.y;
+  EXPECT_LT(before, 10.0f) << "ten ticks of free fall";
+  seen.position = {0, 50, 0};
+  p.reconcile(105, std::span(&seen, 1), t0 + 100ms);  // five ticks to replay: abandoned
+  EXPECT_EQ(p.stats().over_budget, 1u);
+  EXPECT_EQ(p.predicted(box)->position.y, before) << "an abandoned reconciliation must leave the prediction";
+  EXPECT_EQ(p.local_tick(), 110u);
 }
 
 }  // namespace
