@@ -309,6 +309,17 @@ struct ClientCore::Impl {
     return request_id;
   }
 
+  /// raycast() and raycast_seen(): 0 when not connected.
+  uint32_t queue_raycast(Vec3 origin, Vec3 translation, bool all, std::optional<RayFilter> filter, bool back_faces,
+                         uint64_t seen_tick, float seen_fraction) {
+    if (state != ConnectionState::Connected) return 0;
+    const uint32_t request_id = take_request_id();
+    return queue_request(request_id, wire::build_raycast(
+                                         fbb, request_id, origin, translation, all,
+                                         filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt,
+                                         back_faces, seen_tick, seen_fraction));
+  }
+
   void notify_queued() {
     if (queue_listener != nullptr) queue_listener(queue_listener_context);
   }
@@ -1097,6 +1108,14 @@ uint32_t ClientCore::set_angular_velocity(ObjectID id, Vec3 angular_velocity) {
   return m.queue_request(request_id, wire::build_set_angular_velocity(m.fbb, request_id, id, angular_velocity));
 }
 
+uint32_t ClientCore::set_state(ObjectID id, Vec3 position, Quat orientation, Vec3 velocity, Vec3 angular_velocity) {
+  Impl& m = *impl_;
+  if (!connected()) return 0;
+  const uint32_t request_id = m.take_request_id();
+  return m.queue_request(request_id,
+                         wire::build_set_state(m.fbb, request_id, id, position, orientation, velocity, angular_velocity));
+}
+
 uint32_t ClientCore::set_filter(ObjectID id, uint32_t category, uint32_t mask, int32_t group) {
   Impl& m = *impl_;
   if (!connected()) return 0;
@@ -1166,24 +1185,12 @@ uint32_t ClientCore::move_kinematic(ObjectID id, Vec3 position, Quat orientation
 
 uint32_t ClientCore::raycast(Vec3 origin, Vec3 translation, bool all, std::optional<RayFilter> filter,
                              bool back_faces) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.queue_request(request_id, wire::build_raycast(
-                                         m.fbb, request_id, origin, translation, all,
-                                         filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt,
-                                         back_faces));
+  return impl_->queue_raycast(origin, translation, all, filter, back_faces, 0, 0.0f);
 }
 
 uint32_t ClientCore::raycast_seen(Vec3 origin, Vec3 translation, uint64_t seen_tick, float seen_fraction, bool all,
                                   std::optional<RayFilter> filter) {
-  Impl& m = *impl_;
-  if (!connected()) return 0;
-  const uint32_t request_id = m.take_request_id();
-  return m.queue_request(request_id, wire::build_raycast(
-                                         m.fbb, request_id, origin, translation, all,
-                                         filter ? std::optional{std::pair{filter->category, filter->mask}} : std::nullopt,
-                                         false, seen_tick, seen_fraction));
+  return impl_->queue_raycast(origin, translation, all, filter, false, seen_tick, seen_fraction);
 }
 
 std::optional<uint64_t> ClientCore::input_tick(TimePoint now) const {

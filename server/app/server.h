@@ -119,6 +119,10 @@ struct ServerConfig {
   /// frame may be stamped [ms]; further is TickOutOfRange. 500 ms is Unity Netcode's prediction
   /// cap; a held action costs its session a request window slot until its tick.
   int max_input_lead_ms = 500;
+  /// --temporary-ownership: accept SetState, a client's own state of a body whose island holds no
+  /// other client's body (seed 001's temporary ownership). Off by default: it trades the server's
+  /// authority over that island for the player's feel (docs/SECURITY.md).
+  bool temporary_ownership = false;
   /// --on-disconnect: what happens to a client's objects when its session ends (Disconnect or
   /// timeout; not when a token's client id replaces its own session): "destroy" (default: a
   /// departed player's things leave with it, and nothing accumulates) or "keep".

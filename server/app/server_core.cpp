@@ -31,7 +31,8 @@ bool adds_work(wire::Message type) {
     case wire::Message::SetVelocity:
     case wire::Message::ApplyTorque:
     case wire::Message::SetAngularVelocity:
-    case wire::Message::MoveKinematic: return true;
+    case wire::Message::MoveKinematic:
+    case wire::Message::SetState: return true;
     default: return false;
   }
 }
@@ -984,6 +985,7 @@ void ServerCore::apply_tick_inputs(TimePoint now, Outbox& out) {
       r.from = s.endpoint;
       r.client_id = s.client_id;
       r.id = id;
+      r.from_input = true;
       const bool force = v.mode == wire::InputMode::Force;
       const bool idle = world_.is_asleep(id);  // a zero input leaves a sleeping body asleep
       const Vec3 zero{};
@@ -1083,6 +1085,7 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
   if (r.type == Message::CreateJoint || r.type == Message::DestroyJoint || r.type == Message::SetJointMotor) {
     return authorize_joint(r, message);
   }
+  if (r.type == Message::SetState) return authorize_state(r, message);
   if (!wire::rule_of(r.type).addresses_object || authority_any_) return ResultCode::Ok;
   if (r.id.index >= owners_.size()) return ResultCode::Ok;  // the World answers StaleId
   const Ownership& o = owners_[r.id.index];
@@ -1094,6 +1097,63 @@ wire::ResultCode ServerCore::authorize(const PendingRequest& r, std::string_view
   if (o.generation != r.id.generation || o.shared || o.client_id == r.client_id) return ResultCode::Ok;
   *message = "id: the object belongs to another client and was not created as shared";
   return ResultCode::NotOwner;
+}
+
+wire::ResultCode ServerCore::authorize_state(const PendingRequest& r, std::string_view* message) const {
+  // Temporary ownership (seed 001): a client may simulate an island that holds no other client's
+  // body and send its state. It trades security for feel: within the bounds below, the client's
+  // word is the world's (docs/SECURITY.md).
+  if (!config_.temporary_ownership) {
+    *message = "SetState: temporary ownership is off on this server (--temporary-ownership)";
+    return ResultCode::NotOwner;
+  }
+  const std::optional<physics::BodyState> now = world_.get_object(r.id);
+  if (!now) return ResultCode::Ok;  // the World answers StaleId
+  if (r.id.index >= owners_.size() || owners_[r.id.index].generation != r.id.generation ||
+      owners_[r.id.index].client_id != r.client_id) {
+    *message = "id: only the client that created a body may send its state";
+    return ResultCode::NotOwner;
+  }
+  // The island: the bodies joined to this one through contacts (static bodies join nothing), at
+  // most kMaxStateIsland of them. Joints cannot reach another client's body (authorize_joint).
+  island_.assign(1, r.id);
+  for (size_t k = 0; k < island_.size(); ++k) {
+    for (const physics::Contact& c : world_.get_collisions_for(island_[k])) {
+      const ObjectID other = c.a == island_[k] ? c.b : c.a;
+      const std::optional<physics::BodyState> body = world_.get_object(other);
+      if (!body || body->kind == physics::BodyKind::Static) continue;
+      if (std::find(island_.begin(), island_.end(), other) != island_.end()) continue;
+      const uint32_t owner = owner_of(other);
+      if (owner != 0 && owner != r.client_id) {
+        refusal_ = fmt::format("id: another client's body ({}) is in this body's island: the server owns it again",
+                               owner);
+        *message = refusal_;
+        return ResultCode::NotOwner;
+      }
+      if (island_.size() == kMaxStateIsland) {
+        *message = "id: the body's island is larger than temporary ownership allows (64 bodies)";
+        return ResultCode::NotOwner;
+      }
+      island_.push_back(other);
+    }
+  }
+  // No teleport: the new position lies within what the body's speed (the server's or the
+  // client's, the larger) covers in kStateLeadTicks ticks, plus kStateSlack; the speed changes by
+  // at most kMaxStateSpeedChange.
+  const float speed = std::max(length(now->velocity), length(r.state_velocity));
+  const float reach = speed * dt_ * static_cast<float>(kStateLeadTicks) + kStateSlack;
+  if (length(r.vector - now->position) > reach) {
+    refusal_ = fmt::format("position: {:.3f} m from the server's, more than this body's speed allows ({:.3f} m): "
+                           "a teleport",
+                           length(r.vector - now->position), reach);
+    *message = refusal_;
+    return ResultCode::InvalidArgument;
+  }
+  if (length(r.state_velocity - now->velocity) > kMaxStateSpeedChange) {
+    *message = "velocity: changes the server's by more than 5 m/s in one state";
+    return ResultCode::InvalidArgument;
+  }
+  return ResultCode::Ok;
 }
 
 wire::ResultCode ServerCore::check_client_body(const PendingRequest& r, std::string_view* message) const {
@@ -1485,13 +1545,14 @@ void ServerCore::apply_request(const PendingRequest& r, TimePoint now, Outbox& o
                                                                       : RejectReason::QuotaExceeded;
     rejects_.note(reason, r.from, refusal, now);
   }
-  count_result(code);
+  if (!r.from_input) count_result(code);
   // A session that ended since keeps the effect; unsequenced requests are never answered.
   if (s == nullptr || r.request_id == 0) return;
-  // The tick whose step follows: the request's effect is first in that tick's snapshot.
-  const uint64_t tick = world_.tick() + 1;
+  // The tick whose step follows: the request's effect is first in that tick's snapshot (0 when
+  // it had no effect).
+  const uint64_t tick = code == ResultCode::Ok ? world_.tick() + 1 : 0;
   s->requests.answer(r.request_id, code, id, message, tick);
-  if (r.apply_tick != 0 && r.apply_tick < tick) stats_.actions_late.fetch_add(1, std::memory_order_relaxed);
+  if (r.apply_tick != 0 && r.apply_tick < world_.tick() + 1) stats_.actions_late.fetch_add(1, std::memory_order_relaxed);
   send(*s, wire::build_request_result(fbb_, r.request_id, code, id, message, tick), now, out);
 }
 

@@ -49,6 +49,15 @@ inline constexpr size_t kMaxHeldActions = 16384;
 /// body's bounding sphere at the past tick (O(bodies), not the broadphase's O(cells)), so at the
 /// default 1000 requests/s a session casts at most 62 a second, about one a tick.
 inline constexpr double kCompensatedRaycastCost = 16.0;
+/// Temporary ownership (SetState, --temporary-ownership): an island of at most this many bodies;
+/// a new position within the body's speed times kStateLeadTicks ticks plus kStateSlack [m] of the
+/// server's (a client predicting a few ticks ahead, plus its quantised view); and a velocity
+/// change of at most kMaxStateSpeedChange [m/s] per state (a hard landing's worth: more is a
+/// push no input could make).
+inline constexpr size_t kMaxStateIsland = 64;
+inline constexpr uint32_t kStateLeadTicks = 8;
+inline constexpr float kStateSlack = 0.1f;
+inline constexpr float kMaxStateSpeedChange = 5.0f;
 /// Collision events sent at most per update(); more are dropped and counted (EventsDropped).
 inline constexpr size_t kMaxEventsPerUpdate = 8192;
 /// How long a session may stay unconfirmed (no sealed datagram from its client yet) after it was
@@ -217,6 +226,10 @@ class ServerCore {
   /// The cost limits on a body a client creates (--max-client-extent, --max-client-objects,
   /// --max-spawn-overlaps); Ok or the refusal, with *message naming the limit and its value.
   wire::ResultCode check_client_body(const PendingRequest& r, std::string_view* message) const;
+  /// SetState (temporary ownership): the flag, the body's owner, an island without another
+  /// client's body, and no teleport; Ok or the refusal with *message.
+  wire::ResultCode authorize_state(const PendingRequest& r, std::string_view* message) const;
+  mutable std::vector<ObjectID> island_;  // authorize_state's scratch
   void note_applied(const PendingRequest& r, ObjectID id);
   // Joints (server_core_joints.cpp).
   /// Ownership (--authority owner), quotas (--max-joints-per-client, --max-client-joints) and

@@ -310,6 +310,13 @@ class World {
   ///         max_coordinate, a bad quaternion), a dt that is not finite and > 0, or velocities
   ///         beyond max_speed / max_angular_speed; else Ok. On error nothing changes.
   Error move_kinematic(ObjectID id, Vec3 target_position, Quat target_orientation, float dt);
+  /// Replaces a dynamic body's state (temporary ownership: a client's own simulation of an
+  /// island only it touches): centre of mass [m], orientation (local to world, |q| within 1e-3
+  /// of 1, normalised here), velocity [m/s] and angular velocity [rad/s], world frame. Wakes the
+  /// body; its contacts are found again by the next step. Whether the move is plausible is the
+  /// caller's to judge. StaleId, NotDynamic (static or kinematic), or InvalidArgument (a value out
+  /// of max_coordinate, max_speed or max_angular_speed, or not finite).
+  Error set_state(ObjectID id, Vec3 position, Quat orientation, Vec3 velocity, Vec3 angular_velocity);
   /// The material-pair table, sorted by key (min id << 16 | max id). For exporting scenes.
   std::span<const std::pair<uint32_t, MaterialPair>> material_pairs() const { return material_pairs_; }
   /// Replaces a body's collision filter (Filter in types.h; any bit pattern is valid). Wakes the

@@ -168,6 +168,26 @@ Error World::move_kinematic(ObjectID id, Vec3 target_position, Quat target_orien
   return Error::Ok;
 }
 
+Error World::set_state(ObjectID id, Vec3 position, Quat orientation, Vec3 velocity, Vec3 angular_velocity) {
+  const uint32_t dense = slots_.find(id);
+  if (dense == SlotMap::kNone) return Error::StaleId;
+  if (bodies_.info[dense].kind != BodyKind::Dynamic) return Error::NotDynamic;
+  if (!within(position, settings_.max_coordinate) || !length_within(velocity, settings_.max_speed) ||
+      !length_within(angular_velocity, settings_.max_angular_speed) || !is_finite(orientation) ||
+      std::fabs(std::sqrt(dot(orientation, orientation)) - 1.0f) > 1.0e-3f) {
+    return Error::InvalidArgument;
+  }
+  wake_body(dense);  // first: a parked body leaves the grid at its old place
+  Pose& p = bodies_.pose[dense];
+  p.position = position;
+  p.orientation = normalize(orientation);
+  p.aabb = detail::fat_aabb(bodies_.shape[dense], Transform{p.position, p.orientation}, settings_.speculative_margin);
+  Motion& m = bodies_.motion[dense];
+  m.velocity = velocity;
+  m.angular_velocity = angular_velocity;
+  return Error::Ok;
+}
+
 bool World::set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity) {
   const uint32_t dense = slots_.find(id);
   if (dense == SlotMap::kNone) return false;

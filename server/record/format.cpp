@@ -156,6 +156,8 @@ server::PendingRequest to_pending(const record::Request& r) {
   if (r.point()) p.point = phys(*r.point());
   if (r.body()) p.desc = to_physics(*r.body());
   if (const record::Quat* q = r.orientation()) p.orientation = impulse::Quat{q->x(), q->y(), q->z(), q->w()};
+  if (r.velocity()) p.state_velocity = phys(*r.velocity());
+  if (r.angular_velocity()) p.state_angular_velocity = phys(*r.angular_velocity());
   if (const record::Filter* f = r.filter()) {
     const physics::Filter filter{f->category(), f->mask(), f->group()};
     if (p.type == wire::Message::SetFilter) {
@@ -219,6 +221,9 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
     const record::Vec3 point = rec(r.point.value_or(impulse::Vec3{}));
     const record::BodyDesc body = to_record(r.desc);
     const record::Quat orientation(r.orientation.x, r.orientation.y, r.orientation.z, r.orientation.w);
+    const bool is_state = r.type == wire::Message::SetState;
+    const record::Vec3 state_velocity = rec(r.state_velocity);
+    const record::Vec3 state_angular_velocity = rec(r.state_angular_velocity);
     RequestBuilder b(fbb);
     b.add_id(to_wire(q.id));
     b.add_client_id(r.client_id);
@@ -227,7 +232,11 @@ std::span<const uint8_t> encode_tick(flatbuffers::FlatBufferBuilder& fbb, uint64
     if (r.point) b.add_point(&point);
     if (r.type == wire::Message::CreateObject) b.add_body(&body);
     if (has_filter) b.add_filter(&filter);
-    if (r.type == wire::Message::MoveKinematic) b.add_orientation(&orientation);
+    if (r.type == wire::Message::MoveKinematic || is_state) b.add_orientation(&orientation);
+    if (is_state) {
+      b.add_velocity(&state_velocity);
+      b.add_angular_velocity(&state_angular_velocity);
+    }
     if (has_joint) b.add_joint(&joint);
     b.add_result(static_cast<uint16_t>(q.result));
     b.add_type(static_cast<uint8_t>(r.type));

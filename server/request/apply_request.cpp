@@ -31,6 +31,9 @@ AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r, fl
     case Message::SetAngularVelocity: out.error = world.set_angular_velocity(r.id, r.vector); break;
     case Message::SetFilter: out.error = world.set_filter(r.id, r.filter); break;
     case Message::MoveKinematic: out.error = world.move_kinematic(r.id, r.vector, r.orientation, dt); break;
+    case Message::SetState:
+      out.error = world.set_state(r.id, r.vector, r.orientation, r.state_velocity, r.state_angular_velocity);
+      break;
     case Message::CreateJoint: {
       const physics::World::JointResult created = world.create_joint(r.joint);
       out.error = created.error;

@@ -41,7 +41,10 @@ struct PendingRequest {
   Vec3 translation;                          ///< Raycast only: the segment [m], world frame
   bool all_hits = false;                     ///< Raycast only: every hit instead of the closest
   bool back_faces = false;                   ///< Raycast only: a ray starting inside hits the exit
-  Quat orientation;                          ///< MoveKinematic only: the target (normalised)
+  Quat orientation;                          ///< MoveKinematic: the target; SetState: the state (normalised)
+  /// SetState only (`vector` is its position [m]): velocity [m/s] and angular velocity [rad/s].
+  Vec3 state_velocity;
+  Vec3 state_angular_velocity;
   std::optional<physics::QueryFilter> query_filter;  ///< Raycast only: absent = every body
   bool shared = false;                       ///< CreateObject only: any client may touch it
   physics::Filter filter;                    ///< SetFilter only: the new collision filter
@@ -58,6 +61,8 @@ struct PendingRequest {
   /// seen_fraction in [0, 1) of the way to the next one.
   uint64_t seen_tick = 0;
   float seen_fraction = 0.0f;
+  /// A push made from an Input frame (counted as input frames, not as requests answered).
+  bool from_input = false;
   // ReplayControl only (impulse-replay serve).
   wire::ReplayAction replay_action = wire::ReplayAction::Pause;
   uint64_t replay_tick = 0;                  ///< Seek target

@@ -109,6 +109,18 @@ void decode_move_kinematic(const wire::Envelope& e, const DecodeContext&, Decode
   d.request.orientation = m->orientation() ? normalize(wire::to_quat(*m->orientation())) : Quat{};
 }
 
+void decode_set_state(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
+  const auto* m = e.message_as_SetState();
+  d.request.request_id = m->request_id();
+  d.request.id = from_wire(m->id());
+  d.check = wire::check_request(*m);
+  if (!d.check.ok()) return;
+  d.request.vector = wire::to_vec3(*m->position());
+  d.request.orientation = normalize(wire::to_quat(*m->orientation()));
+  d.request.state_velocity = m->velocity() ? wire::to_vec3(*m->velocity()) : Vec3{};
+  d.request.state_angular_velocity = m->angular_velocity() ? wire::to_vec3(*m->angular_velocity()) : Vec3{};
+}
+
 void decode_create_joint(const wire::Envelope& e, const DecodeContext&, DecodedRequest& d) {
   const auto* m = e.message_as_CreateJoint();
   d.request.request_id = m->request_id();
@@ -219,6 +231,7 @@ constexpr std::array<Decoder, wire::kMessageTypeCount> make_decoders() {
   t[static_cast<size_t>(Message::ReplayControl)] = decode_replay_control;
   t[static_cast<size_t>(Message::SetFilter)] = decode_filter;
   t[static_cast<size_t>(Message::MoveKinematic)] = decode_move_kinematic;
+  t[static_cast<size_t>(Message::SetState)] = decode_set_state;
   t[static_cast<size_t>(Message::CreateJoint)] = decode_create_joint;
   t[static_cast<size_t>(Message::DestroyJoint)] = decode_destroy_joint;
   t[static_cast<size_t>(Message::SetJointMotor)] = decode_set_joint_motor;

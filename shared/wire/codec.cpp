@@ -358,6 +358,21 @@ Check check_request(const Input& m) {
   return {};
 }
 
+Check check_request(const SetState& m) {
+  if (m.position() == nullptr) return {ResultCode::InvalidArgument, "position: required"};
+  if (!within(*m.position(), kMaxCoordinate)) return {ResultCode::InvalidArgument, range_messages().position};
+  const wire::Quat* q = m.orientation();
+  if (q == nullptr) return {ResultCode::InvalidArgument, "orientation: required"};
+  if (!(is_finite(*q) && is_near_unit(*q))) return {ResultCode::InvalidArgument, range_messages().orientation};
+  if (m.velocity() != nullptr && !length_within(*m.velocity(), kMaxSpeed)) {
+    return {ResultCode::InvalidArgument, range_messages().velocity};
+  }
+  if (m.angular_velocity() != nullptr && !length_within(*m.angular_velocity(), kMaxAngularSpeed)) {
+    return {ResultCode::InvalidArgument, range_messages().angular_velocity};
+  }
+  return {};
+}
+
 Check check_request(const MoveKinematic& m) {
   if (m.position() == nullptr) return {ResultCode::InvalidArgument, "position: required"};
   if (!within(*m.position(), kMaxCoordinate)) return {ResultCode::InvalidArgument, range_messages().position};
@@ -821,6 +836,18 @@ std::span<const uint8_t> build_request_result(flatbuffers::FlatBufferBuilder& fb
   const auto text = message_text.empty() ? flatbuffers::Offset<flatbuffers::String>() : create_string(fbb, message_text);
   const auto message = CreateRequestResult(fbb, request_id, code, impulse::to_wire(id), text, tick);
   return finish(fbb, Message::RequestResult, message.Union());
+}
+
+std::span<const uint8_t> build_set_state(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                         impulse::Vec3 position, impulse::Quat orientation, impulse::Vec3 velocity,
+                                         impulse::Vec3 angular_velocity) {
+  fbb.Clear();
+  const wire::Vec3 p = to_wire(position);
+  const wire::Quat q = to_wire(orientation);
+  const wire::Vec3 v = to_wire(velocity);
+  const wire::Vec3 w = to_wire(angular_velocity);
+  const auto message = CreateSetState(fbb, request_id, impulse::to_wire(id), &p, &q, &v, &w);
+  return finish(fbb, Message::SetState, message.Union());
 }
 
 std::span<const uint8_t> build_input(flatbuffers::FlatBufferBuilder& fbb, ObjectID id, InputMode mode,

@@ -158,6 +158,10 @@ Check check_request(const Connect& m);
 ///    kMaxForce (linear) and kMaxTorque (angular); Velocity: |linear| <= kMaxSpeed and
 ///    |angular| <= kMaxAngularSpeed (lengths); all finite.
 Check check_request(const Input& m);
+///  - SetState: position present, |component| <= kMaxCoordinate; orientation present, finite,
+///    | |q| - 1 | <= kQuatNormTolerance; velocity (optional) |v| <= kMaxSpeed; angular_velocity
+///    (optional) |w| <= kMaxAngularSpeed.
+Check check_request(const SetState& m);
 ///  - SetInterest: Sphere: center present with |component| <= kMaxCoordinate and radius in
 ///    (0, kMaxCoordinate]; Box: min and max present, |component| <= kMaxCoordinate, min <= max.
 ///  - Connect (v3): cookie <= kMaxCookieBytes, token <= kMaxTokenBytes.
@@ -382,6 +386,11 @@ std::span<const uint8_t> build_raycast(flatbuffers::FlatBufferBuilder& fbb, uint
                                        impulse::Vec3 origin, impulse::Vec3 translation, bool all,
                                        std::optional<std::pair<uint32_t, uint32_t>> filter = std::nullopt,
                                        bool back_faces = false, uint64_t seen_tick = 0, float seen_fraction = 0.0f);
+/// SetState (temporary ownership): body `id`'s position [m], orientation, velocity [m/s] and
+/// angular velocity [rad/s], world frame.
+std::span<const uint8_t> build_set_state(flatbuffers::FlatBufferBuilder& fbb, uint32_t request_id, ObjectID id,
+                                         impulse::Vec3 position, impulse::Quat orientation, impulse::Vec3 velocity,
+                                         impulse::Vec3 angular_velocity);
 /// Input (fire-and-forget): frames[i] is the input of body `id` for tick first_tick + i; at most
 /// kMaxInputFrames are written.
 std::span<const uint8_t> build_input(flatbuffers::FlatBufferBuilder& fbb, ObjectID id, InputMode mode,

@@ -87,6 +87,8 @@ inline constexpr std::array<MessageRule, kMessageTypeCount> kMessageRules = {{
     // Redundant per-tick input: buffered by the session at arrival (like a Control message, no
     // request_id, never answered); each frame becomes pushes at its tick, journaled as requests.
     MessageRule{Message::Input, true, false, ClientMessageKind::Control},
+    // Temporary ownership: the client's state of its own body (ServerCore checks the island).
+    detail::client_request(Message::SetState, true, true, true),
 }};
 
 constexpr bool rules_in_order() {

@@ -140,6 +140,7 @@ std::vector<Seed> client_datagrams() {
   const std::vector<wire::InputFrame> frames(8, wire::InputFrame(wire::Vec3(10, 0, 0), wire::Vec3(0, 1, 0)));
   add("input_force", wire::build_input(fbb, ObjectID{1, 1}, wire::InputMode::Force, 5, frames));
   add("input_velocity", wire::build_input(fbb, ObjectID{1, 1}, wire::InputMode::Velocity, 1, std::span(frames).first(2)));
+  add("set_state", wire::build_set_state(fbb, 21, ObjectID{1, 1}, {0, 1, 0}, impulse::Quat{}, {1, 0, 0}, {0, 0, 0}));
   add("raycast_seen", wire::build_raycast(fbb, 20, {0, 5, 0}, {0, -10, 0}, false, std::nullopt, false, 3, 0.5f));
   add("ping", wire::build_ping(fbb, 0x1234));
   add("disconnect", wire::build_disconnect(fbb, "bye"));

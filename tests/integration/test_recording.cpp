@@ -407,16 +407,24 @@ TEST(RecordingTickBudget, ThrottledBodiesAreRecordedAndReplayBitExactly) {
 }
 
 // Ticks (protocol 10): inputs become pushes at their tick and actions wait for theirs; both go
-// through the journal where they are applied, so a session driven by them replays bit-exactly.
+// through the journal where they are applied, so a session driven by them replays bit-exactly,
+// and so does a temporary owner's SetState.
 TEST(RecordingTicks, InputsAndActionsAreRecordedAndReplayBitExactly) {
   const std::string path = (std::filesystem::temp_directory_path() / fmt::format("impulse-ticks-{}.irec", ::getpid())).string();
   {
-    RunningServer server(recording_options(path));
+    ServerOptions options = recording_options(path);
+    options.configure = [](server::ServerConfig& c) { c.temporary_ownership = true; };
+    RunningServer server(options);
     ASSERT_TRUE(server.started()) << server.error();
     ClientDriver driver;
     std::string error;
     ASSERT_TRUE(driver.connect(server.port(), &error, "driver")) << error;
     const ObjectID car = driver.create_ok(make_sphere(0.5f, {40.0f, 0.5f, 0.0f}));
+    // Temporary ownership: the client's own state of its lone body, recorded as a SetState.
+    const std::optional<RequestResult> state =
+        driver.wait_result(driver.client.set_state(car, {40.05f, 0.5f, 0.0f}, Quat{}, {}, {}));
+    ASSERT_TRUE(state.has_value());
+    EXPECT_TRUE(state->ok()) << state->message;
     ASSERT_FALSE(car.is_null());
     ASSERT_TRUE(driver.poll_until([&] { return driver.client.input_tick(ClientCore::Clock::now()).has_value(); }));
     const uint64_t jump_tick = *driver.client.input_tick(ClientCore::Clock::now()) + 10;
@@ -450,6 +458,7 @@ TEST(RecordingTicks, InputsAndActionsAreRecordedAndReplayBitExactly) {
   EXPECT_GT(info.requests_by_type["ApplyForce"], 30u) << "the inputs' forces are journaled as pushes";
   EXPECT_GT(info.requests_by_type["ApplyTorque"], 30u);
   EXPECT_EQ(info.requests_by_type["ApplyImpulse"], 1u);
+  EXPECT_EQ(info.requests_by_type["SetState"], 1u);
   const record::VerifyResult v = record::verify_recording(path);
   EXPECT_TRUE(v.ok) << v.error << v.report << v.read_problem;
   EXPECT_FALSE(v.diverged_tick.has_value());

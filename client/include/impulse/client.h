@@ -78,6 +78,7 @@ class Client : private ClientCore {
   using ClientCore::set_velocity;
   using ClientCore::set_angular_velocity;
   using ClientCore::set_filter;
+  using ClientCore::set_state;
   using ClientCore::move_kinematic;
   using ClientCore::create_joint;
   using ClientCore::destroy_joint;

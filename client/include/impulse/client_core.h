@@ -190,6 +190,13 @@ class ClientCore {
   /// stop). NotDynamic for a dynamic or static body; InvalidArgument for a target too far for one
   /// step (beyond 1e4 m/s or 100 rad/s) or a bad quaternion.
   uint32_t move_kinematic(ObjectID id, Vec3 position, Quat orientation = Quat{});
+  /// Temporary ownership (a server run with --temporary-ownership): sends this client's own
+  /// state of its dynamic body `id`: position [m], orientation (local to world), velocity [m/s]
+  /// and angular velocity [rad/s], world frame. The server accepts it only while no other
+  /// client's body is in the body's island (NotOwner then), and only within what the body's speed
+  /// covers in 8 ticks plus 10 cm, with the speed changed by at most 5 m/s (InvalidArgument: a
+  /// teleport). NotOwner also when the server has it off.
+  uint32_t set_state(ObjectID id, Vec3 position, Quat orientation, Vec3 velocity, Vec3 angular_velocity);
   /// Replaces the collision filter of any body (ObjectDesc::category, mask and group; any values).
   /// Wakes it; a contact the new filter forbids ends with an End event at the next step.
   uint32_t set_filter(ObjectID id, uint32_t category, uint32_t mask, int32_t group);

@@ -12,14 +12,7 @@
 namespace impulse::client_test {
 namespace {
 
-net::LinkConditions link(double latency_ms, double jitter_ms, double loss, uint64_t seed) {
-  net::LinkConditions c;
-  c.latency_ms = latency_ms;
-  c.jitter_ms = jitter_ms;
-  c.loss = loss;
-  c.seed = seed;
-  return c;
-}
+constexpr auto link = jittery_link;
 
 float angle_between(Quat a, Quat b) {
   const float d = std::fabs(a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w);

@@ -13,14 +13,7 @@
 namespace impulse::client_test {
 namespace {
 
-net::LinkConditions link(double latency_ms, double jitter_ms, double loss, uint64_t seed) {
-  net::LinkConditions c;
-  c.latency_ms = latency_ms;
-  c.jitter_ms = jitter_ms;
-  c.loss = loss;
-  c.seed = seed;
-  return c;
-}
+constexpr auto link = jittery_link;
 
 ObjectDesc box_at(Vec3 position, BodyKind kind = BodyKind::Dynamic) {
   ObjectDesc d;
@@ -358,6 +351,64 @@ TEST(ClientTicks, ASeenTickOutsideTheWindowIsRefusedWithTickOutOfRange) {
   EXPECT_EQ(answers[future].code, ResultCode::TickOutOfRange);
   EXPECT_TRUE(answers[kept].ok()) << answers[kept].message;
   EXPECT_EQ(answers[kept].tick, tick - 10);
+}
+
+/// Sends one request through `send` and waits for its answer.
+template <class Send>
+RequestResult answer_of(VirtualNetwork& net, size_t c, Send&& send) {
+  const uint32_t id = send(net.client(c));
+  std::optional<RequestResult> got;
+  EXPECT_TRUE(net.run_until(
+      [&] {
+        for (const RequestResult& r : net.client(c).take_result().results) {
+          if (r.request_id == id) got = r;
+        }
+        return got.has_value();
+      },
+      2s));
+  return got.value_or(RequestResult{});
+}
+
+TEST(ClientTicks, TemporaryOwnershipTakesALoneIslandsStateUntilAnotherClientsBodyJoinsIt) {
+  server::ServerConfig config = VirtualNetwork::default_config();
+  config.temporary_ownership = true;
+  VirtualNetwork net(config);
+  const size_t a = net.add_client();
+  const size_t b = net.add_client();
+  const ObjectID mine = connect_with_body(net, a, box_at({0, 0.25f, 0}));
+  net.connect(b);
+  net.run_for(1s);  // at rest
+  const Quat level{};
+  // Another client may not send its state.
+  RequestResult r = answer_of(net, b, [&](ClientCore& c) { return c.set_state(mine, {0.05f, 0.25f, 0}, level, {}, {}); });
+  EXPECT_EQ(r.code, ResultCode::NotOwner) << r.message;
+  // A teleport: 3 m from the server's position, at rest (reach 8 ticks x 0 m/s + 10 cm).
+  r = answer_of(net, a, [&](ClientCore& c) { return c.set_state(mine, {3.0f, 0.25f, 0}, level, {}, {}); });
+  EXPECT_EQ(r.code, ResultCode::InvalidArgument);
+  EXPECT_NE(r.message.find("teleport"), std::string::npos) << r.message;
+  EXPECT_NEAR(net.server().world().get_object(mine)->position.x, 0.0f, 1e-3f);
+  // Alone in its island: 5 cm over is the client's word.
+  r = answer_of(net, a, [&](ClientCore& c) { return c.set_state(mine, {0.05f, 0.25f, 0}, level, {}, {}); });
+  EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_NEAR(net.server().world().get_object(mine)->position.x, 0.05f, 1e-3f);
+  // Another client's box lands against it: from the tick it touches, the state is refused.
+  ObjectDesc theirs = box_at({0.55f, 0.25f, 0});
+  const RequestResult created = answer_of(net, b, [&](ClientCore& c) { return c.create_object(theirs); });
+  ASSERT_TRUE(created.ok()) << created.message;
+  ASSERT_TRUE(net.server().world().are_colliding(mine, created.id));
+  r = answer_of(net, a, [&](ClientCore& c) { return c.set_state(mine, {0.04f, 0.25f, 0}, level, {}, {}); });
+  EXPECT_EQ(r.code, ResultCode::NotOwner);
+  EXPECT_NE(r.message.find("island"), std::string::npos) << r.message;
+}
+
+TEST(ClientTicks, TemporaryOwnershipIsOffByDefault) {
+  VirtualNetwork net;
+  const size_t a = net.add_client();
+  const ObjectID mine = connect_with_body(net, a, box_at({0, 0.25f, 0}));
+  const RequestResult r =
+      answer_of(net, a, [&](ClientCore& c) { return c.set_state(mine, {0.0f, 0.25f, 0}, Quat{}, {}, {}); });
+  EXPECT_EQ(r.code, ResultCode::NotOwner);
+  EXPECT_NE(r.message.find("--temporary-ownership"), std::string::npos) << r.message;
 }
 
 }  // namespace

@@ -21,6 +21,16 @@ namespace impulse::client_test {
 
 using namespace std::chrono_literals;
 
+/// A link of `latency_ms` each way, +- `jitter_ms`, losing `loss` of its datagrams.
+inline net::LinkConditions jittery_link(double latency_ms, double jitter_ms, double loss, uint64_t seed) {
+  net::LinkConditions c;
+  c.latency_ms = latency_ms;
+  c.jitter_ms = jitter_ms;
+  c.loss = loss;
+  c.seed = seed;
+  return c;
+}
+
 class VirtualNetwork {
  public:
   using TimePoint = ClientCore::TimePoint;

@@ -131,6 +131,7 @@ TEST_F(ReplayCoreTest, SpectatorsAreReadOnlyButMayRaycastAndSetInterest) {
       copy(wire::build_create_joint(fbb_, next_id(a), point_joint)),
       copy(wire::build_destroy_joint(fbb_, next_id(a), ObjectID{0, 1})),
       copy(wire::build_set_joint_motor(fbb_, next_id(a), ObjectID{0, 1}, {})),
+      copy(wire::build_set_state(fbb_, next_id(a), some, {1, 0, 0}, Quat{}, {}, {})),
   };
   const uint64_t hash = core_.world().world_hash();
   for (const Bytes& w : writes) {

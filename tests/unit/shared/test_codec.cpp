@@ -103,6 +103,8 @@ std::vector<Bytes> client_datagrams() {
   out.push_back(copy(build_set_interest(fbb, 17, box_interest({-5, 0, -5}, {5, 10, 5}))));
   const std::vector<InputFrame> frames(3, InputFrame(Vec3(1, 2, 3), Vec3(0, 1, 0)));
   out.push_back(copy(build_input(fbb, ObjectID{1, 1}, InputMode::Force, 40, frames)));
+  out.push_back(copy(build_set_state(fbb, 24, ObjectID{1, 1}, {1, 2, 3}, impulse::Quat{0, 0.6f, 0, 0.8f}, {1, 0, 0},
+                                     {0, 1, 0})));
   out.push_back(copy(build_raycast(fbb, 23, {0, 10, 0}, {0, -20, 0}, false, std::nullopt, false, 35, 0.5f)));
   out.push_back(copy(build_ping(fbb, 12)));
   out.push_back(copy(build_disconnect(fbb, "bye")));

@@ -118,6 +118,18 @@ TEST(MessageVectors, TickStampedMessagesMatchTheDocument) {
   ASSERT_TRUE(doc.count("Raycast at seen tick 590.25")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n"
                                                         << "    Raycast at seen tick 590.25: " << ray_hex;
   EXPECT_EQ(doc.at("Raycast at seen tick 590.25"), ray_hex);
+
+  // SetState{request_id 13, id {index 3, generation 1}, position (1, 0.5, 0), orientation identity,
+  // velocity (2, 0, 0), angular_velocity (0, 0, 0)}.
+  const auto state = build_set_state(fbb, 13, ObjectID{3, 1}, {1.0f, 0.5f, 0.0f}, impulse::Quat{}, {2.0f, 0.0f, 0.0f},
+                                     {0.0f, 0.0f, 0.0f});
+  const Verified st = verify_datagram(state, Direction::ClientToServer);
+  ASSERT_EQ(st.reason, DropReason::None);
+  EXPECT_EQ(static_cast<int>(st.envelope->message_type()), 28);
+  EXPECT_TRUE(check_request(*st.envelope->message_as_SetState()).ok());
+  const std::string state_hex = to_hex(state);
+  ASSERT_TRUE(doc.count("SetState")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n    SetState: " << state_hex;
+  EXPECT_EQ(doc.at("SetState"), state_hex);
 }
 
 }  // namespace
