@@ -111,8 +111,8 @@ struct ServerConfig {
   /// before any step could be charged (docs/BENCHMARKS.md, "Tick budget"); 512 is an eighth.
   int max_wakes_per_tick = 512;
   /// --lag-compensation-ms: how far back a Raycast's seen_tick may reach [ms] (poses of every
-  /// movable body kept per tick: 32 bytes a slot; 250 ms at 60 Hz is 15 ticks, 2.4 MB for 5,000
-  /// bodies). 0 = off (seen_tick is refused). 250 is Photon Fusion's hitbox history (200 ms) with
+  /// movable body kept per tick: 32 bytes a slot; 250 ms at 60 Hz is 15 ticks back plus the
+  /// present, 16 kept, 2.56 MB for 5,000 bodies). 0 = off (seen_tick is refused). 250 is Photon Fusion's hitbox history (200 ms) with
   /// room for a 100 ms interpolation delay plus a 150 ms round trip's half.
   int lag_compensation_ms = 250;
   /// --max-input-lead-ms: how far ahead of the server an action (Envelope.apply_tick) or an Input

@@ -87,8 +87,6 @@ class InputBuffer {
   int16_t min_lead(uint64_t next_tick) const;
   const InputCounts& counts() const { return counts_; }
   size_t channels() const { return channels_.size(); }
-  /// Bytes this buffer holds (its channels' rings).
-  size_t memory_bytes() const { return channels_.capacity() * sizeof(Channel); }
 
  private:
   struct Slot {

@@ -12,7 +12,10 @@
 //    query about the present. The direct test costs O(awake), the same order as the step's own
 //    proxy gathering.
 // Every candidate's slot is mapped to its current dense index, so a destroyed or reused slot
-// cannot leak a stale body. Queries allocate only their local candidate list and `out`.
+// cannot leak a stale body. Queries allocate only their local candidate and pose lists and `out`.
+// The lag-compensated casts (raycast_*_at) take static bodies from the grid and every movable
+// body from the caller's past poses, behind a bounding-sphere test: O(movable bodies), since the
+// grid does not know where bodies were.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -447,7 +447,9 @@ TEST(RecordingTicks, InputsAndActionsAreRecordedAndReplayBitExactly) {
     const std::optional<RequestResult> r = driver.wait_result(jump);
     ASSERT_TRUE(r.has_value());
     EXPECT_TRUE(r->ok()) << r->message;
-    EXPECT_EQ(r->tick, jump_tick) << "a loopback action 10 ticks ahead is on time";
+    // Never before its tick. (On time is the virtual-clock tests' to show: on a loaded machine a
+    // real socket may deliver it after its 167 ms of lead, and it then applies at once.)
+    EXPECT_GE(r->tick, jump_tick);
     ASSERT_NE(driver.wait_snapshot_after(driver.client.server_tick() + 20), 0u);
     EXPECT_GT(server.stats().input_frames_applied.load(), 30u);
     server.stop();
