@@ -86,6 +86,7 @@ bool ClockSync::add_ping_sample(TimePoint sent, uint64_t server_time_us, TimePoi
     ping_head_ = (ping_head_ + ping_count_ - kStepSamples) % kPingWindow;
     ping_count_ = kStepSamples;
     outlier_run_ = 0;
+    stepped_ = true;
     ++stats_.offset_steps;
   }
   ++stats_.ping_samples;

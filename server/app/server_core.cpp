@@ -311,9 +311,13 @@ uint32_t ServerCore::live_objects_of_address(const asio::ip::address& address) c
   return it == live_by_address_.end() ? 0 : it->second;
 }
 
-uint64_t ServerCore::server_time_us() const {
+uint64_t ServerCore::server_time_us(TimePoint now) const {
   const uint64_t whole = world_.tick() * 1'000'000ull / static_cast<uint64_t>(config_.tick_hz);
-  return whole + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(clock_.accumulator).count());
+  // The time since the step clock last advanced counts too: without it a Pong answered between
+  // wake-ups reads up to a tick early, which on a sub-millisecond link makes clients see their
+  // offset estimate as stale (ClockSync's outlier test allows rtt/2 + 2 ms).
+  const auto pending = clock_.accumulator + (now > clock_.last ? now - clock_.last : TimePoint::duration{});
+  return whole + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(pending).count());
 }
 
 bool ServerCore::push_bounded(const Endpoint& to, std::span<const uint8_t> bytes, size_t limit, Outbox& out) {
@@ -442,7 +446,7 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
       const uint64_t nonce = envelope.message_as_Ping()->nonce();
       // Nonce 0 from a session is an ack-only keepalive: its header carried the acks; no answer.
       if (session && nonce == 0) return;
-      const auto pong = wire::build_pong(fbb_, nonce, world_.tick(), server_time_us());
+      const auto pong = wire::build_pong(fbb_, nonce, world_.tick(), server_time_us(now));
       if (session) {
         send(*session, pong, now, out);
       } else if (!push_bounded(from, pong, bytes.size(), out)) {

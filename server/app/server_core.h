@@ -266,7 +266,8 @@ class ServerCore {
   /// How many snapshot phases sessions are spread over: tick_hz / snapshot_hz, at least 1.
   int snapshot_phases() const;
   void remove_session(const Endpoint& endpoint);
-  uint64_t server_time_us() const;
+  /// The simulation clock at `now` [us]: tick / tick_hz plus the time not yet stepped.
+  uint64_t server_time_us(TimePoint now) const;
   void handle_version_mismatch(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes,
                                TimePoint now, Outbox& out);
   void handle_request(const Endpoint& from, const wire::Envelope& envelope, size_t request_bytes, TimePoint now,

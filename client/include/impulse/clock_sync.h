@@ -96,7 +96,10 @@ class ClockSync {
   void add_snapshot_arrival(uint64_t tick, double tick_hz, TimePoint arrival);
 
   /// True once kReadySamples ping samples are held: server_time_s() is then meaningful.
-  bool ready() const { return ping_count_ >= kReadySamples; }
+  /// After a step (kStepSamples outliers replaced the estimate) it stays ready on the samples
+  /// that showed the step: the stepped estimate is the best there is, and a client that stamps
+  /// inputs with it must not stall until the next steady ping, seconds later.
+  bool ready() const { return ping_count_ >= kReadySamples || (stepped_ && ping_count_ >= kStepSamples); }
   /// Ping samples held, <= kPingWindow.
   size_t ping_sample_count() const { return ping_count_; }
   /// Snapshot arrivals held, <= kSnapshotWindow.
@@ -176,6 +179,7 @@ class ClockSync {
   size_t ping_head_ = 0;
   size_t ping_count_ = 0;
   size_t outlier_run_ = 0;  // consecutive samples inconsistent with the estimate
+  bool stepped_ = false;    // the estimate was replaced by a step since the last reset()
   double offset_s_ = 0;
   double rtt_s_ = 0;
   double ping_jitter_s_ = 0;

@@ -159,6 +159,8 @@ TEST(ClockSync, FollowsServerClockStepAfterThreeSamples) {
     }
     EXPECT_EQ(sync.stats().offset_steps, steps_before + 1);
     EXPECT_NEAR(sync.offset_s(), stepped, 0.02);
+    // Still ready on the samples that showed the step: input ticks and render ticks go on.
+    EXPECT_TRUE(sync.ready());
     // A step beyond kStepThresholdS is applied at once, not slewed.
     EXPECT_NEAR(sync.server_time_s(at_s(t)), t + sync.offset_s(), 1e-6);
     for (int i = 0; i < 16; ++i) t = exchange(sync, rng, t, stepped, leg) + 0.5;
