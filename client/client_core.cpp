@@ -85,9 +85,9 @@ InterpolationSample to_interpolation_sample(const wire::SnapshotObject& s) {
   return InterpolationSample{s.id, s.position, s.orientation, s.velocity, s.angular_velocity, s.at_rest};
 }
 
-ObjectState to_object_state(const wire::SnapshotObject& s) {
+ObjectState to_object_state(const wire::SnapshotObject& s, uint64_t tick) {
   return ObjectState{s.id,       s.position, s.velocity, s.dims,  s.orientation, s.angular_velocity,
-                     from_wire(s.kind), from_wire(s.shape), s.at_rest, s.sensor,      s.asset};
+                     from_wire(s.kind), from_wire(s.shape), s.at_rest, s.sensor,      s.asset, tick};
 }
 
 wire::QuantizationConfig to_quantization(const wire::Quantization* q) {
@@ -209,6 +209,8 @@ struct ClientCore::Impl {
   uint64_t server_tick = 0;
   std::optional<uint64_t> latest_snapshot_tick;
   std::vector<ObjectState> objects;  ///< the view after the latest applied snapshot, sorted by id
+  std::vector<ObjectState> previous_objects;  ///< update_objects scratch: the view before it
+  std::vector<ObjectID> carried_scratch;       ///< update_objects scratch: ids the payload carried
   std::optional<wire::SnapshotReceiver> snapshots;  ///< created with the server's quantisation
   net::PacketAcks acks;
   std::vector<uint32_t> newly_acked;
@@ -846,7 +848,7 @@ struct ClientCore::Impl {
   // Brings `objects` to the receiver's view. `objects` mirrors the view position for position
   // (both ascend by id, one object per index), so without entries or exits only the updated
   // objects change, at the positions the receiver reports; otherwise it is rebuilt.
-  void update_objects() {
+  void update_objects(uint64_t tick) {
     const std::span<const wire::SnapshotObject> view = snapshots->objects();
     if (snapshots->entered().empty() && snapshots->exited().empty() && objects.size() == view.size()) {
       const std::span<const ObjectID> ids = snapshots->updated();
@@ -855,15 +857,27 @@ struct ClientCore::Impl {
       for (size_t k = 0; k < ids.size() && in_step; ++k) {
         const uint32_t p = positions[k];
         in_step = objects[p].id == ids[k];
-        if (in_step) objects[p] = to_object_state(view[p]);
+        if (in_step) objects[p] = to_object_state(view[p], tick);
       }
       if (in_step) return;
     }
+    // Rebuilt: objects the payload did not carry keep the tick they had (both lists ascend by id).
+    previous_objects.swap(objects);
     objects.clear();
-    for (const wire::SnapshotObject& o : view) objects.push_back(to_object_state(o));
-    // The receiver's view ascends by index (one object per index), so this is normally a check.
+    for (const wire::SnapshotObject& o : view) objects.push_back(to_object_state(o, tick));
     const auto by_id = [](const ObjectState& x, const ObjectState& y) { return x.id < y.id; };
+    // The receiver's view ascends by index (one object per index), so this is normally a check.
     if (!std::is_sorted(objects.begin(), objects.end(), by_id)) std::sort(objects.begin(), objects.end(), by_id);
+    std::vector<ObjectID>& carried = carried_scratch;
+    carried.clear();
+    for (const auto ids : {snapshots->entered(), snapshots->updated()}) carried.insert(carried.end(), ids.begin(), ids.end());
+    std::sort(carried.begin(), carried.end());
+    auto old = previous_objects.begin();
+    for (ObjectState& o : objects) {
+      if (std::binary_search(carried.begin(), carried.end(), o.id)) continue;
+      while (old != previous_objects.end() && old->id < o.id) ++old;
+      if (old != previous_objects.end() && old->id == o.id) o.tick = old->tick;
+    }
   }
 
   /// Follows the server's input-lead reports (Overwatch's scheme, GDC 2017: the server tells the
@@ -923,7 +937,7 @@ struct ClientCore::Impl {
       clock.add_snapshot_arrival(s.tick(), tick_hz, arrival);
       feed_interpolator(s.tick(), shown);
     }
-    update_objects();
+    update_objects(s.tick());
     const auto first = static_cast<uint32_t>(pending.snapshot_objects.size());
     if (!config.snapshot_views) {
       pending.snapshots.push_back(SnapshotRange{s.tick(), first, 0});

@@ -168,9 +168,19 @@ void Predictor::input(ObjectID id, InputMode mode, Vec3 linear, Vec3 angular, ui
   advance(tick);
 }
 
-void Predictor::reconcile(uint64_t tick, std::span<const ObjectState> objects, TimePoint now) {
+void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> objects, TimePoint now) {
   Impl& m = *impl_;
+  // A snapshot may leave a moving driven body out (its byte budget deferred it): its state is
+  // then older than the snapshot, and restarting from it as if it were current would pull the
+  // prediction back by the ticks it missed. Restart from the oldest such state's own tick.
+  uint64_t tick = snapshot_tick;
+  for (const ObjectState& o : objects) {
+    if (o.tick != 0 && o.tick < tick && !o.sleeping && m.find(o.id) != nullptr) tick = o.tick;
+  }
   if (tick <= m.snapshot_tick) return;
+  if (tick != snapshot_tick) ++m.stats.stale_states;
+  // Inputs older than max_replay_ticks are gone: a replay from there would be wrong.
+  if (m.world && tick + m.config.max_replay_ticks < m.tick) return;
   m.snapshot_tick = tick;
   const auto started = std::chrono::steady_clock::now();
   // Where each driven body is drawn now, before anything changes: the correction starts there.

@@ -47,6 +47,9 @@ struct PredictorStats {
   uint64_t ticks_replayed = 0;     ///< local steps run by reconciliations
   uint64_t over_budget = 0;        ///< reconciliations abandoned at the time budget
   double max_correction_m = 0;     ///< largest position correction a reconciliation started
+  /// Snapshots whose driven body's state was older than the snapshot (ObjectState::tick: the
+  /// server deferred it, or it was unchanged): reconciled from that state's own tick.
+  uint64_t stale_states = 0;
 };
 
 class Predictor {
@@ -71,10 +74,14 @@ class Predictor {
   /// Steps the local world through `tick` with the inputs known for those ticks (a tick without
   /// a new input repeats the last): call when the input tick advances without an input.
   void advance(uint64_t tick);
-  /// Reconciles with the server's view at `tick` (a completed snapshot: PollResult::objects_of):
-  /// rebuilds the local world there and replays the inputs after it up to the local tick.
-  /// `now` starts the decay of the correction this makes. Older snapshots are ignored.
-  void reconcile(uint64_t tick, std::span<const ObjectState> objects, std::chrono::steady_clock::time_point now);
+  /// Reconciles with the server's view at `snapshot_tick` (a completed snapshot:
+  /// PollResult::objects_of): rebuilds the local world there and replays the inputs after it up
+  /// to the local tick. A driven body the snapshot did not update (ObjectState::tick older, and
+  /// awake) moves the restart back to its state's tick. `now` starts the decay of the correction
+  /// this makes. Restarts at or before the last one, or older than the inputs kept
+  /// (max_replay_ticks), are ignored.
+  void reconcile(uint64_t snapshot_tick, std::span<const ObjectState> objects,
+                 std::chrono::steady_clock::time_point now);
 
   /// The pose to draw for a driven body at `now`: the prediction at local_tick(), plus the
   /// decaying correction. nullopt before its first snapshot.

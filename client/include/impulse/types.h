@@ -157,6 +157,10 @@ struct ObjectState {
   bool sleeping = false;   ///< at rest on the server (velocities are then zero)
   bool sensor = false;
   uint16_t asset = 0;      ///< Hull, Mesh, HeightField: the world's asset id (dims: its bounding half extents)
+  /// The snapshot tick whose payload last carried this state. Older than the snapshot it is read
+  /// from when the server sent nothing new for the object: unchanged (at rest, or quantised to
+  /// the same values) or deferred by the snapshot's byte budget while it moves.
+  uint64_t tick = 0;
 };
 
 /// The server's answer to one request (create, destroy, force, torque, impulse, velocity,

@@ -211,5 +211,69 @@ TEST(Prediction, AReconciliationOverItsTimeBudgetKeepsTheOldPrediction) {
   EXPECT_EQ(p.local_tick(), 110u);
 }
 
+TEST(Prediction, ADeferredStateRestartsFromItsOwnTick) {
+  // A body moving at 6 m/s in free space (no gravity): the snapshot of tick 120 carries the body's
+  // state of tick 115 (the server's byte budget deferred it). Taken as the state of tick 120 it
+  // would pull the prediction back five ticks (50 cm); taken at its own tick it agrees.
+  predict::PredictorConfig config;
+  config.gravity = {0, 0, 0};
+  config.reconcile_budget_s = 10.0;
+  predict::Predictor p(config);
+  ObjectDesc desc;
+  desc.shape = ShapeKind::Sphere;
+  desc.dims = {0.5f, 0.5f, 0.5f};
+  const ObjectID ball{1, 1};
+  p.drive(ball, desc);
+  const Vec3 v{6, 0, 0};
+  auto state_at = [&](uint64_t tick, uint64_t carried) {
+    ObjectState s;
+    s.id = ball;
+    s.shape = ShapeKind::Sphere;
+    s.dims = desc.dims;
+    s.position = v * (static_cast<float>(carried) / 60.0f);
+    s.velocity = v;
+    s.tick = carried;
+    (void)tick;
+    return s;
+  };
+  const auto t0 = std::chrono::steady_clock::time_point{} + 1h;
+  ObjectState seen = state_at(100, 100);
+  p.reconcile(100, std::span(&seen, 1), t0);
+  for (uint64_t t = 101; t <= 124; ++t) p.input(ball, InputMode::Velocity, v, {}, t);
+  const float before = p.predicted(ball)->position.x;
+  EXPECT_NEAR(before, 6.0f * 124.0f / 60.0f, 1e-3f);
+  seen = state_at(120, 115);
+  p.reconcile(120, std::span(&seen, 1), t0 + 50ms);
+  EXPECT_EQ(p.stats().stale_states, 1u);
+  EXPECT_NEAR(p.predicted(ball)->position.x, before, 1e-3f) << "the deferred state pulled the prediction back";
+  EXPECT_LT(p.stats().max_correction_m, 1e-3);
+  // The same state again (the next snapshot deferred it too) is not a newer restart: ignored.
+  p.reconcile(122, std::span(&seen, 1), t0 + 80ms);
+  EXPECT_EQ(p.stats().reconciliations, 2u);
+}
+
+TEST(Prediction, ObjectStatesCarryTheTickOfTheSnapshotThatLastCarriedThem) {
+  // A resting box is carried once and then left out (unchanged): its tick stays. A pushed box is
+  // carried by every snapshot while it moves: its tick is the snapshot's.
+  Drive d(link(20, 0, 0.0, 71), link(20, 0, 0.0, 72));
+  for (int f = 0; f < 480 && !d.predictor.predicted(d.box); ++f) d.frame(0.0f);
+  ASSERT_TRUE(d.predictor.predicted(d.box).has_value());
+  for (int f = 0; f < 240 * 3; ++f) d.frame(f < 240 ? 400.0f : 0.0f);  // drive, then come to rest
+  const uint64_t rest_tick = d.net.client(d.c).find(d.box)->tick;
+  for (int f = 0; f < 240; ++f) d.frame(0.0f);  // a second at rest
+  const ObjectState* box = d.net.client(d.c).find(d.box);
+  ASSERT_NE(box, nullptr);
+  EXPECT_EQ(box->tick, rest_tick) << "an unchanged box was carried again";
+  EXPECT_LT(box->tick + 30, d.net.client(d.c).snapshot_tick());
+  const ObjectState* ground = d.net.client(d.c).find(ObjectID{0, 1});
+  ASSERT_NE(ground, nullptr);
+  EXPECT_GT(ground->tick, 0u);
+  EXPECT_LE(ground->tick, box->tick) << "the static ground was carried once, at the first snapshot";
+  for (int f = 0; f < 60; ++f) d.frame(400.0f);
+  box = d.net.client(d.c).find(d.box);
+  ASSERT_NE(box, nullptr);
+  EXPECT_EQ(box->tick, d.net.client(d.c).snapshot_tick()) << "a moving box in a light scene is in every snapshot";
+}
+
 }  // namespace
 }  // namespace impulse::client_test
