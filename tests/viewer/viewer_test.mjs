@@ -168,6 +168,8 @@ async function main() {
   check((await request(port, { method: 'POST', path: '/control', headers: { ...form, 'X-Impulse-Viewer': '1' }, body: 'action=seek&tick=1e9' })).status === 409,
     'a control against a live server is refused 409 (no timeline)');
   check((await request(port, { path: '/owner?id=1:2:3' })).status === 400, 'a malformed owner id is refused 400');
+  check((await request(port, { method: 'POST', path: '/drive', headers: { ...form, 'X-Impulse-Viewer': '1' }, body: 'throttle=1&steer=0' })).status === 409,
+    'POST /drive to a viewer without --drive is refused 409');
   const noSuch = await request(port, { path: '/owner?id=4000000000:1' });
   check(noSuch.status === 404, `an unknown body's owner is 404, passed on from the server's /objects (HTTP ${noSuch.status})`);
 
@@ -218,6 +220,43 @@ async function main() {
     await page.close();
   } finally {
     await stop(viewer);
+  }
+
+  // A viewer with --drive: its car answers the page's keys, drawn where the prediction has it
+  // with the server's pose beside it.
+  const { viewer: driver, port: drivePort } = await startViewer('impulse-viewer (drive)', udpPort, ['--drive']);
+  try {
+    const driveForm = { ...form, 'X-Impulse-Viewer': '1' };
+    for (const body of ['throttle=2&steer=0', 'throttle=1', 'throttle=nan&steer=0', 'throttle=1&steer=-1.5']) {
+      check((await request(drivePort, { method: 'POST', path: '/drive', headers: driveForm, body })).status === 400,
+        `POST /drive "${body}" is refused 400`);
+    }
+    const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+    page.on('pageerror', (e) => log(`page error: ${e.message}`));
+    await page.goto(`http://127.0.0.1:${drivePort}/`);
+    await page.waitForFunction(() => window.impulseViewer && impulseViewer.latest && impulseViewer.latest.car &&
+      impulseViewer.latest.car.predicted, null, { timeout: 15000 });
+    const start = await page.evaluate(() => impulseViewer.latest.car);
+    check(await page.isVisible('#car'), `the page shows the car ${start.id} at (${start.server[0].toFixed(2)}, ${start.server[2].toFixed(2)})`);
+    await page.keyboard.down('w');
+    const moving = await poll('the car to be driven ahead', async () => {
+      const c = await page.evaluate(() => impulseViewer.latest.car);
+      return c.speed > 4 ? c : null;
+    }, 10000);
+    await page.keyboard.up('w');
+    const travelled = Math.hypot(moving.predicted[0] - start.predicted[0], moving.predicted[2] - start.predicted[2]);
+    const gap = Math.hypot(moving.predicted[0] - moving.server[0], moving.predicted[2] - moving.server[2]);
+    check(travelled > 0.5 && moving.throttle === 1, `holding w drove it: ${moving.speed.toFixed(1)} m/s, ${travelled.toFixed(1)} m, throttle ${moving.throttle}`);
+    check(gap > 0 && gap < 3, `the prediction runs ahead of the server's pose by ${gap.toFixed(2)} m while it accelerates`);
+    check(/predicted vs server: \d+\.\d+ m/.test(await page.textContent('#car')), 'and the panel says by how much');
+    await poll('the released car to slow down', async () => {
+      const c = await page.evaluate(() => impulseViewer.latest.car);
+      return c.throttle === 0 && c.commanded < moving.commanded ? c : null;
+    }, 10000);
+    check(true, 'releasing w releases the throttle');
+    await page.close();
+  } finally {
+    await stop(driver);
   }
   // The recording for part 2: a few seconds of the demo (the wrecking ball topples tower_a).
   await poll('180 ticks recorded', async () => (await metric(adminPort, 'impulse_ticks_total')) >= 180, 15000);

@@ -49,8 +49,18 @@ void append_json_string(std::string* out, std::string_view text) {
   out->push_back('"');
 }
 
+void append_pose(std::string* out, const Pose& p) {
+  std::string seven;
+  append_vec(&seven, p.position, 3);
+  fmt::format_to(std::back_inserter(seven), ",{:.4f},{:.4f},{:.4f},{:.4f}", finite_or_zero(p.orientation.x),
+                 finite_or_zero(p.orientation.y), finite_or_zero(p.orientation.z), finite_or_zero(p.orientation.w));
+  out->push_back('[');
+  out->append(seven, 1);  // without the leading comma
+  out->push_back(']');
+}
+
 std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies, std::span<const FrameContact> contacts,
-                       std::span<const FrameJoint> joints) {
+                       std::span<const FrameJoint> joints, const FrameCar* car) {
   std::string out;
   out.reserve(256 + bodies.size() * 120 + contacts.size() * 64);
   auto it = std::back_inserter(out);
@@ -109,8 +119,36 @@ std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies,
     out.append(six, 1);  // without the leading comma
     out.push_back(']');
   }
-  out += "]}";
+  out += "],\"car\":";
+  if (car == nullptr) {
+    out += "null}";
+    return out;
+  }
+  fmt::format_to(it, "{{\"id\":\"{}:{}\",\"half\":[", car->id.index, car->id.generation);
+  std::string half;
+  append_vec(&half, car->half_extents, 3);
+  out.append(half, 1);
+  out += "],\"predicted\":";
+  if (car->predicted) {
+    append_pose(&out, *car->predicted);
+  } else {
+    out += "null";
+  }
+  out += ",\"server\":";
+  append_pose(&out, car->server);
+  fmt::format_to(it, ",\"speed\":{:.2f},\"commanded\":{:.2f},\"throttle\":{:.2f},\"steer\":{:.2f}}}}}",
+                 finite_or_zero(car->speed), finite_or_zero(car->commanded), finite_or_zero(car->throttle),
+                 finite_or_zero(car->steer));
   return out;
+}
+
+std::optional<DriveRequest> parse_drive(std::string_view throttle, std::string_view steer, std::string* error) {
+  double t = 0, s = 0;
+  if (!parse_double(throttle, &t) || !parse_double(steer, &s) || std::fabs(t) > 1.0 || std::fabs(s) > 1.0) {
+    *error = "drive needs throttle=X and steer=Y, decimal numbers in [-1, 1]";
+    return std::nullopt;
+  }
+  return DriveRequest{static_cast<float>(t), static_cast<float>(s)};
 }
 
 std::optional<ControlRequest> parse_control(std::string_view action, std::string_view tick, std::string_view speed,

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "impulse/interpolation.h"
 #include "impulse/types.h"
 
 namespace impulse::viewer {
@@ -34,6 +35,17 @@ struct FrameJoint {
   Vec3 a, b;
 };
 
+/// The viewer's own car (--drive): the pose its prediction draws against the server's newest.
+struct FrameCar {
+  ObjectID id;
+  Vec3 half_extents;              ///< [m]
+  std::optional<Pose> predicted;  ///< nullopt before the first reconciliation
+  Pose server;                    ///< the newest snapshot's pose (one-way latency old)
+  float speed = 0;                ///< the server's car [m/s]
+  float commanded = 0;            ///< the forward speed the inputs command [m/s]
+  float throttle = 0, steer = 0;  ///< the page's controls now, each in [-1, 1]
+};
+
 /// The figures and status lines of one frame.
 struct FrameInfo {
   std::string status;            ///< "connected", "connecting", or why not
@@ -54,9 +66,11 @@ struct FrameInfo {
 /// The frame as one line of JSON (no newline inside, so it is one SSE `data:` line). Bodies are
 /// arrays [index, generation, kind, shape, flags (1 sleeping, 2 sensor), dims xyz, position xyz,
 /// orientation xyzw, velocity xyz]; contacts [tick, a index, a generation, b index, b generation,
-/// point xyz]; joints [a xyz, b xyz]. Non-finite numbers are written as 0 (JSON has no NaN).
+/// point xyz]; joints [a xyz, b xyz]; "car" null or {id "i:g", half xyz, predicted null or
+/// [position xyz, orientation xyzw], server likewise, speed, commanded, throttle, steer}.
+/// Non-finite numbers are written as 0 (JSON has no NaN).
 std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies, std::span<const FrameContact> contacts,
-                       std::span<const FrameJoint> joints = {});
+                       std::span<const FrameJoint> joints = {}, const FrameCar* car = nullptr);
 
 /// Escapes `text` for a JSON string (quotes, backslash, control characters as \u00XX).
 void append_json_string(std::string* out, std::string_view text);
@@ -67,6 +81,16 @@ struct ControlRequest {
   uint64_t tick = 0;
   float speed = 1.0f;
 };
+
+/// The page's controls of the viewer's car (POST /drive).
+struct DriveRequest {
+  float throttle = 0;  ///< [-1, 1]
+  float steer = 0;     ///< [-1, 1], +1 full left
+};
+
+/// Validates the form fields of POST /drive: throttle and steer, decimal numbers in [-1, 1].
+/// Returns nullopt with *error saying what is wrong.
+std::optional<DriveRequest> parse_drive(std::string_view throttle, std::string_view steer, std::string* error);
 
 /// Validates the form fields of POST /control: action = pause | resume | seek | speed; seek needs
 /// tick = a decimal integer inside `range`; speed needs speed = a decimal number in [1/16, 16].

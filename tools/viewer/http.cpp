@@ -180,8 +180,20 @@ struct HttpServer::Impl {
   FrameSlot* frames = nullptr;
 };
 
+void DriveSlot::set(const DriveRequest& r, TimePoint at) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  latest_ = r;
+  at_ = at;
+}
+
+DriveRequest DriveSlot::get(TimePoint now, std::chrono::milliseconds max_age) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (now - at_ > max_age) return DriveRequest{};
+  return latest_;
+}
+
 std::unique_ptr<HttpServer> HttpServer::start(const HttpOptions& options, FrameSlot& frames, ControlQueue& controls,
-                                              const ReplayFacts& replay, std::string* error) {
+                                              const ReplayFacts& replay, DriveSlot* drive, std::string* error) {
   std::unique_ptr<HttpServer> http(new HttpServer());
   http->impl_ = std::make_unique<Impl>();
   Impl& impl = *http->impl_;
@@ -220,7 +232,7 @@ std::unique_ptr<HttpServer> HttpServer::start(const HttpOptions& options, FrameS
     if (!known_method) {
       res.status = 405;
       res.set_header("Allow", "GET, HEAD, POST");
-      res.set_content("method not allowed: the viewer serves GET, HEAD and POST /control\n", kPlainText);
+      res.set_content("method not allowed: the viewer serves GET, HEAD, POST /control and POST /drive\n", kPlainText);
       impl.refusals.note(req, 405, "method not allowed");
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -327,6 +339,23 @@ std::unique_ptr<HttpServer> HttpServer::start(const HttpOptions& options, FrameS
     }
     res.status = 202;  // the server's answer shows up in the stream's "control" field
     res.set_content("accepted\n", kPlainText);
+  });
+
+  svr.Post("/drive", [&impl, drive](const httplib::Request& req, httplib::Response& res) {
+    std::string error;
+    if (drive == nullptr) {
+      error = "the viewer has no car: start it with --drive";
+      res.status = 409;
+    } else if (const std::optional<DriveRequest> d =
+                   parse_drive(req.get_param_value("throttle"), req.get_param_value("steer"), &error)) {
+      drive->set(*d, std::chrono::steady_clock::now());
+      res.status = 204;
+      return;
+    } else {
+      res.status = 400;
+    }
+    res.set_content(error + "\n", kPlainText);
+    impl.refusals.note(req, res.status, error);
   });
 
   // A clicked body's owner: snapshots do not carry owners, the server's admin endpoint does

@@ -71,6 +71,22 @@ class ReplayFacts {
   std::optional<ReplayRange> range_;
 };
 
+/// The page's latest controls of the viewer's car (--drive), with when they came.
+class DriveSlot {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  /// HTTP thread.
+  void set(const DriveRequest& r, TimePoint at);
+  /// Network loop: the latest controls, or released ones (zero) when none came within `max_age`
+  /// (a closed tab or a lost connection must not leave the car driving).
+  DriveRequest get(TimePoint now, std::chrono::milliseconds max_age) const;
+
+ private:
+  mutable std::mutex mutex_;
+  DriveRequest latest_;
+  TimePoint at_{};
+};
+
 struct HttpOptions {
   std::string bind = "127.0.0.1";
   uint16_t port = 8090;  ///< 0 = any free port (tests)
@@ -91,8 +107,9 @@ class HttpServer {
  public:
   /// Reads the three.js files, binds and starts serving on a thread of its own. Null with *error
   /// saying what to do when a file is missing or the address cannot be bound.
+  /// `drive`: the car's controls (--drive); null answers POST /drive with 409.
   static std::unique_ptr<HttpServer> start(const HttpOptions& options, FrameSlot& frames, ControlQueue& controls,
-                                           const ReplayFacts& replay, std::string* error);
+                                           const ReplayFacts& replay, DriveSlot* drive, std::string* error);
   ~HttpServer();  ///< stops and joins
   uint16_t port() const { return port_; }
   /// Pages streaming now.

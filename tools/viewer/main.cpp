@@ -1,8 +1,10 @@
 // impulse-viewer: watch an Impulse world in a browser. A client of the protocol on the client SDK
 // (impulse::Client), connected to a live impulse-server or to impulse-replay serve, that serves a
 // three.js page over HTTP and streams the world to it as Server-Sent Events (viewer/http.h says
-// why SSE). Read-only: it creates nothing; against a replay the page's controls pause, resume,
-// seek and change the speed through ReplayControl.
+// why SSE). Read-only unless --drive: it creates nothing; against a replay the page's controls
+// pause, resume, seek and change the speed through ReplayControl. With --drive it creates a car
+// (drive/car.h) that the page's keys steer, and the page draws the car's predicted pose against
+// the server's.
 //
 // Threads: the main thread runs the SDK's network loop (poll, reconnect, build a frame at
 // --frame-hz, drain the page's controls); cpp-httplib's accept thread and a bounded pool of
@@ -22,6 +24,7 @@
 #include <fmt/core.h>
 
 #include "impulse/client.h"
+#include "drive/car.h"
 #include "shared/hex.h"
 #include "viewer/frame.h"
 #include "viewer/http.h"
@@ -49,7 +52,20 @@ struct Options {
   std::string name = "impulse-viewer";
   std::string token_hex;
   std::string admin;  ///< the server's admin endpoint, for owners; empty: owners unknown
+  bool drive = false;  ///< create a car the page's keys steer (drive/car.h)
+  bool predict = true; ///< --drive: predict the car (else the page sees only the server's)
 };
+
+/// Controls older than this are released: the page sends them at least every 250 ms.
+constexpr std::chrono::milliseconds kDriveControlsMaxAge{600};
+
+/// The viewer's car over its sessions: created after each connect, fed every snapshot.
+struct DrivenCar {
+  std::unique_ptr<drive::Car> car;
+  uint32_t create_request = 0;
+  drive::Controls controls;
+  std::string problem;  // why there is no car, for the log (once)
+}; 
 
 std::string describe(const ConnectionError& e) { return e.message.empty() ? std::string("not connected") : e.message; }
 
@@ -104,7 +120,9 @@ int run(const Options& o) {
   FrameSlot frames;
   ControlQueue controls;
   ReplayFacts replay_facts;
-  std::unique_ptr<HttpServer> http = HttpServer::start(http_options, frames, controls, replay_facts, &error);
+  DriveSlot drive_slot;
+  std::unique_ptr<HttpServer> http =
+      HttpServer::start(http_options, frames, controls, replay_facts, o.drive ? &drive_slot : nullptr, &error);
   if (!http) {
     fmt::print(stderr, "impulse-viewer: {}\n", error);
     return 1;
@@ -136,6 +154,8 @@ int run(const Options& o) {
   std::vector<std::pair<uint32_t, std::string>> pending_controls;  // request id -> what was asked
   bool was_connected = false;
   std::string problem;  // why the last session ended or the last connect failed; empty: none yet
+  DrivenCar driven;
+  std::optional<FrameCar> frame_car;
 
   while (g_stop == 0) {
     const Clock::time_point now = Clock::now();
@@ -158,6 +178,17 @@ int run(const Options& o) {
                                                      client.replay_range()->last_tick)
                                        : std::string());
       replay_facts.set(client.replay_range());
+      if (o.drive && !client.replay_range()) {
+        drive::CarConfig config;
+        config.predict = o.predict;
+        config.predictor.tick_hz = client.tick_hz();
+        driven.car = std::make_unique<drive::Car>(config);
+        driven.create_request = client.create_object(driven.car->desc());
+        fmt::print("impulse-viewer: creating the car (prediction {}); drive it with the page's keys\n",
+                   o.predict ? "on" : "off");
+      } else if (o.drive) {
+        fmt::print(stderr, "impulse-viewer: --drive: a replay cannot be driven; watching it\n");
+      }
       info.replay_speed = 1;
       info.replay_paused = false;
       info.control.clear();
@@ -169,6 +200,7 @@ int run(const Options& o) {
     if (!client.connected() && was_connected) {
       replay_facts.set(std::nullopt);
       pending_controls.clear();
+      driven = DrivenCar{};  // the server destroys a session's bodies with it (by default, --on-disconnect)
     }
     was_connected = client.connected();
 
@@ -178,6 +210,16 @@ int run(const Options& o) {
       recent.push_back({e.tick, e.a, e.b, e.point});
     }
     for (const RequestResult& result : r.results) {
+      if (driven.car && result.request_id == driven.create_request) {
+        if (result.ok()) {
+          driven.car->created(result.id);
+          fmt::print("impulse-viewer: the car is {}:{}\n", result.id.index, result.id.generation);
+        } else {
+          fmt::print(stderr, "impulse-viewer: the server refused the car: {} ({})\n", to_string(result.code),
+                     result.message);
+          driven.car.reset();
+        }
+      }
       const auto it = std::find_if(pending_controls.begin(), pending_controls.end(),
                                    [&](const auto& p) { return p.first == result.request_id; });
       if (it == pending_controls.end()) continue;
@@ -196,6 +238,17 @@ int run(const Options& o) {
       if (c->action == ReplayAction::SetSpeed) info.replay_speed = c->speed;
       if (c->action == ReplayAction::Pause) info.replay_paused = true;
       if (c->action == ReplayAction::Resume) info.replay_paused = false;
+    }
+
+    if (driven.car) {
+      for (const SnapshotRange& snap : r.snapshots) driven.car->snapshot(snap.tick, r.objects_of(snap), now);
+      const DriveRequest d = drive_slot.get(now, kDriveControlsMaxAge);
+      driven.controls = drive::Controls{d.throttle, d.steer};
+      if (const std::optional<uint64_t> tick = client.input_tick(now)) {
+        if (const std::optional<drive::Car::Input> in = driven.car->input(*tick, driven.controls)) {
+          client.send_input(driven.car->id(), InputMode::Velocity, in->linear, in->angular, in->tick);
+        }
+      }
     }
 
     if (now < next_frame) continue;
@@ -256,10 +309,26 @@ int run(const Options& o) {
       info.status = problem.empty() ? "connecting" : "reconnecting: " + problem;
       info.replay.reset();
     }
-    frames.publish(std::make_shared<const std::string>(frame_json(info, bodies, contacts, joints)));
+    frame_car.reset();
+    if (driven.car && driven.car->server_state()) {
+      const ObjectState& server_car = *driven.car->server_state();
+      FrameCar c;
+      c.id = driven.car->id();
+      c.half_extents = server_car.dims;
+      c.predicted = driven.car->predicted_pose(now);
+      c.server = Pose{server_car.position, server_car.orientation};
+      c.speed = length(server_car.velocity);
+      c.commanded = driven.car->commanded_speed();
+      c.throttle = driven.controls.throttle;
+      c.steer = driven.controls.steer;
+      frame_car = c;
+    }
+    frames.publish(std::make_shared<const std::string>(
+        frame_json(info, bodies, contacts, joints, frame_car ? &*frame_car : nullptr)));
   }
 
   fmt::print("impulse-viewer: stopping\n");
+  if (driven.car && !driven.car->id().is_null()) client.destroy(driven.car->id());
   client.disconnect("viewer closed");
   http.reset();  // stops the streams and joins the HTTP threads
   return 0;
@@ -297,6 +366,10 @@ int main(int argc, char** argv) {
                  "the server's admin endpoint (its --admin-port), HOST:PORT or http://HOST:PORT: a clicked body's "
                  "owner is asked there (snapshots do not carry owners). Empty: owners are shown as unknown")
       ->envname("IMPULSE_VIEWER_ADMIN");
+  app.add_flag("--drive", o.drive,
+               "create a car on the server that the page's keys drive (w/s or the arrows: throttle, a/d: steer), "
+               "and draw its predicted pose against the server's");
+  app.add_flag("!--no-predict", o.predict, "--drive: draw only the server's car (no prediction)");
   app.add_option("--name", o.name, "client name shown in the server's log")->capture_default_str();
   app.add_option("--token", o.token_hex,
                  "client token (hex) for a server run with --token-key, as printed by `impulse-server token`")

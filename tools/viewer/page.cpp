@@ -24,6 +24,8 @@ const char* const kPageHtml = R"PAGE(<!doctype html>
   #timeline { flex: 1; }
   #replay-tick { min-width: 150px; font-variant-numeric: tabular-nums; }
   #hint { bottom: 10px; right: 10px; color: #9aa3b2; font-size: 12px; }
+  #car { top: 10px; left: 50%; transform: translateX(-50%); display: none; text-align: center; }
+  #car .predicted { color: #7ee07e; } #car .server { color: #ff7a7a; }
   button, select { background: #2c3340; color: #e6e9ef; border: 1px solid #465066; border-radius: 4px; padding: 3px 8px; }
 </style>
 </head>
@@ -40,6 +42,11 @@ const char* const kPageHtml = R"PAGE(<!doctype html>
   <div id="stat-server"></div>
 </div>
 <pre id="body-info" class="panel"></pre>
+<div id="car" class="panel">
+  <div>car <b id="car-id">-</b> · <span id="car-speed">-</span></div>
+  <div><span class="predicted">predicted</span> vs <span class="server">server</span>: <b id="car-gap">-</b></div>
+  <div id="car-keys">w/s or arrows: throttle · a/d: steer · click the page first</div>
+</div>
 <div id="replay" class="panel">
   <button id="play">pause</button>
   <select id="speed">
@@ -186,6 +193,87 @@ function flashContact(c, now) {
   m.until = now + FLASH_MS;
 }
 
+// ------------------------------------------------------------------ the viewer's car (--drive)
+// The prediction is drawn solid, the server's newest pose as a red wire box; the car's ordinary
+// (interpolated) body is hidden while a prediction is drawn, so one car is seen, where the player
+// sees it, with the server's word beside it.
+const carPredicted = new THREE.Mesh(new THREE.BoxBufferGeometry(1, 1, 1),
+                                    new THREE.MeshLambertMaterial({ color: 0x58c858 }));
+const carServer = new THREE.LineSegments(new THREE.EdgesGeometry(new THREE.BoxBufferGeometry(1, 1, 1)),
+                                         new THREE.LineBasicMaterial({ color: 0xff5050 }));
+carPredicted.visible = carServer.visible = false;
+scene.add(carPredicted);
+scene.add(carServer);
+let carKey = null;
+const followed = new THREE.Vector3();
+let following = false;
+
+function placeCar(obj, pose, half) {
+  obj.position.set(pose[0], pose[1], pose[2]);
+  obj.quaternion.set(pose[3], pose[4], pose[5], pose[6]);
+  obj.scale.set(2 * half[0], 2 * half[1], 2 * half[2]);
+  obj.visible = true;
+}
+
+function applyCar(car) {
+  $('car').style.display = car ? 'block' : 'none';
+  carPredicted.visible = carServer.visible = false;
+  carKey = car ? car.id : null;
+  if (!car) { following = false; return; }
+  placeCar(carServer, car.server, car.half);
+  if (car.predicted) placeCar(carPredicted, car.predicted, car.half);
+  const b = bodies.get(car.id);
+  if (b) b.mesh.visible = !car.predicted;
+  const drawn = car.predicted || car.server;
+  const gap = car.predicted ? Math.hypot(car.predicted[0] - car.server[0], car.predicted[1] - car.server[1],
+                                         car.predicted[2] - car.server[2]) : 0;
+  $('car-id').textContent = car.id;
+  $('car-speed').textContent = fmt(car.speed, 1) + ' m/s (commanded ' + fmt(car.commanded, 1) + ')';
+  $('car-gap').textContent = car.predicted ? fmt(gap, 2) + ' m' : 'prediction off';
+  // The camera follows the car, keeping its offset.
+  const at = new THREE.Vector3(drawn[0], drawn[1], drawn[2]);
+  if (following && controls) {
+    const delta = at.clone().sub(followed);
+    camera.position.add(delta);
+    controls.target.add(delta);
+  }
+  followed.copy(at);
+  following = true;
+}
+
+const keys = { up: false, down: false, left: false, right: false };
+const KEY_NAMES = { w: 'up', arrowup: 'up', s: 'down', arrowdown: 'down', a: 'left', arrowleft: 'left',
+                    d: 'right', arrowright: 'right' };
+let sentControls = '';
+let sentAt = 0;
+function sendDrive(force) {
+  if (!carKey) return;
+  const throttle = (keys.up ? 1 : 0) - (keys.down ? 1 : 0);
+  const steer = (keys.left ? 1 : 0) - (keys.right ? 1 : 0);
+  const body = 'throttle=' + throttle + '&steer=' + steer;
+  const now = performance.now();
+  // On a change at once, and at least every 250 ms: the viewer releases controls 600 ms old.
+  if (!force && body === sentControls && now - sentAt < 250) return;
+  sentControls = body;
+  sentAt = now;
+  fetch('/drive', {
+    method: 'POST',
+    headers: { 'X-Impulse-Viewer': '1', 'Content-Type': 'application/x-www-form-urlencoded' },
+    body,
+  }).catch(() => {});
+}
+function onKey(e, down) {
+  const name = KEY_NAMES[e.key.toLowerCase()];
+  if (!name || !carKey) return;
+  e.preventDefault();
+  keys[name] = down;
+  sendDrive(false);
+}
+window.addEventListener('keydown', (e) => onKey(e, true));
+window.addEventListener('keyup', (e) => onKey(e, false));
+window.addEventListener('blur', () => { for (const k in keys) keys[k] = false; sendDrive(true); });
+setInterval(() => sendDrive(false), 100);
+
 // ------------------------------------------------------------------ frames from the viewer
 let owner = { key: null, text: '' };  // the selected body's owner, as the viewer answered
 let latest = null, dirty = false, frames = 0, lastTick = -1, flashedTick = -1, selected = null;
@@ -223,6 +311,7 @@ function apply(f) {
   }
   for (const [key, b] of bodies) if (!seen.has(key)) removeBody(key, b);
   if (selected && !bodies.has(selected)) selected = null;
+  applyCar(f.car);
 
   // Joints: one line each between its anchors; a removed (broken) joint is simply gone.
   const ends = new Float32Array((f.joints || []).length * 6);
@@ -383,6 +472,7 @@ window.impulseViewer = {
   get frames() { return frames; },
   get rendered() { return rendered; },
   get latest() { return latest; },
+  get keys() { return keys; },
   background: BACKGROUND,
 };
 </script>

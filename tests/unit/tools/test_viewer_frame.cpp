@@ -122,5 +122,48 @@ TEST(ViewerControl, RefusesHostileOrOutOfRangeFieldsWithAReason) {
   EXPECT_NE(error.find("not watching a replay"), std::string::npos) << error;
 }
 
+TEST(ViewerFrame, CarriesTheDrivenCarsPredictedAndServerPoses) {
+  FrameInfo info;
+  info.status = "connected";
+  EXPECT_TRUE(nlohmann::json::parse(frame_json(info, {}, {}))["car"].is_null()) << "no --drive: no car";
+  FrameCar car;
+  car.id = ObjectID{134, 2};
+  car.half_extents = {0.9f, 0.35f, 2.0f};
+  car.server = Pose{Vec3{1.0f, 0.35f, 10.0f}, Quat{0.0f, 1.0f, 0.0f, 0.0f}};
+  car.speed = 4.5f;
+  car.commanded = std::numeric_limits<float>::quiet_NaN();
+  car.throttle = 1.0f;
+  car.steer = -0.5f;
+  nlohmann::json j = nlohmann::json::parse(frame_json(info, {}, {}, {}, &car))["car"];
+  EXPECT_EQ(j["id"], "134:2");
+  EXPECT_TRUE(j["predicted"].is_null()) << "before the first reconciliation";
+  ASSERT_EQ(j["server"].size(), 7u);
+  EXPECT_DOUBLE_EQ(j["server"][2].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(j["server"][4].get<double>(), 1.0);  // orientation y
+  EXPECT_DOUBLE_EQ(j["half"][2].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(j["commanded"].get<double>(), 0.0) << "non-finite written as 0";
+  EXPECT_DOUBLE_EQ(j["steer"].get<double>(), -0.5);
+  car.predicted = Pose{Vec3{1.0f, 0.35f, 10.5f}, Quat{}};
+  j = nlohmann::json::parse(frame_json(info, {}, {}, {}, &car))["car"];
+  ASSERT_EQ(j["predicted"].size(), 7u);
+  EXPECT_DOUBLE_EQ(j["predicted"][2].get<double>(), 10.5);
+  EXPECT_DOUBLE_EQ(j["predicted"][6].get<double>(), 1.0);
+}
+
+TEST(ViewerDrive, AcceptsControlsInRangeAndRefusesTheRest) {
+  std::string error;
+  const auto ok = parse_drive("1", "-0.5", &error);
+  ASSERT_TRUE(ok.has_value()) << error;
+  EXPECT_EQ(ok->throttle, 1.0f);
+  EXPECT_EQ(ok->steer, -0.5f);
+  for (const auto& [t, s] : std::vector<std::pair<std::string, std::string>>{
+           {"", "0"}, {"0", ""}, {"1.01", "0"}, {"0", "-2"}, {"nan", "0"}, {"inf", "0"}, {"1e400", "0"}, {"0x1", "0"},
+           {"1 ", "0"}, {std::string(64, '1'), "0"}}) {
+    error.clear();
+    EXPECT_FALSE(parse_drive(t, s, &error).has_value()) << "throttle=" << t << " steer=" << s;
+    EXPECT_NE(error.find("[-1, 1]"), std::string::npos) << error;
+  }
+}
+
 }  // namespace
 }  // namespace impulse::viewer

@@ -1,7 +1,8 @@
 // impulse-client: command-line client of an Impulse server.
-//   demo: spawns a tower of boxes, reports its top box's height and tilt, raycasts down onto it,
-//         shoves it over with an impulse at a point, and prints the collision events it causes.
-//   ping: measures one round trip (the Docker HEALTHCHECK).
+//   demo:  spawns a tower of boxes, reports its top box's height and tilt, raycasts down onto it,
+//          shoves it over with an impulse at a point, and prints the collision events it causes.
+//   drive: a car driven from the keyboard or a script, with client prediction on or off (drive.h).
+//   ping:  measures one round trip (the Docker HEALTHCHECK).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -19,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "drive.h"  // tools/client/drive.h
 #include "impulse/client.h"
 #include "shared/hex.h"
 #include "shared/wire/codec.h"
@@ -420,6 +422,24 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 600000))
       ->capture_default_str();
 
+  impulse::drive::DriveOptions drive_options;
+  bool no_predict = false;
+  CLI::App* drive = app.add_subcommand(
+      "drive", "drive a car on the demo scene from the keyboard or a --script, with client prediction on or off");
+  drive->add_option("--server", server, "server address HOST:PORT")->envname("IMPULSE_SERVER")->capture_default_str();
+  drive->add_option("--script", drive_options.script,
+                    "drive unattended: \"THROTTLE STEER SECONDS; ...\" (each of throttle and steer in [-1, 1], steer "
+                    "+1 full left), e.g. \"1 0 3; 1 0.6 2; 0 0 2\"; without it the keyboard drives");
+  drive->add_flag("--no-predict", no_predict,
+                  "draw the server's car (interpolated) instead of predicting it: the thin client's view");
+  drive->add_option("--settle-seconds", drive_options.settle_s,
+                    "after the script, wait at most this long for the car to come to rest [s]")
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
+  drive->add_option("--name", drive_options.name, "client name shown in the server's log")->capture_default_str();
+  drive->add_flag("--keep", drive_options.keep, "leave the car in the world when done");
+  drive->add_option("--token", token_hex, "client token (hex), as for demo")->envname("IMPULSE_TOKEN");
+
   CLI11_PARSE(app, argc, argv);
   if (!token_hex.empty() && !impulse::from_hex(token_hex, &g_token)) {
     fmt::print(stderr, "impulse-client: bad --token: expected an even number of hex digits (as printed by "
@@ -428,5 +448,11 @@ int main(int argc, char** argv) {
   }
   if (demo->parsed()) return run_demo(server, seconds, name, keep_bodies);
   if (ping->parsed()) return run_ping(server, timeout_ms);
+  if (drive->parsed()) {
+    if (!parse_server(server, &drive_options.host, &drive_options.port)) return 2;
+    drive_options.token = g_token;
+    drive_options.predict = !no_predict;
+    return impulse::drive::run_drive(drive_options);
+  }
   return 2;
 }
