@@ -4,6 +4,9 @@
 // was given.
 #include "server/app/config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -39,6 +42,15 @@ constexpr double kMinAgonesHealthIntervalS = 0.05;
 constexpr double kMaxAgonesHealthIntervalS = 300.0;
 constexpr double kMaxAgonesShutdownWhenEmptyS = 7 * 24 * 3600.0;
 
+/// An IPv4 or IPv6 address literal (an IPv6 scope, "%eth0", allowed): what --bind and
+/// --admin-bind must be, checked here so that --dump-config and a config check catch a name or a
+/// typo rather than the bind at start-up.
+bool is_ip_address(const std::string& text) {
+  const std::string address = text.substr(0, text.find('%'));
+  in6_addr buffer{};
+  return ::inet_pton(AF_INET, address.c_str(), &buffer) == 1 || ::inet_pton(AF_INET6, address.c_str(), &buffer) == 1;
+}
+
 bool is_log_level(std::string_view level) {
   for (std::string_view known : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
     if (level == known) return true;
@@ -49,7 +61,9 @@ bool is_log_level(std::string_view level) {
 }  // namespace
 
 std::string validate_config(const ServerConfig& c) {
-  if (c.bind.empty()) return "--bind must be an IP address, e.g. 0.0.0.0 or ::1 (got an empty string)";
+  if (!is_ip_address(c.bind)) {
+    return fmt::format("--bind must be an IP address, e.g. 0.0.0.0 or ::1 (got \"{}\")", json_escape(c.bind));
+  }
   if (c.tick_hz < 1 || c.tick_hz > kMaxTickHz) return fmt::format("--tick-hz must be in 1..{} (got {})", kMaxTickHz, c.tick_hz);
   if (c.snapshot_hz < 1 || c.snapshot_hz > c.tick_hz) {
     return fmt::format("--snapshot-hz must be in 1..{} (1..--tick-hz; got {})", c.tick_hz, c.snapshot_hz);
@@ -180,7 +194,10 @@ std::string validate_config(const ServerConfig& c) {
     return fmt::format("--agones-shutdown-when-empty must be in [0, {}] seconds (0 = never; got {})",
                        kMaxAgonesShutdownWhenEmptyS, c.agones_shutdown_when_empty_s);
   }
-  if (c.admin_bind.empty()) return "--admin-bind must be an IP address, e.g. 127.0.0.1 or 0.0.0.0 (got an empty string)";
+  if (!is_ip_address(c.admin_bind)) {
+    return fmt::format("--admin-bind must be an IP address, e.g. 127.0.0.1 or 0.0.0.0 (got \"{}\")",
+                       json_escape(c.admin_bind));
+  }
   if (c.admin_port < -1 || c.admin_port > 65535) {
     return fmt::format("--admin-port must be in 0..65535 (0 = off; -1 = an ephemeral port; got {})", c.admin_port);
   }
@@ -407,7 +424,11 @@ std::string apply_config_text(CLI::App& app, std::string_view text, const std::s
   std::string problem;
   if (!scan_config_file(text, &keys, &problem)) return fmt::format("{}:{}", label, problem);
   std::map<std::string, int, std::less<>> line_of;
-  for (const ConfigFileKey& k : keys) line_of[k.key] = k.line;
+  std::map<std::string, std::string, std::less<>> raw_of;
+  for (const ConfigFileKey& k : keys) {
+    line_of[k.key] = k.line;
+    raw_of[k.key] = k.value;
+  }
 
   // CLI11 reads the values (its TOML subset: quotes removed, '#' starts a comment); the scan above
   // has already refused what it would misread and knows each key's line, which CLI11 does not.
@@ -429,6 +450,12 @@ std::string apply_config_text(CLI::App& app, std::string_view text, const std::s
     if (item.inputs.size() != 1) {
       return fmt::format("{}: {}: the value reads as {} values (split at spaces or commas); put a string in quotes",
                          where, key, item.inputs.size());
+    }
+    // A switch takes a TOML boolean only: CLI11 would also read "yes", 1 or "on" as true, and a
+    // typo'd "flase" as an error only by luck.
+    if (const auto raw = raw_of.find(key); option->get_expected_max() == 0 && raw != raw_of.end() &&
+                                           raw->second != "true" && raw->second != "false") {
+      return fmt::format("{}: {} must be true or false, unquoted (got {})", where, key, raw->second);
     }
     if (option->count() > 0) continue;  // the command line or the environment set it: they win
     try {
@@ -530,9 +557,31 @@ bool scan_config_file(std::string_view text, std::vector<ConfigFileKey>* keys, s
         return fail(number, fmt::format("{} is given twice (first on line {}); keep one", key, earlier.line));
       }
     }
-    keys->push_back(ConfigFileKey{std::string(key), number});
+    keys->push_back(ConfigFileKey{std::string(key), number, std::string(value)});
   }
   return true;
+}
+
+/// `problem` with the environment variable named when the setting it blames ("--tick-hz ...", or
+/// CLI11's "... --tick-hz ...") was read from one: the operator set IMPULSE_TICK_HZ, not the flag.
+std::string blame_environment(const CLI::App& app, int argc, const char* const* argv, std::string problem) {
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string& env = option->get_envname();
+    if (env.empty() || std::getenv(env.c_str()) == nullptr || option->get_lnames().empty()) continue;
+    const std::string flag = "--" + option->get_lnames().front();
+    const size_t at = problem.find(flag);
+    if (at == std::string::npos) continue;
+    const size_t end = at + flag.size();
+    if (end < problem.size() && (std::isalnum(static_cast<unsigned char>(problem[end])) || problem[end] == '-')) continue;
+    bool on_command_line = false;
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view arg = argv[i];
+      on_command_line = on_command_line || arg == flag || arg.rfind(flag + "=", 0) == 0;
+    }
+    if (on_command_line) continue;
+    return fmt::format("{} (from the environment variable {}={})", problem, env, json_escape(std::getenv(env.c_str())));
+  }
+  return problem;
 }
 
 ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config, std::string* message) {
@@ -575,7 +624,8 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
     set_message(e.what());
     return ParseStatus::Exit;
   } catch (const CLI::ParseError& e) {
-    set_message(fmt::format("{} (run impulse-server --help for every flag, its range and default)", e.what()));
+    set_message(fmt::format("{} (run impulse-server --help for every flag, its range and default)",
+                            blame_environment(app, argc, argv, e.what())));
     return ParseStatus::Error;
   }
 
@@ -592,7 +642,7 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
     }
   }
   if (std::string problem = check_settings(config, ports, config_file, file_lines); !problem.empty()) {
-    set_message(std::move(problem));
+    set_message(blame_environment(app, argc, argv, std::move(problem)));
     return ParseStatus::Error;
   }
   if (dump) {

@@ -42,8 +42,9 @@ std::string dump_config(const ServerConfig& config, std::string* error);
 
 /// One `key = value` line of a config file.
 struct ConfigFileKey {
-  std::string key;  ///< as written, quotes removed
-  int line = 0;     ///< 1-based
+  std::string key;    ///< as written, quotes removed
+  int line = 0;       ///< 1-based
+  std::string value;  ///< as written (quotes kept), without a trailing comment
 };
 
 /// Pre-scan of a config file's text, for the line numbers CLI11's reader does not keep and for what

@@ -7,7 +7,10 @@ claims, and the manifests agree with each other and with impulse-server's Agones
   default 2 s), with room for at least two calls per period;
 - CPU and memory are requested and limited, requests <= limits, and --threads equals the CPU
   limit (a wider worker pool would be throttled by the kernel mid-tick);
-- the FleetAutoscaler names the Fleet and uses a Buffer policy with min <= max.
+- the FleetAutoscaler names the Fleet and uses a Buffer policy with min <= max;
+- the admin endpoint runs (the args replace the image's CMD, which turns it on): --admin-port=9100
+  and --admin-bind=0.0.0.0, TCP 9100 declared, a liveness probe on /healthz and a readiness probe
+  on /readyz there, and the pod annotated for Prometheus on that port.
 
 Usage: check_manifests.py DIR   (exit 0 when every check passes; each failure printed)
 """
@@ -86,6 +89,20 @@ def check_gameserver_spec(where, spec):
           f"{interval} s (--agones-health-interval)")
     check(int(health.get("failureThreshold", 3)) >= 1, f"{where}: failureThreshold < 1")
 
+    admin_port = flag(args, "admin-port")
+    check(admin_port == "9100", f"{where}: the admin endpoint is off or moved: --admin-port={admin_port} (args {args})")
+    check(flag(args, "admin-bind") == "0.0.0.0",
+          f"{where}: --admin-bind must be 0.0.0.0 for the kubelet and Prometheus to reach it")
+    check(any(p.get("containerPort") == 9100 and p.get("protocol", "TCP") == "TCP" for p in container.get("ports") or []),
+          f"{where}: the container does not declare TCP 9100")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = (container.get(probe) or {}).get("httpGet") or {}
+        check(get.get("path") == path and get.get("port") == 9100,
+              f"{where}: {probe} must GET {path} on port 9100 (has {get})")
+    annotations = (((spec.get("template") or {}).get("metadata") or {}).get("annotations")) or {}
+    check(annotations.get("prometheus.io/scrape") == "true" and annotations.get("prometheus.io/port") == "9100",
+          f"{where}: the pod template is not annotated for Prometheus on 9100 ({annotations})")
+
     resources = container.get("resources") or {}
     requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
     for kind in ("cpu", "memory"):
@@ -130,7 +147,8 @@ def main():
     for f in failures:
         print(f"FAIL {f}")
     if not failures:
-        print("docker/agones: 3 manifests parse and agree (UDP 7777, health period, resources, fleet name)")
+        print("docker/agones: 3 manifests parse and agree (UDP 7777, health period, resources, fleet name, "
+              "admin port 9100 with probes)")
     return 1 if failures else 0
 
 

@@ -121,6 +121,33 @@ TEST(Config, BadEnvironmentValueIsAnError) {
   const Parsed p = parse({});
   EXPECT_EQ(p.status, ParseStatus::Error);
   EXPECT_NE(p.message.find("--tick-hz must be in 1..1000"), std::string::npos) << p.message;
+  EXPECT_NE(p.message.find("from the environment variable IMPULSE_TICK_HZ=0"), std::string::npos) << p.message;
+}
+
+TEST(Config, AnEnvironmentValueOfTheWrongTypeNamesTheVariable) {
+  const ScopedEnv tick("IMPULSE_TICK_HZ", "fast");
+  const Parsed p = parse({});
+  EXPECT_EQ(p.status, ParseStatus::Error);
+  EXPECT_NE(p.message.find("IMPULSE_TICK_HZ=fast"), std::string::npos) << p.message;
+  // The same value given as the flag is blamed on the flag alone.
+  const Parsed flag = parse({"--tick-hz", "0"});
+  EXPECT_EQ(flag.status, ParseStatus::Error);
+  EXPECT_EQ(flag.message.find("environment"), std::string::npos) << flag.message;
+}
+
+TEST(Config, BindAddressesMustBeIpAddresses) {
+  for (const char* ok : {"0.0.0.0", "127.0.0.1", "::", "::1", "fe80::1%lo"}) {
+    const Parsed p = parse({"--bind", ok, "--admin-bind", ok});
+    EXPECT_EQ(p.status, ParseStatus::Run) << ok << ": " << p.message;
+  }
+  for (const char* bad : {"not-an-ip", "localhost", "256.0.0.1", "1.2.3", ":::1", " 127.0.0.1"}) {
+    const Parsed p = parse({"--bind", bad});
+    EXPECT_EQ(p.status, ParseStatus::Error) << bad;
+    EXPECT_NE(p.message.find("--bind must be an IP address"), std::string::npos) << p.message;
+    const Parsed admin = parse({"--admin-bind", bad, "--dump-config"});
+    EXPECT_EQ(admin.status, ParseStatus::Error) << bad << ": --dump-config must not accept it";
+    EXPECT_NE(admin.message.find("--admin-bind must be an IP address"), std::string::npos) << admin.message;
+  }
 }
 
 TEST(Config, OutOfRangeValuesAreRejectedNamingTheFlag) {
@@ -336,6 +363,22 @@ TEST(ConfigFile, BadValueIsNamedWithFileKeyAndLine) {
   }
 }
 
+TEST(ConfigFile, SwitchesTakeOnlyTomlBooleans) {
+  TempDir dir;
+  for (const char* bad : {"\"yes\"", "1", "yes", "\"true\"", "on", "True"}) {
+    const std::string file = dir.write("switch.toml", std::string("port = 7000\nagones = ") + bad + "\n");
+    const Parsed p = parse_args({"--config", file});
+    EXPECT_EQ(p.status, ParseStatus::Error) << "agones = " << bad;
+    EXPECT_TRUE(contains(p.message, file + ":2: agones must be true or false, unquoted")) << p.message;
+  }
+  for (const char* good : {"true", "false", "true  # on"}) {
+    const std::string file = dir.write("switch.toml", std::string("agones = ") + good + "\n");
+    const Parsed p = parse_args({"--config", file});
+    EXPECT_EQ(p.status, ParseStatus::Run) << "agones = " << good << ": " << p.message;
+    EXPECT_EQ(p.config.agones, std::string(good).rfind("true", 0) == 0);
+  }
+}
+
 TEST(ConfigFile, MalformedLinesAreNamedWithFileAndLine) {
   TempDir dir;
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -376,6 +419,7 @@ TEST(ConfigFile, ScanFindsEveryKeyWithItsLine) {
   EXPECT_EQ(keys[0].line, 2);
   EXPECT_EQ(keys[1].key, "tick-hz");
   EXPECT_EQ(keys[1].line, 4);
+  EXPECT_EQ(keys[1].value, "60") << "the value as written, without its comment";
   EXPECT_EQ(keys[2].key, "scene");
   EXPECT_EQ(keys[2].line, 5);
   EXPECT_EQ(keys[3].key, "record");
