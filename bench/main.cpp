@@ -16,6 +16,7 @@
 #include "bench/paired_run.h"
 #include "bench/report.h"
 #include "tests/scenes/bench_scenes.h"
+#include "shared/version.h"
 
 namespace {
 
@@ -293,6 +294,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"impulse-bench: the reference scenes through Impulse and Bullet, alternating, in one run"};
+  app.set_version_flag("--version", impulse::version_line("impulse-bench"));
   app.add_option("--scene", o.scene,
                  "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid), J2 (ragdolls), H1 (hull pile), M1 (convex vs "
                  "mesh), M2 (heightfield); MB (1M-triangle mesh build); N1 (network bandwidth) or latency (request -> snapshot)")

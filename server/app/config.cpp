@@ -23,6 +23,7 @@
 
 #include "server/app/agones.h"
 #include "server/app/log_format.h"
+#include "shared/version.h"
 #include "shared/wire/codec.h"
 #include "shared/wire/quantize.h"
 
@@ -185,6 +186,10 @@ std::string validate_config(const ServerConfig& c) {
   for (const auto& [flag, value] : {std::pair{"--sim-latency-ms", c.sim_latency_ms}, std::pair{"--sim-jitter-ms", c.sim_jitter_ms}}) {
     if (!(value >= 0.0 && value <= 10000.0)) return fmt::format("{} must be in [0, 10000] ms (got {})", flag, value);
   }
+  if (!(c.drain_seconds == -1.0 || (c.drain_seconds >= 0.0 && c.drain_seconds <= 3600.0))) {
+    return fmt::format("--drain-seconds must be -1 (30 with Agones, 0 otherwise) or in [0, 3600] (got {})",
+                       c.drain_seconds);
+  }
   if (!(c.agones_health_interval_s >= kMinAgonesHealthIntervalS && c.agones_health_interval_s <= kMaxAgonesHealthIntervalS)) {
     return fmt::format("--agones-health-interval must be in [{}, {}] seconds, and below the fleet's health "
                        "periodSeconds (got {})",
@@ -267,6 +272,10 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
   add("--scene", config.scene, "\"demo\" (built in) or the path of a JSON scene file (schemas/scene.fbs)");
   add("--max-clients", config.max_clients, "Sessions at most, 1..4096; more get ServerFull");
   add("--client-timeout", config.client_timeout_s, "Silence [s] before a session is dropped, (0, 3600]");
+  add("--drain-seconds", config.drain_seconds,
+      "On SIGTERM/SIGINT keep serving the players already in for this long [s] (no new sessions, /readyz 503) or "
+      "until the last leaves, then stop; a second signal stops at once. -1 = 30 with Agones, 0 otherwise; "
+      "[-1, 3600]");
   add("--max-steps-per-frame", config.max_steps_per_frame,
       "Physics steps at most per wake-up, 1..100; time beyond is dropped and counted");
   add("--threads", config.threads,
@@ -596,7 +605,7 @@ ParseStatus parse_config(int argc, const char* const* argv, ServerConfig& config
                            "--client-id N --ttl SECONDS (each with --help).",
                            wire::kProtocolVersion),
                "impulse-server"};
-  app.set_version_flag("--version", "impulse-server 0.1.0");
+  app.set_version_flag("--version", version_line("impulse-server"));
   app.get_formatter()->column_width(34);
 
   PortSettings ports(config);
@@ -708,13 +717,14 @@ std::string dump_config(const ServerConfig& config, std::string* error) {
 
 std::string describe_config(const ServerConfig& c) {
   return fmt::format(
-      "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s "
+      "bind={} port={} tick_hz={} snapshot_hz={} scene={} max_clients={} client_timeout={}s drain={}s "
       "max_steps_per_frame={} threads={} stats_interval={}s log_level={} log_format={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_client_objects={} max_client_extent={}m max_joints_per_client={} max_client_joints={} max_spawn_overlaps={} "
       "max_objects_per_address={} max_sessions_per_address={} tick_budget={} max_wakes_per_tick={} lag_compensation={}ms max_input_lead={}ms temporary_ownership={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={} agones={} admin={}{}",
-      c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, c.max_steps_per_frame,
+      c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, drain_seconds_of(c),
+      c.max_steps_per_frame,
       c.threads == 0 ? std::string("auto") : std::to_string(c.threads), c.stats_interval_s, c.log_level, c.log_format, c.record_file.empty() ? "-" : c.record_file,
       c.record_dir.empty() ? "-" : c.record_dir, c.record_rotate_mb, c.record_rotate_minutes, c.keyframe_seconds,
       c.token_key_file.empty() ? "-" : c.token_key_file, c.authority, c.max_objects_per_client,

@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 #include <csignal>
+#include <functional>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -111,6 +113,7 @@ struct Server::Impl {
   uint16_t port = 0;
   bool started = false;
   bool stopped = false;
+  std::optional<TimePoint> drain_until;  // a drain's deadline (--drain-seconds); unset: not draining
 
   // The admin endpoint (--admin-port): the tick side publishes into `exchange` and `health`
   // and never waits on the HTTP threads.
@@ -206,7 +209,32 @@ struct Server::Impl {
       publish_metrics(t1);
       answer_object_query();
     }
+    if (drain_until && (core->sessions().size() == 0 || t1 >= *drain_until)) {
+      spdlog::info("drain over: {}", core->sessions().size() == 0 ? "every player has left"
+                                                                   : fmt::format("{} players still in", core->sessions().size()));
+      shut_down();
+      return;
+    }
     arm_timer(t0 + core->time_to_next_step());
+  }
+
+  /// Server::stop(), on the tick thread. The first stop drains (--drain-seconds) while players are
+  /// in: no new sessions, the others play on until they leave or the time is up. A second stop,
+  /// or a stop with nobody to wait for, stops now.
+  void stop_or_drain() {
+    if (stopped) return;
+    const double seconds = drain_seconds_of(config);
+    const uint32_t players = core ? core->sessions().size() : 0;
+    if (drain_until || seconds <= 0.0 || players == 0) {
+      if (drain_until) spdlog::info("stopped again while draining: stopping now");
+      shut_down();
+      return;
+    }
+    drain_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    core->refuse_new_sessions();
+    spdlog::info("draining: no new sessions; the {} players in play on for up to {:g} s, or until the last leaves "
+                 "(stop again to stop now)",
+                 players, seconds);
   }
 
   // Once per wake-up, on the tick thread: one consistent copy of the figures for /metrics.
@@ -626,7 +654,7 @@ void Server::run() {
 
 void Server::stop() {
   impl_->health.draining.store(true, std::memory_order_release);  // /readyz answers 503 from now on
-  asio::post(impl_->io, [impl = impl_.get()] { impl->shut_down(); });
+  asio::post(impl_->io, [impl = impl_.get()] { impl->stop_or_drain(); });
 }
 
 uint16_t Server::admin_port() const { return impl_->admin ? impl_->admin->port() : 0; }
@@ -661,12 +689,21 @@ void Server::set_snapshot_observer(SnapshotObserver observer) {
 
 void run_until_signal(Server& server) {
   asio::io_context signal_io(1);
-  asio::signal_set signals(signal_io, SIGINT, SIGTERM);
-  signals.async_wait([&server](const asio::error_code& ec, int signal_number) {
+  // SIGHUP too: a closed terminal or an ssh session that ended must not kill a server with players
+  // in it silently (its default action); it is logged and ignored.
+  asio::signal_set signals(signal_io, SIGINT, SIGTERM, SIGHUP);
+  std::function<void(const asio::error_code&, int)> on_signal = [&](const asio::error_code& ec, int signal_number) {
     if (ec) return;
-    spdlog::info("received {}: shutting down", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-    server.stop();  // posted to the server's own io_context
-  });
+    if (signal_number == SIGHUP) {
+      spdlog::warn("received SIGHUP (the terminal closed?): ignored, the server keeps running; SIGTERM or SIGINT "
+                   "stops it");
+    } else {
+      spdlog::info("received {}: shutting down", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+      server.stop();  // posted to the server's own io_context; a second signal while draining stops now
+    }
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
   std::thread signal_thread([&signal_io] { signal_io.run(); });
   server.run();
   asio::error_code ignored;

@@ -35,6 +35,10 @@ struct ServerConfig {
   std::string scene = "demo";    ///< --scene: "demo" or a JSON scene file path
   int max_clients = 64;          ///< --max-clients: sessions at most, 1..4096
   double client_timeout_s = 10;  ///< --client-timeout: silence [s] before a session is dropped
+  /// --drain-seconds: on SIGTERM or SIGINT, keep serving the players already in for this long [s]
+  /// (no new sessions, /readyz 503) or until the last one leaves, then stop; a second signal stops
+  /// at once. -1 = 30 s under Agones (its pods get SIGTERM on scale-down), 0 otherwise.
+  double drain_seconds = -1;
   int max_steps_per_frame = 4;   ///< steps at most per wake-up; the accumulator drops the rest
   double stats_interval_s = 5;   ///< seconds between stats log lines
   /// --threads: threads for the physics step's contact batches and the snapshot writes, 0..256;
@@ -167,6 +171,11 @@ struct ServerConfig {
 
 /// Whether the Agones lifecycle is on (--agones, --agones-port or AGONES_SDK_HTTP_PORT).
 inline bool agones_enabled(const ServerConfig& c) { return c.agones || c.agones_port != 0; }
+
+/// --drain-seconds with its -1 resolved [s].
+inline double drain_seconds_of(const ServerConfig& c) {
+  return c.drain_seconds >= 0 ? c.drain_seconds : (agones_enabled(c) ? 30.0 : 0.0);
+}
 
 /// impulse-replay serve: play a recording to read-only spectators instead of simulating a scene
 /// (docs/RECORDING.md, "Serving a recording"). The server then takes tick_hz from the recording

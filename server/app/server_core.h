@@ -164,6 +164,9 @@ class ServerCore {
   /// Connect with ConnectRejected{ShuttingDown}.
   void shut_down(std::string_view reason, Outbox& out);
 
+  /// The start of a drain: from now on Connect is answered ConnectRejected{ShuttingDown}, while
+  /// the sessions already in play on until shut_down().
+  void refuse_new_sessions() { shutting_down_ = true; }
   bool shutting_down() const { return shutting_down_; }
   /// The configuration in use (in playback mode tick_hz and snapshot_hz come from the recording).
   const ServerConfig& config() const { return config_; }

@@ -10,7 +10,9 @@ claims, and the manifests agree with each other and with impulse-server's Agones
 - the FleetAutoscaler names the Fleet and uses a Buffer policy with min <= max;
 - the admin endpoint runs (the args replace the image's CMD, which turns it on): --admin-port=9100
   and --admin-bind=0.0.0.0, TCP 9100 declared, a liveness probe on /healthz and a readiness probe
-  on /readyz there, and the pod annotated for Prometheus on that port.
+  on /readyz there, and the pod annotated for Prometheus on that port;
+- the pod's termination grace period covers the drain (--drain-seconds, 30 s under Agones) plus
+  the Shutdown call.
 
 Usage: check_manifests.py DIR   (exit 0 when every check passes; each failure printed)
 """
@@ -102,6 +104,14 @@ def check_gameserver_spec(where, spec):
     annotations = (((spec.get("template") or {}).get("metadata") or {}).get("annotations")) or {}
     check(annotations.get("prometheus.io/scrape") == "true" and annotations.get("prometheus.io/port") == "9100",
           f"{where}: the pod template is not annotated for Prometheus on 9100 ({annotations})")
+
+    # SIGTERM drains (--drain-seconds; -1, the default, is 30 s under Agones), then Shutdown is
+    # waited for at most 5 s: the grace period must cover both, or the kubelet kills mid-drain.
+    drain = float(flag(args, "drain-seconds", "-1"))
+    drain = 30.0 if drain < 0 else drain
+    grace = float(((spec.get("template") or {}).get("spec") or {}).get("terminationGracePeriodSeconds", 30))
+    check(grace >= drain + 10, f"{where}: terminationGracePeriodSeconds {grace} does not cover the {drain} s drain "
+                               f"plus the Shutdown call (give at least {drain + 10:g})")
 
     resources = container.get("resources") or {}
     requests, limits = resources.get("requests") or {}, resources.get("limits") or {}

@@ -219,6 +219,72 @@ TEST(Admin, ReadyzIs503DuringDrain) {
   EXPECT_EQ(health->status, 200) << "a drain on purpose is not a stall: " << health->body;
 }
 
+ServerOptions drain_options(double drain_seconds) {
+  ServerOptions o;
+  o.configure = [drain_seconds](server::ServerConfig& c) {
+    c.admin_port = -1;
+    c.drain_seconds = drain_seconds;
+  };
+  return o;
+}
+
+TEST(Drain, AStopWithPlayersInDrainsThenStops) {
+  // --drain-seconds 1.5: the player keeps getting snapshots, a newcomer is refused ShuttingDown,
+  // /readyz is 503, and the player is told Disconnect when the time is up.
+  RunningServer server(drain_options(1.5));
+  ASSERT_TRUE(server.started()) << server.error();
+  ClientDriver player;
+  std::string error;
+  ASSERT_TRUE(player.connect(server.port(), &error)) << error;
+  ASSERT_TRUE(player.poll_until([&] { return player.snapshots.size() >= 2; }));
+
+  const Clock::time_point stopped_at = Clock::now();
+  server.server().stop();  // the SIGTERM path
+  const size_t before = player.snapshots.size();
+  ASSERT_TRUE(player.poll_until([&] { return player.snapshots.size() >= before + 10; }))
+      << "the player stopped getting snapshots during the drain";
+  EXPECT_FALSE(player.server_disconnected);
+  const std::optional<httplib::Response> ready = get(server.server().admin_port(), "/readyz");
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->status, 503) << ready->body;
+  ClientDriver newcomer;
+  EXPECT_FALSE(newcomer.connect(server.port(), &error));
+  EXPECT_NE(error.find("shutting down"), std::string::npos) << error;
+
+  ASSERT_TRUE(player.poll_until([&] { return player.server_disconnected; }, milliseconds{10000}));
+  const double drained_s = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+  EXPECT_GE(drained_s, 1.4) << "the drain ended early";
+  EXPECT_NE(player.disconnect_reason.find("shutting down"), std::string::npos) << player.disconnect_reason;
+}
+
+TEST(Drain, EndsWhenTheLastPlayerLeavesOrAtASecondStop) {
+  {  // the last player leaves: the server stops at once, not after 60 s
+    RunningServer server(drain_options(60));
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver player;
+    std::string error;
+    ASSERT_TRUE(player.connect(server.port(), &error)) << error;
+    server.server().stop();
+    ASSERT_TRUE(player.poll_until([&] { return player.snapshots.size() >= 3; }));
+    player.client.disconnect("done");
+    const Clock::time_point left_at = Clock::now();
+    server.stop();  // joins the tick thread: returns when the drain is over
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - left_at).count(), 5.0);
+  }
+  {  // a second stop while draining stops now
+    RunningServer server(drain_options(60));
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver player;
+    std::string error;
+    ASSERT_TRUE(player.connect(server.port(), &error)) << error;
+    server.server().stop();
+    ASSERT_TRUE(player.poll_until([&] { return player.snapshots.size() >= 3; }));
+    EXPECT_FALSE(player.server_disconnected);
+    server.server().stop();
+    EXPECT_TRUE(player.poll_until([&] { return player.server_disconnected; }, milliseconds{5000}));
+  }
+}
+
 TEST(Admin, ServesOnlyGetAndHeadOfItsThreePaths) {
   RunningServer server(admin_options());
   ASSERT_TRUE(server.started()) << server.error();

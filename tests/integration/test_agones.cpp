@@ -135,6 +135,7 @@ ServerOptions agones_options(uint16_t sidecar_port, double health_interval_s, do
     c.agones_port = sidecar_port;
     c.agones_health_interval_s = health_interval_s;
     c.agones_shutdown_when_empty_s = shutdown_when_empty_s;
+    c.drain_seconds = 0;  // these tests are about the calls' order; the drain has its own (test_admin.cpp)
   };
   return options;
 }
@@ -302,8 +303,8 @@ TEST(AgonesLifecycle, HealthIsWithheldWhileTheTickLoopStalls) {
   EXPECT_EQ(failed.load(), 0u);
 }
 
-// The real binary: AGONES_SDK_HTTP_PORT alone turns the lifecycle on (as in an Agones pod), and
-// SIGTERM tells the client, calls Shutdown and exits 0.
+// The real binary: AGONES_SDK_HTTP_PORT alone turns the lifecycle on (as in an Agones pod), SIGHUP
+// is ignored, and SIGTERM drains (--drain-seconds 0.5), tells the client, calls Shutdown and exits 0.
 TEST(AgonesProcess, SigtermCallsShutdownAfterReadyAndHealth) {
   StubSidecar sidecar;
   ASSERT_TRUE(sidecar.ok());
@@ -316,7 +317,7 @@ TEST(AgonesProcess, SigtermCallsShutdownAfterReadyAndHealth) {
   const std::string port_text = std::to_string(port), scene_path = scene.path();
   std::vector<const char*> argv = {bin.c_str(), "--bind", "127.0.0.1", "--port", port_text.c_str(), "--scene",
                                    scene_path.c_str(), "--agones-health-interval", "0.1", "--log-level", "warn",
-                                   nullptr};
+                                   "--drain-seconds", "0.5", nullptr};
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e) {
     if (std::string_view(*e).starts_with("AGONES_SDK_HTTP_PORT=")) continue;
@@ -333,6 +334,12 @@ TEST(AgonesProcess, SigtermCallsShutdownAfterReadyAndHealth) {
   ClientDriver client;
   std::string error;
   const bool connected = client.client.connect("127.0.0.1", port, milliseconds{5000}, &error, "agones");
+  // SIGHUP (a closed terminal) is logged and ignored: the player is still served.
+  ::kill(pid, SIGHUP);
+  const size_t before = client.snapshots.size();
+  const bool served_after_hup = client.poll_until([&] { return client.snapshots.size() >= before + 5; });
+  int hup_status = 0;
+  const bool alive_after_hup = ::waitpid(pid, &hup_status, WNOHANG) == 0;
   ::kill(pid, SIGTERM);
   int status = 0;
   pid_t waited = 0;
@@ -340,6 +347,8 @@ TEST(AgonesProcess, SigtermCallsShutdownAfterReadyAndHealth) {
       << "impulse-server did not exit within 10 s of SIGTERM";
   ASSERT_TRUE(lifecycle) << "no Ready and 3 Health calls within 5 s";
   ASSERT_TRUE(connected) << error;
+  EXPECT_TRUE(alive_after_hup) << "SIGHUP killed the server (status " << hup_status << ")";
+  EXPECT_TRUE(served_after_hup) << "no snapshots after SIGHUP";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   EXPECT_TRUE(client.poll_until([&] { return client.server_disconnected; })) << "the client was not told";
   const std::vector<StubSidecar::Call> calls = sidecar.calls();

@@ -24,6 +24,7 @@
 #include "impulse/client.h"
 #include "shared/hex.h"
 #include "shared/wire/codec.h"
+#include "shared/version.h"
 
 namespace {
 
@@ -397,6 +398,7 @@ int main(int argc, char** argv) {
   // Line-buffered even when piped (docker logs, CI), so a watcher sees events as they happen.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"impulse-client: command-line client of an Impulse physics server"};
+  app.set_version_flag("--version", impulse::version_line("impulse-client"));
   app.require_subcommand(1);
 
   std::string server = "127.0.0.1:7777";

@@ -12,6 +12,7 @@
 #include "impulse/client.h"
 #include "tools/loadgen/bots.h"
 #include "tools/loadgen/inproc_server.h"
+#include "shared/version.h"
 
 namespace {
 
@@ -94,6 +95,7 @@ int run(Options& o) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"impulse-loadgen: bot clients that connect, spawn and push bodies for a bounded time, then report"};
+  app.set_version_flag("--version", impulse::version_line("impulse-loadgen"));
   app.add_option("--server", o.server, "HOST:PORT of a running server, or inproc to run one in this process");
   app.add_option("--clients", o.load.clients, "bot clients")->check(CLI::Range(1, 4096));
   app.add_option("--bodies", o.load.bodies, "bodies spawned in total, spread over the clients (within their quotas)")

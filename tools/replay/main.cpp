@@ -18,6 +18,7 @@
 
 #include "server/app/server.h"
 #include "server/record/replay.h"
+#include "shared/version.h"
 
 namespace {
 
@@ -149,6 +150,7 @@ int run_serve(const std::string& path, const ServeArgs& a) {
 int main(int argc, char** argv) {
   CLI::App app{"impulse-replay: inspect, verify, export and serve Impulse session recordings (impulse-server --record)",
                "impulse-replay"};
+  app.set_version_flag("--version", impulse::version_line("impulse-replay"));
   app.require_subcommand(1);
   std::string path;
   auto* info = app.add_subcommand("info", "Header, duration, ticks, clients, requests, keyframes and size");

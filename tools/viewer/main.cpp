@@ -28,6 +28,7 @@
 #include "shared/hex.h"
 #include "viewer/frame.h"
 #include "viewer/http.h"
+#include "shared/version.h"
 
 namespace {
 
@@ -340,6 +341,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // line-buffered when piped (docker logs, tests)
   Options o;
   CLI::App app{"impulse-viewer: watch a live Impulse server or a replay (impulse-replay serve) in a browser"};
+  app.set_version_flag("--version", impulse::version_line("impulse-viewer"));
   app.add_option("--server", o.server, "server or replay server to watch, HOST:PORT")
       ->envname("IMPULSE_SERVER")
       ->capture_default_str();
