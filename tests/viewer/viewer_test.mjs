@@ -8,8 +8,11 @@
 //      above it), reports the server's body count (as /metrics says), and a click on the tower
 //      shows the body's id, kind and velocity, and its owner (none: a scene body) from the
 //      server's admin endpoint through the viewer's --admin.
+//      A viewer with --drive: holding w drives its car, the page draws the prediction ahead of the
+//      server's pose and says by how much.
 //   2. A recording of that scene, served by impulse-replay serve, and a viewer watching it: pause,
-//      then seek with the timeline; the page's tick becomes the sought tick.
+//      then seek with the timeline; the page's tick becomes the sought tick; a SIGKILL of the
+//      replay server shows as "no data" within seconds.
 //
 // Usage: node viewer_test.mjs BIN_DIR [SCREENSHOT.png]. Exit 0 pass, 1 fail, 77 skipped (no chromium
 // or no playwright-core: run scripts/setup). Every wait is a poll with a deadline.
@@ -292,6 +295,13 @@ async function main() {
     // Paused, it stays there.
     await page.waitForFunction((t) => impulseViewer.frames > t, (await page.evaluate(() => impulseViewer.frames)) + 10, { timeout: 10000 });
     check(Number(await page.textContent('#stat-tick')) === target, 'and stays there while paused');
+    // A server killed without a word (SIGKILL): the page says the data stopped, long before the
+    // session would time out.
+    await page.click('#play');  // resume
+    await page.waitForFunction(() => /resume: Ok/.test(document.getElementById('control').textContent), null, { timeout: 10000 });
+    replay.kill('SIGKILL');
+    await page.waitForFunction(() => /no data from/.test(document.getElementById('status').textContent), null, { timeout: 10000 });
+    check(true, `after a SIGKILL of the server the page says: "${await page.textContent('#status')}"`);
     await page.close();
   } finally {
     await stop(replayViewer);

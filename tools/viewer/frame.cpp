@@ -70,9 +70,10 @@ std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies,
   append_json_string(&out, info.server);
   fmt::format_to(it,
                  ",\"tick\":{},\"render_tick\":{:.2f},\"tick_hz\":{},\"snapshot_hz\":{},\"delay_ms\":{:.1f},"
-                 "\"rtt_ms\":{:.2f},\"kbit_s\":{:.1f},\"bodies\":{},\"awake\":{}",
+                 "\"rtt_ms\":{:.2f},\"kbit_s\":{:.1f},\"data_age_s\":{:.2f},\"bodies\":{},\"awake\":{}",
                  info.tick, finite_or_zero(info.render_tick), info.tick_hz, info.snapshot_hz,
                  finite_or_zero(info.interpolation_delay_ms), finite_or_zero(info.rtt_ms), finite_or_zero(info.kbit_s),
+                 finite_or_zero(info.data_age_s),
                  bodies.size(), info.awake);
   if (info.replay) {
     fmt::format_to(it, ",\"replay\":{{\"first\":{},\"last\":{},\"speed\":{:.4f},\"paused\":{}}}", info.replay->first_tick,

@@ -56,6 +56,9 @@ struct FrameInfo {
   double interpolation_delay_ms = 0;
   double rtt_ms = -1;            ///< < 0: not measured yet
   double kbit_s = 0;             ///< snapshot and event traffic received, kbit/s over the last second
+  /// Seconds since the last snapshot completed (0 when one just did): a server that died without a
+  /// Disconnect shows here long before the session times out.
+  double data_age_s = 0;
   uint32_t awake = 0;            ///< dynamic bodies not asleep
   std::optional<ReplayRange> replay;
   double replay_speed = 1;       ///< the last speed asked for by a control (the protocol does not echo it)

@@ -157,6 +157,8 @@ int run(const Options& o) {
   std::string problem;  // why the last session ended or the last connect failed; empty: none yet
   DrivenCar driven;
   std::optional<FrameCar> frame_car;
+  uint64_t snapshots_seen = 0;
+  Clock::time_point last_snapshot_at = Clock::now();
 
   while (g_stop == 0) {
     const Clock::time_point now = Clock::now();
@@ -269,6 +271,11 @@ int run(const Options& o) {
       const auto rtt = client.last_rtt();
       info.rtt_ms = rtt ? static_cast<double>(rtt->count()) / 1e3 : -1.0;
       info.kbit_s = rate.update(now, client.stats().bytes_in);
+      if (client.stats().snapshots_completed != snapshots_seen) {
+        snapshots_seen = client.stats().snapshots_completed;
+        last_snapshot_at = now;
+      }
+      info.data_age_s = std::chrono::duration<double>(now - last_snapshot_at).count();
       // A live world is drawn at the render tick (the interpolation delay behind the newest
       // snapshot), interpolated; a replay at the snapshot's own tick, so a seek or a pause shows
       // exactly the recorded state.

@@ -9,6 +9,7 @@ const char* const kPageHtml = R"PAGE(<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<link rel="icon" href="data:,">
 <title>Impulse viewer</title>
 <style>
   html, body { margin: 0; height: 100%; overflow: hidden; background: #1b1f27; color: #e6e9ef;
@@ -19,6 +20,7 @@ const char* const kPageHtml = R"PAGE(<!doctype html>
   #stats b { display: inline-block; min-width: 64px; text-align: right; font-variant-numeric: tabular-nums; }
   #status { color: #f0c674; }
   #status.ok { color: #8fd18f; }
+  #status.stale { color: #ff9f43; }
   #body-info { top: 10px; right: 10px; min-width: 220px; display: none; white-space: pre; font-family: monospace; }
   #replay { left: 10px; right: 10px; bottom: 10px; display: none; align-items: center; gap: 10px; }
   #timeline { flex: 1; }
@@ -85,6 +87,7 @@ let controls = null;
 if (THREE.OrbitControls) {
   controls = new THREE.OrbitControls(camera, renderer.domElement);
   controls.target.copy(target);
+  controls.maxPolarAngle = Math.PI / 2 - 0.03;  // the camera stays above the ground plane
   controls.update();
 } else {
   $('hint').textContent = 'OrbitControls.js is not installed: fixed camera · click a body for its state';
@@ -284,8 +287,12 @@ function fmt(v, d) { return Number(v).toFixed(d); }
 function apply(f) {
   const now = performance.now();
   const ok = f.status === 'connected';
-  $('status').textContent = ok ? 'connected to ' + f.server : f.status;
-  $('status').className = ok ? 'ok' : '';
+  // A server that died without a Disconnect still looks connected until the session times out:
+  // say so once no snapshot came for a second (a paused replay sends none on purpose).
+  const stale = ok && f.data_age_s > 1.0 && !(f.replay && f.replay.paused);
+  $('status').textContent = !ok ? f.status
+    : stale ? 'no data from ' + f.server + ' for ' + fmt(f.data_age_s, 1) + ' s' : 'connected to ' + f.server;
+  $('status').className = ok ? (stale ? 'stale' : 'ok') : '';
   $('stat-tick').textContent = ok ? String(f.tick) : '-';
   $('stat-bodies').textContent = ok ? String(f.bodies) : '-';
   $('stat-awake').textContent = ok ? String(f.awake) : '-';
@@ -338,6 +345,7 @@ function apply(f) {
   const replay = $('replay');
   if (ok && f.replay) {
     replay.style.display = 'flex';
+    $('hint').style.bottom = (replay.offsetHeight + 20) + 'px';  // above the timeline, not over its tick
     const tl = $('timeline');
     tl.min = f.replay.first;
     tl.max = f.replay.last;
@@ -347,6 +355,7 @@ function apply(f) {
     $('control').textContent = f.control;
   } else {
     replay.style.display = 'none';
+    $('hint').style.bottom = '10px';
   }
   showSelected();
 }

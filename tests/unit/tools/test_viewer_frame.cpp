@@ -35,6 +35,7 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   info.awake = 1;
   info.replay = ReplayRange{10, 900};
   info.replay_speed = 2;
+  info.data_age_s = 2.5;
   const FrameBody bodies[] = {body(1, ShapeKind::Box, false), body(7, ShapeKind::Capsule, true)};
   const FrameContact contacts[] = {{1230, ObjectID{1, 3}, ObjectID{7, 3}, Vec3{0.5f, 1.0f, -6.0f}}};
   const FrameJoint joints[] = {{Vec3{1.0f, 2.0f, 3.0f}, Vec3{-1.5f, 0.25f, 4.0f}}};
@@ -44,6 +45,7 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   EXPECT_EQ(j["tick"], 1234);
   EXPECT_EQ(j["bodies"], 2);
   EXPECT_EQ(j["awake"], 1);
+  EXPECT_DOUBLE_EQ(j["data_age_s"].get<double>(), 2.5) << "seconds since the last snapshot: the page's stale warning";
   EXPECT_EQ(j["replay"]["first"], 10);
   EXPECT_EQ(j["replay"]["last"], 900);
   EXPECT_DOUBLE_EQ(j["replay"]["speed"].get<double>(), 2.0);
