@@ -267,8 +267,16 @@ async function main() {
   check(server.exitCode === 0 && fs.statSync(recording).size > 0, `the server stopped and left a recording of ${fs.statSync(recording).size} bytes`);
 
   // ------------------------------------------------------------------ 2. a replay
-  const replay = start('impulse-replay serve', [path.join(binDir, 'impulse-replay'), 'serve', recording, '--bind', '127.0.0.1', '--port', '0', '--anyone-controls']);
+  const replay = start('impulse-replay serve', [path.join(binDir, 'impulse-replay'), 'serve', recording, '--bind', '127.0.0.1', '--port', '0',
+    '--anyone-controls', '--admin-port', '-1']);
   const replayPort = Number((await waitOutput(replay, /listening on UDP 127\.0\.0\.1:(\d+)/, 10000))[1]);
+  const replayAdmin = Number((await waitOutput(replay, /admin HTTP on [\d.]+:(\d+)/, 10000))[1]);
+  const played = await poll('the replay server\'s /metrics to count played ticks', async () => {
+    const n = await metric(replayAdmin, 'impulse_ticks_total');
+    return n > 0 ? n : null;
+  }, 10000);
+  const build = (await request(replayAdmin, { path: '/metrics' })).text.match(/^impulse_build_info\{[^}]*\} 1$/m);
+  check(build !== null, `impulse-replay serve --admin-port serves /metrics: ${played} ticks played, ${build && build[0]}`);
   const { viewer: replayViewer, port: replayHttp } = await startViewer('impulse-viewer (replay)', replayPort);
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });

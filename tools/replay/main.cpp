@@ -101,6 +101,8 @@ struct ServeArgs {
   std::string token_key;                 // spectators need a connect token sealed with this key
   std::vector<uint32_t> controllers;     // token client ids that may control the shared timeline
   bool anyone_controls = false;
+  int admin_port = 0;                    // /metrics, /healthz, /readyz; 0 = off
+  std::string admin_bind = "127.0.0.1";
 };
 
 // Plays the recording to spectators until SIGINT/SIGTERM (caught on a helper io_context, as in
@@ -126,6 +128,8 @@ int run_serve(const std::string& path, const ServeArgs& a) {
   config.max_clients = a.max_clients;
   config.log_level = a.log_level;
   config.stats_interval_s = 3600;  // the replay's own status line (every 10 s) says what matters
+  config.admin_port = a.admin_port;
+  config.admin_bind = a.admin_bind;
   impulse::server::ReplayOptions replay;
   replay.file = path;
   replay.speed = a.speed;
@@ -189,6 +193,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 4294967295u));
   serve->add_flag("--anyone-controls", serve_args.anyone_controls,
                   "Every spectator may control the shared timeline (a trusted audience, e.g. on loopback)");
+  serve->add_option("--admin-port", serve_args.admin_port,
+                    "TCP port of the admin endpoint (/metrics, /healthz, /readyz, as impulse-server's); 0 = off, "
+                    "-1 = any free port")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
+  serve->add_option("--admin-bind", serve_args.admin_bind, "Local address of the admin endpoint")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
