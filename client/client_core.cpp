@@ -253,6 +253,7 @@ struct ClientCore::Impl {
   std::vector<InputHistory> input_histories;
   int input_margin = kInitialInputMargin;
   std::optional<int> input_lead;
+  std::optional<TimePoint> server_stops_at;  ///< from Snapshot.stop_in_ms: a draining server's end
   TimePoint margin_changed_at{};
 
   bool in_connect() const {
@@ -479,6 +480,7 @@ struct ClientCore::Impl {
     replay.reset();
     server_tick = 0;
     latest_snapshot_tick.reset();
+    server_stops_at.reset();
     objects.clear();
     snapshots.reset();
     acks = net::PacketAcks{};
@@ -918,6 +920,8 @@ struct ClientCore::Impl {
     acks.on_receive(sequence);
     note_tick(s.tick());
     if (s.input_lead() != wire::kNoInputLead) on_input_lead(s.input_lead());
+    server_stops_at.reset();
+    if (s.stop_in_ms() != 0) server_stops_at = now_ + std::chrono::milliseconds(s.stop_in_ms());
     // A tick older than the last applied one (in sequence order) only comes from a replay server
     // that seeked back: its timeline restarted, so the clock and the buffer start over.
     const bool rewound = latest_snapshot_tick && s.tick() < *latest_snapshot_tick;
@@ -1255,6 +1259,12 @@ bool ClientCore::send_input(ObjectID id, InputMode mode, Vec3 linear, Vec3 angul
 
 int ClientCore::input_margin() const { return impl_->input_margin; }
 std::optional<int> ClientCore::input_lead() const { return impl_->input_lead; }
+
+std::optional<double> ClientCore::server_stops_in_s(TimePoint now) const {
+  const Impl& m = *impl_;
+  if (!m.server_stops_at) return std::nullopt;
+  return std::max(0.0, std::chrono::duration<double>(*m.server_stops_at - now).count());
+}
 
 uint32_t ClientCore::set_interest(const InterestArea& area) {
   Impl& m = *impl_;

@@ -231,7 +231,7 @@ struct Server::Impl {
       return;
     }
     drain_until = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    core->refuse_new_sessions();
+    core->begin_drain(*drain_until);
     spdlog::info("draining: no new sessions; the {} players in play on for up to {:g} s, or until the last leaves "
                  "(stop again to stop now)",
                  players, seconds);

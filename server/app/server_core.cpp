@@ -1706,10 +1706,17 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
     }
   });
 
-  // 3. Envelopes and sends in session order, so the datagrams leave in the same order too.
+  // 3. Envelopes and sends in session order, so the datagrams leave in the same order too. A
+  // drain's time left rides in every snapshot, so a lost one costs nothing.
+  uint32_t stop_in_ms = 0;
+  if (stop_at_) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*stop_at_ - now).count();
+    stop_in_ms = static_cast<uint32_t>(std::clamp<int64_t>(left, 1, UINT32_MAX));
+  }
   for (size_t k = 0; k < due; ++k) {
     Session& s = sessions[due_snapshots_[k].session];
-    const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payloads_[k], s.inputs.min_lead(world_.tick() + 1));
+    const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payloads_[k],
+                                            s.inputs.min_lead(world_.tick() + 1), stop_in_ms);
     send(s, bytes, now, out);  // assigns exactly due_snapshots_[k].sequence
     stats_.snapshot_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
   }

@@ -164,9 +164,13 @@ class ServerCore {
   /// Connect with ConnectRejected{ShuttingDown}.
   void shut_down(std::string_view reason, Outbox& out);
 
-  /// The start of a drain: from now on Connect is answered ConnectRejected{ShuttingDown}, while
-  /// the sessions already in play on until shut_down().
-  void refuse_new_sessions() { shutting_down_ = true; }
+  /// The start of a drain that ends at `stop_at`: from now on Connect is answered
+  /// ConnectRejected{ShuttingDown}, while the sessions already in play on until shut_down(), each
+  /// snapshot telling them the time left (Snapshot.stop_in_ms).
+  void begin_drain(TimePoint stop_at) {
+    shutting_down_ = true;
+    stop_at_ = stop_at;
+  }
   bool shutting_down() const { return shutting_down_; }
   /// The configuration in use (in playback mode tick_hz and snapshot_hz come from the recording).
   const ServerConfig& config() const { return config_; }
@@ -317,6 +321,7 @@ class ServerCore {
   float dt_;  // [s], 1 / tick_hz
   std::chrono::nanoseconds client_timeout_;
   bool shutting_down_ = false;
+  std::optional<TimePoint> stop_at_;  // a drain's end (begin_drain)
   bool authority_any_ = false;  // --authority any
   Journal journal_;  ///< the recorder, if any
   SnapshotObserver snapshot_observer_;

@@ -873,10 +873,11 @@ namespace {
 constexpr size_t kProbeElements = 64;
 
 std::span<const uint8_t> build_snapshot_unchecked(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                                  std::span<const uint8_t> data, int16_t input_lead) {
+                                                  std::span<const uint8_t> data, int16_t input_lead,
+                                                  uint32_t stop_in_ms) {
   fbb.Clear();
   const auto vec = fbb.CreateVector(data.data(), data.size());
-  const auto message = CreateSnapshot(fbb, tick, vec, input_lead);
+  const auto message = CreateSnapshot(fbb, tick, vec, input_lead, stop_in_ms);
   return finish_unchecked(fbb, Message::Snapshot, message.Union());
 }
 
@@ -904,27 +905,27 @@ std::span<const uint8_t> build_collision_events_block_unchecked(flatbuffers::Fla
 }  // namespace
 
 size_t snapshot_payload_capacity() {
-  // Worst-case header: the largest tick, so every scalar is present.
+  // Worst-case header: the largest tick, an input lead and a stop time, so every scalar is present.
   static const size_t capacity = [] {
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
     const std::vector<uint8_t> probe(kMaxDatagramBytes, 0);
-    const size_t overhead = build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(1), 0).size() - 1;
+    const auto size = [&](size_t n) {
+      return build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n), 0, UINT32_MAX).size();
+    };
+    const size_t overhead = size(1) - 1;
     size_t n = kMaxPlaintextBytes - overhead;
-    while (n > 0 && build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n), 0).size() >
-                        kMaxPlaintextBytes) {
-      --n;
-    }
+    while (n > 0 && size(n) > kMaxPlaintextBytes) --n;
     // The 1-byte probe counted up to 3 bytes of vector alignment as overhead: grow back to the largest fit.
-    while (build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n + 1), 0).size() <= kMaxPlaintextBytes) ++n;
+    while (size(n + 1) <= kMaxPlaintextBytes) ++n;
     return n;
   }();
   return capacity;
 }
 
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                        std::span<const uint8_t> data, int16_t input_lead) {
+                                        std::span<const uint8_t> data, int16_t input_lead, uint32_t stop_in_ms) {
   const auto bytes = build_snapshot_unchecked(fbb, tick, data.first(std::min(data.size(), snapshot_payload_capacity())),
-                                              input_lead);
+                                              input_lead, stop_in_ms);
   assert(bytes.size() <= kMaxPlaintextBytes && "snapshot exceeds the datagram limit");
   return bytes;
 }

@@ -440,13 +440,15 @@ std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fb
                                               bool truncated, std::string_view message);
 
 /// The largest Snapshot.data payload whose datagram fits kMaxDatagramBytes [bytes], measured
-/// once with a worst-case tick. Proven by a unit test.
+/// once with a worst-case tick, input lead and stop_in_ms. Proven by a unit test.
 size_t snapshot_payload_capacity();
 /// Snapshot at `tick` carrying the bit-packed payload `data` (docs/PROTOCOL.md, "Snapshot
 /// payload"); at most snapshot_payload_capacity() bytes are written (callers budget for it).
-/// `input_lead` is Snapshot.input_lead [ticks] (kNoInputLead: none).
+/// `input_lead` is Snapshot.input_lead [ticks] (kNoInputLead: none); `stop_in_ms` is
+/// Snapshot.stop_in_ms, the time left of a drain [ms] (0: not stopping).
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                        std::span<const uint8_t> data, int16_t input_lead = kNoInputLead);
+                                        std::span<const uint8_t> data, int16_t input_lead = kNoInputLead,
+                                        uint32_t stop_in_ms = 0);
 
 /// Collision events that always fit in one CollisionEvents datagram: the largest n whose
 /// worst-case block (event_codec.h, max_event_block_bytes: any event values, any valid

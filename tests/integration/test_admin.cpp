@@ -237,6 +237,7 @@ TEST(Drain, AStopWithPlayersInDrainsThenStops) {
   std::string error;
   ASSERT_TRUE(player.connect(server.port(), &error)) << error;
   ASSERT_TRUE(player.poll_until([&] { return player.snapshots.size() >= 2; }));
+  EXPECT_FALSE(player.client.server_stops_in_s(Clock::now()).has_value()) << "not stopping yet";
 
   const Clock::time_point stopped_at = Clock::now();
   server.server().stop();  // the SIGTERM path
@@ -244,6 +245,12 @@ TEST(Drain, AStopWithPlayersInDrainsThenStops) {
   ASSERT_TRUE(player.poll_until([&] { return player.snapshots.size() >= before + 10; }))
       << "the player stopped getting snapshots during the drain";
   EXPECT_FALSE(player.server_disconnected);
+  // Every snapshot tells the time left: the player can save, or say goodbye.
+  const std::optional<double> left = player.client.server_stops_in_s(Clock::now());
+  ASSERT_TRUE(left.has_value()) << "the snapshots did not say the server is stopping";
+  const double elapsed = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+  EXPECT_LE(*left, 1.5);
+  EXPECT_NEAR(*left, 1.5 - elapsed, 0.25);
   const std::optional<httplib::Response> ready = get(server.server().admin_port(), "/readyz");
   ASSERT_TRUE(ready.has_value());
   EXPECT_EQ(ready->status, 503) << ready->body;

@@ -1092,6 +1092,7 @@ class Client:
         self.next_request_id = 1
         self.pending = {}               # request_id -> (msg_fn, last_sent, apply_tick)
         self.input_lead = None          # Snapshot.input_lead, the latest reported ("Ticks")
+        self.stop_in_ms = 0             # Snapshot.stop_in_ms: a draining server's time left
         self.results = {}               # request_id -> result dict
         self.answer_counts = {}         # request_id -> answers received
         self.pongs = {}
@@ -1315,6 +1316,8 @@ class Client:
                 return False
             if sn.InputLead() != -32768:
                 self.input_lead = sn.InputLead()
+            # A draining server's time left [ms], 0 when it is not stopping ("Snapshots").
+            self.stop_in_ms = sn.StopInMs()
             views = {o.id: o.view(self.quant, sn.Tick()) for o in self.snap.objects.values()}
             self.snap_history.append((sn.Tick(), views))
             del self.snap_history[:-600]

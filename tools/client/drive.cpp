@@ -175,6 +175,7 @@ int run_drive(const DriveOptions& o) {
   }
   Keyboard keyboard;
   ResponseMeter response;
+  bool told_stopping = false;
 
   const Clock::time_point connected_at = Clock::now();
   std::optional<Clock::time_point> ready_at;     // the car is known and inputs can be stamped
@@ -187,6 +188,10 @@ int run_drive(const DriveOptions& o) {
     if (r.server_disconnected) {
       fmt::print(stderr, "\nimpulse-client drive: the server closed the session: {}\n", r.disconnect_reason);
       return 1;
+    }
+    if (const std::optional<double> left = client.server_stops_in_s(now); left && !told_stopping) {
+      fmt::print("\nthe server is shutting down: it disconnects everyone in {:.0f} s\n", *left);
+      told_stopping = true;
     }
     for (const RequestResult& result : r.results) {
       if (result.request_id != create) continue;

@@ -75,6 +75,11 @@ std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies,
                  finite_or_zero(info.interpolation_delay_ms), finite_or_zero(info.rtt_ms), finite_or_zero(info.kbit_s),
                  finite_or_zero(info.data_age_s),
                  bodies.size(), info.awake);
+  if (info.stop_in_s) {
+    fmt::format_to(it, ",\"stop_in_s\":{:.1f}", finite_or_zero(*info.stop_in_s));
+  } else {
+    out += ",\"stop_in_s\":null";
+  }
   if (info.replay) {
     fmt::format_to(it, ",\"replay\":{{\"first\":{},\"last\":{},\"speed\":{:.4f},\"paused\":{}}}", info.replay->first_tick,
                    info.replay->last_tick, finite_or_zero(info.replay_speed), info.replay_paused);

@@ -59,6 +59,7 @@ struct FrameInfo {
   /// Seconds since the last snapshot completed (0 when one just did): a server that died without a
   /// Disconnect shows here long before the session times out.
   double data_age_s = 0;
+  std::optional<double> stop_in_s;  ///< the server is draining: seconds until it disconnects everyone
   uint32_t awake = 0;            ///< dynamic bodies not asleep
   std::optional<ReplayRange> replay;
   double replay_speed = 1;       ///< the last speed asked for by a control (the protocol does not echo it)

@@ -276,6 +276,7 @@ int run(const Options& o) {
         last_snapshot_at = now;
       }
       info.data_age_s = std::chrono::duration<double>(now - last_snapshot_at).count();
+      info.stop_in_s = client.server_stops_in_s(now);
       // A live world is drawn at the render tick (the interpolation delay behind the newest
       // snapshot), interpolated; a replay at the snapshot's own tick, so a seek or a pause shows
       // exactly the recorded state.
@@ -314,6 +315,7 @@ int run(const Options& o) {
         }
       }
     } else {
+      info.stop_in_s.reset();
       info.status = problem.empty() ? "connecting" : "reconnecting: " + problem;
       info.replay.reset();
     }

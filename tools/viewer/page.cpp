@@ -290,9 +290,11 @@ function apply(f) {
   // A server that died without a Disconnect still looks connected until the session times out:
   // say so once no snapshot came for a second (a paused replay sends none on purpose).
   const stale = ok && f.data_age_s > 1.0 && !(f.replay && f.replay.paused);
+  const stopping = ok && f.stop_in_s !== null && f.stop_in_s !== undefined;
   $('status').textContent = !ok ? f.status
-    : stale ? 'no data from ' + f.server + ' for ' + fmt(f.data_age_s, 1) + ' s' : 'connected to ' + f.server;
-  $('status').className = ok ? (stale ? 'stale' : 'ok') : '';
+    : stale ? 'no data from ' + f.server + ' for ' + fmt(f.data_age_s, 1) + ' s'
+    : stopping ? f.server + ' is shutting down: ' + fmt(f.stop_in_s, 0) + ' s left' : 'connected to ' + f.server;
+  $('status').className = ok ? (stale || stopping ? 'stale' : 'ok') : '';
   $('stat-tick').textContent = ok ? String(f.tick) : '-';
   $('stat-bodies').textContent = ok ? String(f.bodies) : '-';
   $('stat-awake').textContent = ok ? String(f.awake) : '-';

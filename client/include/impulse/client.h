@@ -119,6 +119,7 @@ class Client : private ClientCore {
   using ClientCore::input_tick;
   using ClientCore::input_margin;
   using ClientCore::input_lead;
+  using ClientCore::server_stops_in_s;
   using ClientCore::interpolation_delay_s;
   using ClientCore::max_objects;
   using ClientCore::client_id;

@@ -265,6 +265,10 @@ class ClientCore {
   /// The server's latest report of how early this client's inputs arrive [ticks]: the smallest
   /// lead over its last 30-60 ticks (negative: late); nullopt before any.
   std::optional<int> input_lead() const;
+  /// The server is draining (SIGTERM or SIGINT with players in, --drain-seconds): the seconds left
+  /// at `now` before it disconnects everyone, from the newest snapshot (Snapshot.stop_in_ms);
+  /// nullopt while it is not stopping. Time to save, to tell the player, or to find another server.
+  std::optional<double> server_stops_in_s(TimePoint now) const;
   /// Sets this client's area of interest: snapshots and collision events then cover only objects
   /// inside it (objects leave the view once outside it by the server's hysteresis margin).
   /// Answered by a RequestResult. The default area is the whole world.

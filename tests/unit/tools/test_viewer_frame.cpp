@@ -36,6 +36,7 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   info.replay = ReplayRange{10, 900};
   info.replay_speed = 2;
   info.data_age_s = 2.5;
+  info.stop_in_s = 12.0;
   const FrameBody bodies[] = {body(1, ShapeKind::Box, false), body(7, ShapeKind::Capsule, true)};
   const FrameContact contacts[] = {{1230, ObjectID{1, 3}, ObjectID{7, 3}, Vec3{0.5f, 1.0f, -6.0f}}};
   const FrameJoint joints[] = {{Vec3{1.0f, 2.0f, 3.0f}, Vec3{-1.5f, 0.25f, 4.0f}}};
@@ -46,6 +47,7 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   EXPECT_EQ(j["bodies"], 2);
   EXPECT_EQ(j["awake"], 1);
   EXPECT_DOUBLE_EQ(j["data_age_s"].get<double>(), 2.5) << "seconds since the last snapshot: the page's stale warning";
+  EXPECT_DOUBLE_EQ(j["stop_in_s"].get<double>(), 12.0) << "a draining server's time left";
   EXPECT_EQ(j["replay"]["first"], 10);
   EXPECT_EQ(j["replay"]["last"], 900);
   EXPECT_DOUBLE_EQ(j["replay"]["speed"].get<double>(), 2.0);
@@ -128,6 +130,7 @@ TEST(ViewerFrame, CarriesTheDrivenCarsPredictedAndServerPoses) {
   FrameInfo info;
   info.status = "connected";
   EXPECT_TRUE(nlohmann::json::parse(frame_json(info, {}, {}))["car"].is_null()) << "no --drive: no car";
+  EXPECT_TRUE(nlohmann::json::parse(frame_json(info, {}, {}))["stop_in_s"].is_null()) << "not stopping";
   FrameCar car;
   car.id = ObjectID{134, 2};
   car.half_extents = {0.9f, 0.35f, 2.0f};
