@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -254,6 +256,8 @@ struct ClientCore::Impl {
   int input_margin = kInitialInputMargin;
   std::optional<int> input_lead;
   std::optional<TimePoint> server_stops_at;  ///< from Snapshot.stop_in_ms: a draining server's end
+  /// on_result's callbacks by request id (an ordered map: its size is bounded, and no order leaks).
+  std::map<uint32_t, std::function<void(const RequestResult&)>> result_callbacks;
   TimePoint margin_changed_at{};
 
   bool in_connect() const {
@@ -481,6 +485,7 @@ struct ClientCore::Impl {
     server_tick = 0;
     latest_snapshot_tick.reset();
     server_stops_at.reset();
+    result_callbacks.clear();
     objects.clear();
     snapshots.reset();
     acks = net::PacketAcks{};
@@ -1047,7 +1052,24 @@ const PollResult& ClientCore::take_result() {
   Impl& m = *impl_;
   std::swap(m.pending, m.handed);
   Impl::clear(m.pending);
+  if (!m.result_callbacks.empty()) {
+    for (const RequestResult& r : m.handed.results) {
+      const auto it = m.result_callbacks.find(r.request_id);
+      if (it == m.result_callbacks.end()) continue;
+      // Out of the map before the call: a callback may send requests and register others.
+      const std::function<void(const RequestResult&)> callback = std::move(it->second);
+      m.result_callbacks.erase(it);
+      callback(r);
+    }
+  }
   return m.handed;
+}
+
+bool ClientCore::on_result(uint32_t request_id, std::function<void(const RequestResult&)> callback) {
+  Impl& m = *impl_;
+  if (request_id == 0 || !callback || m.result_callbacks.size() >= kMaxResultCallbacks) return false;
+  m.result_callbacks[request_id] = std::move(callback);
+  return true;
 }
 
 uint32_t ClientCore::create_object(const ObjectDesc& desc) {

@@ -70,6 +70,8 @@ class Client : private ClientCore {
   // ClientCore's request calls (documented there). Each returns a request id (>= 1) that the
   // matching RequestResult echoes, or 0 when not connected; the Client sends it at once.
   using ClientCore::create_object;
+  using ClientCore::on_result;
+  using ClientCore::kMaxResultCallbacks;
   using ClientCore::destroy;
   using ClientCore::apply_force;
   using ClientCore::apply_force_unreliable;

@@ -10,6 +10,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -163,8 +164,16 @@ class ClientCore {
   // Each queues its request and returns its id (>= 1), or 0 when not connected; the next
   // update(now) sends it (a transport that sends at once uses set_queue_listener). The request is
   // resent until its answer arrives, and the server applies it exactly once, in order.
-  /// Asks the server to create an object; the new ObjectID arrives in a RequestResult.
+  /// Asks the server to create an object; the new ObjectID arrives in a RequestResult (match it
+  /// by request id, or hand the id to on_result).
   uint32_t create_object(const ObjectDesc& desc);
+  /// Calls `callback` once with the answer to request `request_id` (any request call's return
+  /// value: the RequestResult, e.g. a created object's id), on the caller's thread inside the
+  /// take_result() (Client: poll()) that receives it; the answer is in that PollResult too. For
+  /// `request_id` 0 (not sent) it is never called. At most kMaxResultCallbacks wait at once
+  /// (false beyond, and the callback is dropped); a session's end drops those still waiting.
+  bool on_result(uint32_t request_id, std::function<void(const RequestResult&)> callback);
+  static constexpr size_t kMaxResultCallbacks = 4096;
   /// Asks the server to destroy an object. A stale id is answered with ResultCode::StaleId.
   uint32_t destroy(ObjectID id);
   /// Adds a force [N] (world frame) for the server's next step only, at `point` (world frame

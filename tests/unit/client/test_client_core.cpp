@@ -134,6 +134,51 @@ TEST(ClientCore, RequestsUnderLossAreAnsweredExactlyOnceAndAppliedOnce) {
   EXPECT_EQ(net.client(c).requests_in_flight(), 0u);
 }
 
+TEST(ClientCore, OnResultHandsEachAnswerToItsCallbackOnceEvenUnderLoss) {
+  VirtualNetwork net;
+  const size_t c = net.add_client(lossy(0.25, 5), lossy(0.25, 6));
+  net.connect(c, 10s);
+  ASSERT_TRUE(net.run_until([&] { return net.client(c).connected(); }, 10s));
+  ClientCore& client = net.client(c);
+  EXPECT_FALSE(client.on_result(0, [](const RequestResult&) {})) << "request id 0 was never sent";
+
+  // A created ball's id, and a chained request from inside the callback: destroy it again.
+  std::map<uint32_t, ObjectID> seen_in_results;  // what the PollResults carried
+  ObjectID created;
+  int create_calls = 0, destroy_calls = 0;
+  ResultCode destroyed = ResultCode::InvalidArgument;
+  const uint32_t create = client.create_object(ball_at({0, 2, 0}));
+  ASSERT_TRUE(client.on_result(create, [&](const RequestResult& r) {
+    ++create_calls;
+    created = r.id;
+    EXPECT_TRUE(client.on_result(client.destroy(r.id), [&](const RequestResult& d) {
+      ++destroy_calls;
+      destroyed = d.code;
+    }));
+  }));
+  net.on_frame = [&](size_t) {
+    for (const RequestResult& r : client.take_result().results) seen_in_results[r.request_id] = r.id;
+  };
+  ASSERT_TRUE(net.run_until([&] { return destroy_calls > 0; }, 30s));
+  net.run_for(2s);  // resent answers must not call again
+  EXPECT_EQ(create_calls, 1);
+  EXPECT_EQ(destroy_calls, 1);
+  EXPECT_FALSE(created.is_null());
+  EXPECT_EQ(seen_in_results.at(create), created) << "the answer is in the PollResult too";
+  EXPECT_EQ(destroyed, ResultCode::Ok);
+  EXPECT_EQ(net.server().live_objects_of(client.client_id()), 0u);
+
+  // A session's end drops the callbacks still waiting: the next session reuses request ids.
+  int stale_calls = 0;
+  ASSERT_TRUE(client.on_result(client.create_object(ball_at({1, 2, 0})), [&](const RequestResult&) { ++stale_calls; }));
+  client.disconnect("bye", net.now());
+  net.connect(c, 10s);
+  ASSERT_TRUE(net.run_until([&] { return client.connected(); }, 10s));
+  const uint32_t again = client.create_object(ball_at({2, 2, 0}));
+  ASSERT_TRUE(net.run_until([&] { return seen_in_results.count(again) > 0 && client.requests_in_flight() == 0; }, 30s));
+  EXPECT_EQ(stale_calls, 0) << "a callback of the old session was called with the new session's answer";
+}
+
 TEST(ClientCore, SnapshotsUnderLossConvergeToTheServersWorld) {
   VirtualNetwork net;
   const size_t c = net.add_client(lossy(0.2, 5), lossy(0.2, 6));
