@@ -61,6 +61,22 @@ bool is_log_level(std::string_view level) {
 
 }  // namespace
 
+namespace {
+
+/// The largest count a per-client or per-server limit may be set to (objects, joints, requests
+/// a second, ...): far beyond any real use, small enough that sums of them stay in an int.
+constexpr int kMaxLimit = 1'000'000;
+/// The largest --tick-budget-min-work and --max-wakes-per-tick [work units, bodies].
+constexpr int kMaxWorkUnits = 10'000'000;
+
+/// "" when `value` is in 0..kMaxLimit; else the error naming `flag` (0 means no limit).
+std::string no_limit_or_count(std::string_view flag, int value) {
+  if (value >= 0 && value <= kMaxLimit) return {};
+  return fmt::format("{} must be in 0..{} (0 = no limit; got {})", flag, kMaxLimit, value);
+}
+
+}  // namespace
+
 std::string validate_config(const ServerConfig& c) {
   if (!is_ip_address(c.bind)) {
     return fmt::format("--bind must be an IP address, e.g. 0.0.0.0 or ::1 (got \"{}\")", json_escape(c.bind));
@@ -104,12 +120,8 @@ std::string validate_config(const ServerConfig& c) {
   if (c.authority != "owner" && c.authority != "any") {
     return fmt::format("--authority must be \"owner\" or \"any\" (got \"{}\")", c.authority);
   }
-  if (c.max_objects_per_client < 0 || c.max_objects_per_client > 1000000) {
-    return fmt::format("--max-objects-per-client must be in 0..1000000 (0 = no limit; got {})", c.max_objects_per_client);
-  }
-  if (c.max_client_objects < 0 || c.max_client_objects > 1000000) {
-    return fmt::format("--max-client-objects must be in 0..1000000 (0 = no limit; got {})", c.max_client_objects);
-  }
+  if (std::string e = no_limit_or_count("--max-objects-per-client", c.max_objects_per_client); !e.empty()) return e;
+  if (std::string e = no_limit_or_count("--max-client-objects", c.max_client_objects); !e.empty()) return e;
   if (!(c.max_client_extent >= 0.0 && c.max_client_extent <= wire::kMaxExtent)) {
     return fmt::format("--max-client-extent must be in [0, {:g}] m (0 = the world's limit; got {})",
                        static_cast<double>(wire::kMaxExtent), c.max_client_extent);
@@ -121,11 +133,11 @@ std::string validate_config(const ServerConfig& c) {
   if (!(c.tick_budget_ms >= 0.0 && c.tick_budget_ms <= 1000.0)) {
     return fmt::format("--tick-budget-ms must be in [0, 1000] (0 = off; got {})", c.tick_budget_ms);
   }
-  if (c.tick_budget_min_work < 0 || c.tick_budget_min_work > 10'000'000) {
-    return fmt::format("--tick-budget-min-work must be in 0..10000000 (got {})", c.tick_budget_min_work);
+  if (c.tick_budget_min_work < 0 || c.tick_budget_min_work > kMaxWorkUnits) {
+    return fmt::format("--tick-budget-min-work must be in 0..{} (got {})", kMaxWorkUnits, c.tick_budget_min_work);
   }
-  if (c.max_wakes_per_tick < 0 || c.max_wakes_per_tick > 10'000'000) {
-    return fmt::format("--max-wakes-per-tick must be in 0..10000000 (0 = no limit; got {})", c.max_wakes_per_tick);
+  if (c.max_wakes_per_tick < 0 || c.max_wakes_per_tick > kMaxWorkUnits) {
+    return fmt::format("--max-wakes-per-tick must be in 0..{} (0 = no limit; got {})", kMaxWorkUnits, c.max_wakes_per_tick);
   }
   if (c.lag_compensation_ms < 0 || c.lag_compensation_ms > 1000) {
     return fmt::format("--lag-compensation-ms must be in 0..1000 (0 = off; got {})", c.lag_compensation_ms);
@@ -133,19 +145,13 @@ std::string validate_config(const ServerConfig& c) {
   if (c.max_input_lead_ms < 0 || c.max_input_lead_ms > 1000) {
     return fmt::format("--max-input-lead-ms must be in 0..1000 (got {})", c.max_input_lead_ms);
   }
-  if (c.max_joints_per_client < 0 || c.max_joints_per_client > 1000000) {
-    return fmt::format("--max-joints-per-client must be in 0..1000000 (0 = no limit; got {})", c.max_joints_per_client);
-  }
-  if (c.max_client_joints < 0 || c.max_client_joints > 1000000) {
-    return fmt::format("--max-client-joints must be in 0..1000000 (0 = no limit; got {})", c.max_client_joints);
-  }
-  if (c.max_spawn_overlaps < 0 || c.max_spawn_overlaps > 1000000) {
-    return fmt::format("--max-spawn-overlaps must be in 0..1000000 (0 = no limit; got {})", c.max_spawn_overlaps);
-  }
-  if (c.max_objects_per_address < -1 || c.max_objects_per_address > 1000000) {
-    return fmt::format("--max-objects-per-address must be in -1..1000000 (-1 = as --max-objects-per-client, 0 = no "
+  if (std::string e = no_limit_or_count("--max-joints-per-client", c.max_joints_per_client); !e.empty()) return e;
+  if (std::string e = no_limit_or_count("--max-client-joints", c.max_client_joints); !e.empty()) return e;
+  if (std::string e = no_limit_or_count("--max-spawn-overlaps", c.max_spawn_overlaps); !e.empty()) return e;
+  if (c.max_objects_per_address < -1 || c.max_objects_per_address > kMaxLimit) {
+    return fmt::format("--max-objects-per-address must be in -1..{} (-1 = as --max-objects-per-client, 0 = no "
                        "limit; got {})",
-                       c.max_objects_per_address);
+                       kMaxLimit, c.max_objects_per_address);
   }
   if (c.max_sessions_per_address < 0 || c.max_sessions_per_address > 100000) {
     return fmt::format("--max-sessions-per-address must be in 0..100000 (0 = no limit; got {})",
@@ -154,15 +160,10 @@ std::string validate_config(const ServerConfig& c) {
   if (c.on_disconnect != "destroy" && c.on_disconnect != "keep") {
     return fmt::format("--on-disconnect must be \"destroy\" or \"keep\" (got \"{}\")", c.on_disconnect);
   }
-  if (c.max_requests_per_second < 0 || c.max_requests_per_second > 1000000) {
-    return fmt::format("--max-requests-per-second must be in 0..1000000 (0 = no limit; got {})", c.max_requests_per_second);
-  }
-  if (c.max_kbytes_in_per_second < 0 || c.max_kbytes_in_per_second > 1000000) {
-    return fmt::format("--max-kbytes-in-per-second must be in 0..1000000 (0 = no limit; got {})",
-                       c.max_kbytes_in_per_second);
-  }
-  if (c.max_kbps_per_client < 16 || c.max_kbps_per_client > 1000000) {
-    return fmt::format("--max-kbps-per-client must be in 16..1000000 kbit/s (got {})", c.max_kbps_per_client);
+  if (std::string e = no_limit_or_count("--max-requests-per-second", c.max_requests_per_second); !e.empty()) return e;
+  if (std::string e = no_limit_or_count("--max-kbytes-in-per-second", c.max_kbytes_in_per_second); !e.empty()) return e;
+  if (c.max_kbps_per_client < 16 || c.max_kbps_per_client > kMaxLimit) {
+    return fmt::format("--max-kbps-per-client must be in 16..{} kbit/s (got {})", kMaxLimit, c.max_kbps_per_client);
   }
   if (!(c.world_bound >= 1.0 && c.world_bound <= wire::kMaxWorldBoundM)) {
     return fmt::format("--world-bound must be in [1, {:g}] m (got {})", wire::kMaxWorldBoundM, c.world_bound);
@@ -301,31 +302,31 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
       "owner: clients push/destroy only objects they created (and push shared ones and the scene's, which no "
       "client may destroy); any: every object");
   add("--max-objects-per-client", config.max_objects_per_client,
-      "Live objects one client may own, 0..1000000 (0 = no limit; a token may set its own)");
+      fmt::format("Live objects one client may own, 0..{} (0 = no limit; a token may set its own)", kMaxLimit));
   add("--max-client-objects", config.max_client_objects,
-      "Live objects all clients together may own (the scene's not counted), 0..1000000; then WorldFull "
-      "(0 = no limit)");
+      fmt::format("Live objects all clients together may own (the scene's not counted), 0..{}; then WorldFull "
+      "(0 = no limit)", kMaxLimit));
   add("--max-client-extent", config.max_client_extent,
       "Largest radius, half extent or capsule half height + radius [m] of a client's body, [0, 1000] "
       "(0 = the world's 1000 m, and clients may create static planes); else clients may not create planes");
   add("--max-joints-per-client", config.max_joints_per_client,
-      "Live joints one client may own (anonymous mode: all sessions of one address together), 0..1000000 "
-      "(0 = no limit)");
+      fmt::format("Live joints one client may own (anonymous mode: all sessions of one address together), 0..{} "
+      "(0 = no limit)", kMaxLimit));
   add("--max-client-joints", config.max_client_joints,
-      "Live joints all clients together may own (the scene's not counted), 0..1000000; then WorldFull (0 = no limit)");
+      fmt::format("Live joints all clients together may own (the scene's not counted), 0..{}; then WorldFull (0 = no limit)", kMaxLimit));
   add("--max-spawn-overlaps", config.max_spawn_overlaps,
       "Dynamic and kinematic bodies a client's new body may overlap when created; more is QuotaExceeded (0 = no limit)");
   add("--max-objects-per-address", config.max_objects_per_address,
-      "Anonymous mode: live objects all sessions from one address (IPv4, or an IPv6 /64) may own together, kept objects "
-      "included, -1..1000000 (-1 = as --max-objects-per-client, 0 = no limit)");
+      fmt::format("Anonymous mode: live objects all sessions from one address (IPv4, or an IPv6 /64) may own together, kept objects "
+      "included, -1..{} (-1 = as --max-objects-per-client, 0 = no limit)", kMaxLimit));
   add("--tick-budget-ms", config.tick_budget_ms,
       "A step longer than this [ms] (with at least --tick-budget-min-work) throttles the clients whose bodies cost "
       "more than their fair share of it: their bodies sleep and their pushes get OverBudget for 2 s; 0 = off, [0, 1000]");
   add("--tick-budget-min-work", config.tick_budget_min_work,
-      "Work units (awake bodies + 3 per contact) below which a step is never charged to clients, 0..10000000");
+      fmt::format("Work units (awake bodies + 3 per contact) below which a step is never charged to clients, 0..{}", kMaxWorkUnits));
   add("--max-wakes-per-tick", config.max_wakes_per_tick,
-      "Sleeping bodies the pushes of one tick may wake, shared fairly among the clients pushing; a push over its "
-      "client's share gets OverBudget and may be resent next tick, 0..10000000 (0 = no limit)");
+      fmt::format("Sleeping bodies the pushes of one tick may wake, shared fairly among the clients pushing; a push over its "
+      "client's share gets OverBudget and may be resent next tick, 0..{} (0 = no limit)", kMaxWorkUnits));
   add("--lag-compensation-ms", config.lag_compensation_ms,
       "How far back a lag-compensated Raycast (seen_tick) may reach [ms]; the server keeps every movable body's pose "
       "for that long, 0..1000 (0 = off)");
@@ -345,7 +346,7 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
   add("--max-kbytes-in-per-second", config.max_kbytes_in_per_second,
       "KiB per second received per client before datagrams are dropped (0 = no limit)");
   add("--max-kbps-per-client", config.max_kbps_per_client,
-      "Send budget per client [kbit/s], 16..1000000; snapshots are cut to fit it");
+      fmt::format("Send budget per client [kbit/s], 16..{}; snapshots are cut to fit it", kMaxLimit));
   add("--world-bound", config.world_bound,
       fmt::format("Snapshots carry objects with every |coordinate| <= this [m], [1, {:g}]; "
                   "this times 2^position-bits must be <= 2^24",
