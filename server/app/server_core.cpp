@@ -814,6 +814,41 @@ void ServerCore::queue_unsequenced(Session& s, const PendingRequest& r, const wi
   queue_.push_back(r);
 }
 
+void ServerCore::answer_at_admission(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out) {
+  const PendingRequest& r = slot.request;
+  switch (r.type) {
+    case Message::ReplayControl: {
+      // Only a replay gets here (a live server refused it in the range check).
+      if (!playback_->may_control(s.client_id, s.token_bound)) {
+        rejects_.note(RejectReason::NotController, s.endpoint, wire::EnumNameReplayAction(r.replay_action), now);
+        count_result(ResultCode::NotController);
+        s.requests.answer(r.request_id, ResultCode::NotController, ObjectID{},
+                          "this replay's timeline is the operator's: only a controller may pause, seek or change "
+                          "the speed (impulse-replay serve --controller CLIENT_ID with --token-key, or --anyone-controls)");
+        break;
+      }
+      std::string message;
+      const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
+      const ResultCode code = playback_->control(r.replay_action, r.replay_tick, r.replay_speed, who, &message, now);
+      publish_stats();  // a seek moved the world
+      count_result(code);
+      s.requests.answer(r.request_id, code, ObjectID{}, message);
+      break;
+    }
+    case Message::SetInterest:
+      s.interest = r.interest;
+      if (s.snapshots) s.snapshots->set_interest(to_interest_area(r.interest));
+      count_result(ResultCode::Ok);
+      s.requests.answer(r.request_id, ResultCode::Ok, ObjectID{}, {});
+      break;
+    default:  // a row of kMessageRules marked answered_at_admission without a case here
+      count_result(ResultCode::InvalidArgument);
+      s.requests.answer(r.request_id, ResultCode::InvalidArgument, ObjectID{}, "not handled at admission");
+      break;
+  }
+  answer_slot(s, slot, now, out);
+}
+
 void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
   while (RequestSlot* slot = s.requests.admit_next()) {
     const PendingRequest& r = slot->request;
@@ -856,32 +891,8 @@ void ServerCore::admit_requests(Session& s, TimePoint now, Outbox& out) {
       answer_slot(s, *slot, now, out);
       continue;
     }
-    if (r.type == Message::ReplayControl) {
-      // Only a replay gets here (a live server refused it in the range check).
-      if (!playback_->may_control(s.client_id, s.token_bound)) {
-        rejects_.note(RejectReason::NotController, s.endpoint, wire::EnumNameReplayAction(r.replay_action), now);
-        count_result(ResultCode::NotController);
-        s.requests.answer(r.request_id, ResultCode::NotController, ObjectID{},
-                          "this replay's timeline is the operator's: only a controller may pause, seek or change "
-                          "the speed (impulse-replay serve --controller CLIENT_ID with --token-key, or --anyone-controls)");
-        answer_slot(s, *slot, now, out);
-        continue;
-      }
-      std::string message;
-      const std::string who = fmt::format("{} name=\"{}\" id={}", to_string(s.endpoint), s.name, s.client_id);
-      const ResultCode code = playback_->control(r.replay_action, r.replay_tick, r.replay_speed, who, &message, now);
-      publish_stats();  // a seek moved the world
-      count_result(code);
-      s.requests.answer(r.request_id, code, ObjectID{}, message);
-      answer_slot(s, *slot, now, out);
-      continue;
-    }
-    if (r.type == Message::SetInterest) {
-      s.interest = r.interest;
-      if (s.snapshots) s.snapshots->set_interest(to_interest_area(r.interest));
-      count_result(ResultCode::Ok);
-      s.requests.answer(r.request_id, ResultCode::Ok, ObjectID{}, {});
-      answer_slot(s, *slot, now, out);
+    if (wire::rule_of(r.type).answered_at_admission) {  // the session's business, not the world's
+      answer_at_admission(s, *slot, now, out);
       continue;
     }
     if (r.apply_tick > world_.tick() + 1) {

@@ -224,6 +224,9 @@ class ServerCore {
   /// Records the peer's sequence and processes its acks (snapshot baselines, events).
   void process_header(Session& s, const wire::Envelope& envelope, TimePoint now);
   void answer_slot(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out);
+  /// A request whose rule says answered_at_admission (SetInterest, ReplayControl): handled and
+  /// answered now, never queued for a tick.
+  void answer_at_admission(Session& s, const RequestSlot& slot, TimePoint now, Outbox& out);
   void admit_requests(Session& s, TimePoint now, Outbox& out);
   /// Queues a push sent with request_id 0 (fire-and-forget, see accepts_unsequenced) for the
   /// next tick, after the same range checks and rate limit as a sequenced one.

@@ -42,7 +42,27 @@ AppliedRequest apply_to_world(physics::World& world, const PendingRequest& r, fl
     }
     case Message::DestroyJoint: out.error = world.destroy_joint(r.id); break;
     case Message::SetJointMotor: out.error = world.set_joint_motor(r.id, r.motor); break;
-    default: out.error = physics::Error::InvalidArgument; break;
+    // Not world changes (wire::changes_world is false for each): never queued for a tick. Listed
+    // rather than defaulted, so that a new message type without a case here fails the build
+    // (-Wswitch, an error under the CI's -Werror).
+    case Message::NONE:
+    case Message::Connect:
+    case Message::Ping:
+    case Message::Disconnect:
+    case Message::ConnectAccepted:
+    case Message::ConnectRejected:
+    case Message::RequestResult:
+    case Message::Snapshot:
+    case Message::CollisionEvents:
+    case Message::Pong:
+    case Message::Raycast:
+    case Message::RaycastResult:
+    case Message::Challenge:
+    case Message::SetInterest:
+    case Message::ReplayControl:
+    case Message::Input:
+      out.error = physics::Error::InvalidArgument;
+      break;
   }
   return out;
 }
