@@ -81,6 +81,37 @@ MetricsSnapshot MetricsExchange::read() const {
   return latest_;
 }
 
+// --- GET /clients ----------------------------------------------------------------------------------
+
+std::string render_clients(std::span<const ClientFigures> clients, bool with_names) {
+  std::string out = "[";
+  for (size_t i = 0; i < clients.size(); ++i) {
+    const ClientFigures& c = clients[i];
+    out += i == 0 ? "\n  " : ",\n  ";
+    out += fmt::format("{{\"client_id\":{}", c.client_id);
+    if (with_names) {
+      out += ",\"name\":\"";
+      append_json_escaped(out, c.name);
+      out += '"';
+    }
+    out += fmt::format(",\"connected_s\":{:.1f},\"rtt_ms\":{},\"received_bytes\":{},\"sent_bytes\":{}}}",
+                       c.connected_s, c.rtt_ms < 0 ? std::string("null") : fmt::format("{:.2f}", c.rtt_ms),
+                       c.received_bytes, c.sent_bytes);
+  }
+  out += clients.empty() ? "]\n" : "\n]\n";
+  return out;
+}
+
+void ClientsExchange::publish(std::string document) {
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (lock.owns_lock()) document_.swap(document);
+}
+
+std::string ClientsExchange::read() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return document_;
+}
+
 // --- Object queries (GET /objects/<id>) --------------------------------------------------------
 
 ObjectQueryBox::Outcome ObjectQueryBox::ask(uint32_t index, uint32_t generation, bool has_generation,
@@ -390,15 +421,15 @@ HttpReply json_error(int status, std::string_view why) {
 
 std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const MetricsExchange& exchange,
                                                 const HealthState& health, ObjectQueryBox& objects,
-                                                std::string* error) {
+                                                const ClientsExchange& clients, std::string* error) {
   std::unique_ptr<AdminServer> admin(new AdminServer());
   admin->http_ = std::make_unique<Http>();
   Http* http = admin->http_.get();
   const double stall_seconds = options.stall_seconds;
   auto assets = std::make_shared<const AssetDocuments>(options.assets);
   // Runs on the HTTP thread: everything but /objects answers at once from atomics or a copy.
-  HttpRoute route = [&exchange, &health, &objects, http, stall_seconds, assets](std::string_view path,
-                                                                                HttpRespond respond) {
+  HttpRoute route = [&exchange, &health, &objects, &clients, http, stall_seconds, assets](std::string_view path,
+                                                                                          HttpRespond respond) {
     if (path == "/metrics") {
       const MetricsSnapshot snapshot = exchange.read();
       return respond(HttpReply{200, std::string(metrics::kContentType), render_metrics(snapshot, read_process_figures())});
@@ -407,6 +438,7 @@ std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const Me
       const Verdict v = path == "/healthz" ? check_health(health, steady_now_ns(), stall_seconds) : check_ready(health);
       return respond(plain(v.status, v.body + "\n"));
     }
+    if (path == "/clients") return respond(HttpReply{200, kJson, clients.read()});
     if (path == "/assets") return respond(HttpReply{200, kJson, assets->list.empty() ? "[]\n" : assets->list});
     constexpr std::string_view kAssets = "/assets/";
     if (path.substr(0, kAssets.size()) == kAssets) {
@@ -420,7 +452,7 @@ std::unique_ptr<AdminServer> AdminServer::start(const Options& options, const Me
     }
     constexpr std::string_view kObjects = "/objects/";
     if (path.substr(0, kObjects.size()) != kObjects) {
-      return respond(plain(404, "not found: the admin endpoint serves /metrics, /healthz, /readyz, "
+      return respond(plain(404, "not found: the admin endpoint serves /metrics, /healthz, /readyz, /clients, "
                                 "/objects/<index>[:<generation>], /assets and /assets/<id>\n"));
     }
     uint32_t index = 0, generation = 0;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -71,6 +72,33 @@ class MetricsExchange {
  private:
   mutable std::mutex mutex_;
   MetricsSnapshot latest_;
+};
+
+/// One session as GET /clients shows it (no address: the logs have those; the name only with
+/// --admin-owner-names, as for /objects).
+struct ClientFigures {
+  uint32_t client_id = 0;
+  std::string name;
+  double connected_s = 0;       ///< since the handshake [s]
+  double rtt_ms = -1;           ///< smoothed from acks (as impulse_client_rtt_seconds); < 0: none yet
+  uint64_t received_bytes = 0;  ///< accepted from the client [bytes]
+  uint64_t sent_bytes = 0;      ///< sent to the client, sealed [bytes]
+};
+
+/// The /clients JSON: an array of objects, one per session, by client id; "name" only when
+/// `with_names`.
+std::string render_clients(std::span<const ClientFigures> clients, bool with_names);
+
+/// The latest /clients document, handed from the tick thread (once a second) to the HTTP threads.
+class ClientsExchange {
+ public:
+  /// Tick thread: replaces the document unless a reader holds the lock (then the next second's does).
+  void publish(std::string document);
+  std::string read() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::string document_ = "[]\n";
 };
 
 /// GET /objects/<index>[:<generation>]: who owns one object. The admin thread may not touch the
@@ -169,7 +197,8 @@ class AdminServer {
   /// `exchange` and `health` must outlive the AdminServer. On failure returns null with *error
   /// saying what to do.
   static std::unique_ptr<AdminServer> start(const Options& options, const MetricsExchange& exchange,
-                                            const HealthState& health, ObjectQueryBox& objects, std::string* error);
+                                            const HealthState& health, ObjectQueryBox& objects,
+                                            const ClientsExchange& clients, std::string* error);
   ~AdminServer();  ///< stops listening and joins the threads
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;

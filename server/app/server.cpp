@@ -120,6 +120,8 @@ struct Server::Impl {
   HealthState health;
   MetricsExchange exchange;
   ObjectQueryBox objects;              // GET /objects: asked by the HTTP threads, answered here
+  ClientsExchange clients_document;    // GET /clients: rendered here once a second
+  std::vector<ClientFigures> client_figures;
   std::unique_ptr<AdminServer> admin;  // null when --admin-port is 0
   MetricsSnapshot metrics_snapshot;    // filled on the tick thread, then published
   metrics::Histogram tick_seconds = make_tick_histogram();
@@ -240,11 +242,18 @@ struct Server::Impl {
   // Once per wake-up, on the tick thread: one consistent copy of the figures for /metrics.
   void publish_metrics(TimePoint now) {
     const auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-    if (now >= next_rtt_sample) {  // each session's smoothed RTT, once per second
+    if (now >= next_rtt_sample) {  // each session's smoothed RTT, and /clients, once per second
+      client_figures.clear();
       for (const Session& s : core->sessions().sessions()) {
         const net::LinkEstimates e = s.acks.estimates();
         if (e.acked > 0) rtt_seconds.observe(static_cast<double>(e.rtt_ms) * 1e-3);
+        client_figures.push_back(ClientFigures{s.client_id, s.name, std::chrono::duration<double>(now - s.connected_at).count(),
+                                               e.acked > 0 ? static_cast<double>(e.rtt_ms) : -1.0, s.bytes_received,
+                                               s.bytes_sent});
       }
+      std::sort(client_figures.begin(), client_figures.end(),
+                [](const ClientFigures& a, const ClientFigures& b) { return a.client_id < b.client_id; });
+      clients_document.publish(render_clients(client_figures, config.admin_owner_names));
       next_rtt_sample = now + std::chrono::seconds(1);
     }
     MetricsSnapshot& m = metrics_snapshot;
@@ -338,7 +347,7 @@ struct Server::Impl {
     o.port = config.admin_port;
     o.stall_seconds = config.health_stall_seconds;
     o.assets = render_asset_documents(core->world());
-    admin = AdminServer::start(o, exchange, health, objects, error);
+    admin = AdminServer::start(o, exchange, health, objects, clients_document, error);
     if (!admin) return false;
     spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz, /objects/<id>, /assets ({} hulls)",
                  config.admin_bind, admin->port(), core->world().hulls().size());

@@ -311,6 +311,16 @@ uint32_t ServerCore::live_objects_of_address(const asio::ip::address& address) c
   return it == live_by_address_.end() ? 0 : it->second;
 }
 
+namespace {
+
+/// "connected=12.3s received=4567B sent=89012B": a session's totals, for its disconnect line.
+std::string session_totals(const Session& s, TimePoint now) {
+  return fmt::format("connected={:.1f}s received={}B sent={}B",
+                     std::chrono::duration<double>(now - s.connected_at).count(), s.bytes_received, s.bytes_sent);
+}
+
+}  // namespace
+
 uint64_t ServerCore::server_time_us(TimePoint now) const {
   const uint64_t whole = world_.tick() * 1'000'000ull / static_cast<uint64_t>(config_.tick_hz);
   // The time since the step clock last advanced counts too: without it a Pong answered between
@@ -430,6 +440,7 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
       rejects_.note(RejectReason::RateLimited, from, "receive byte rate", now);
       return;
     }
+    session->bytes_received += bytes.size();
     session->last_heard = now;
     if (!session->confirmed) {
       // The client holds its keys: from now on it gets snapshots (no baselines were kept before),
@@ -464,9 +475,10 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
         return;
       }
       const auto* reason = envelope.message_as_Disconnect()->reason();
-      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(from), session->name,
+      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\" {}", to_string(from), session->name,
                    session->client_id,
-                   sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes));
+                   sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes),
+                   session_totals(*session, now));
       journal_.session(record::ClientEventType::Disconnect, session->client_id, world_.tick(), to_string(from), {});
       note_departed(*session);
       remove_session(from);
@@ -1814,9 +1826,9 @@ void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
                                                   : "timed out: no sealed datagram within 2 s of ConnectAccepted"),
          now, out);
     if (s.confirmed) {
-      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\"",
+      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\" {}",
                    to_string(s.endpoint), s.name, s.client_id,
-                   std::chrono::duration<double>(now - s.last_heard).count());
+                   std::chrono::duration<double>(now - s.last_heard).count(), session_totals(s, now));
     } else {
       rejects_.note(RejectReason::Unconfirmed, s.endpoint, {}, now);  // rate-limited: a flood is many
     }
@@ -1831,8 +1843,8 @@ void ServerCore::shut_down(std::string_view reason, Outbox& out) {
   sessions_.take_all(&expired_);
   for (Session& s : expired_) {
     send(s, wire::build_disconnect(fbb_, reason), clock_.last, out);
-    spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\"", to_string(s.endpoint), s.name,
-                 s.client_id, reason);
+    spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\" {}", to_string(s.endpoint), s.name,
+                 s.client_id, reason, session_totals(s, clock_.last));
     journal_.session(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(), to_string(s.endpoint), {});
   }
   stats_.clients.store(0, std::memory_order_relaxed);

@@ -88,6 +88,7 @@ struct Session {
   TokenBucket bytes_in;      ///< received bytes per second
   TokenBucket bytes_out;     ///< the bandwidth budget (--max-kbps-per-client), bytes
   uint64_t bytes_sent = 0;   ///< every datagram sent to this session [bytes]
+  uint64_t bytes_received = 0;  ///< every datagram from this session accepted by its byte rate [bytes]
   /// A sealed datagram from the client was authenticated: the client has its ConnectAccepted and
   /// its keys, so a later Connect from this address is a stale duplicate or forged and gets no
   /// answer. Until then the session gets no snapshots, has no SnapshotSender (a half-open session

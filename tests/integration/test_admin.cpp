@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "integration/harness.h"
 #include "server/app/admin_http.h"
@@ -217,6 +218,48 @@ TEST(Admin, ReadyzIs503DuringDrain) {
   const std::optional<httplib::Response> health = get(port, "/healthz");
   ASSERT_TRUE(health.has_value());
   EXPECT_EQ(health->status, 200) << "a drain on purpose is not a stall: " << health->body;
+}
+
+TEST(Admin, ClientsListsEachSessionsTrafficWithoutNamesByDefault) {
+  for (const bool names : {false, true}) {
+    ServerOptions options;
+    options.configure = [names](server::ServerConfig& c) {
+      c.admin_port = -1;
+      c.admin_owner_names = names;
+    };
+    RunningServer server(options);
+    ASSERT_TRUE(server.started()) << server.error();
+    ClientDriver a, b;
+    std::string error;
+    ASSERT_TRUE(a.connect(server.port(), &error, "alice")) << error;
+    ASSERT_TRUE(b.connect(server.port(), &error, "bob")) << error;
+    const uint32_t id_a = a.client.client_id(), id_b = b.client.client_id();
+    // Published once a second: poll until both sessions show traffic both ways.
+    nlohmann::json list;
+    bool complete = false;
+    poll_http(server.server().admin_port(), "/clients", [&](const httplib::Response& res) {
+      a.poll_once();
+      b.poll_once();
+      if (res.status != 200) return false;
+      list = nlohmann::json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+      if (!list.is_array() || list.size() != 2) return false;
+      for (const auto& c : list) {
+        if (c.value("received_bytes", 0u) == 0 || c.value("sent_bytes", 0u) == 0) return false;
+      }
+      return complete = true;
+    });
+    ASSERT_TRUE(complete) << "no /clients with two sessions' traffic: " << list.dump();
+    EXPECT_EQ(list[0]["client_id"], std::min(id_a, id_b));
+    EXPECT_EQ(list[1]["client_id"], std::max(id_a, id_b));
+    for (const auto& c : list) {
+      EXPECT_GE(c["connected_s"].get<double>(), 0.0);
+      EXPECT_EQ(c.contains("name"), names) << c.dump();
+      EXPECT_FALSE(c.contains("address")) << "addresses are in the logs, not on the admin port";
+    }
+    if (names) {
+      EXPECT_EQ(list[id_a < id_b ? 0 : 1]["name"], "alice");
+    }
+  }
 }
 
 ServerOptions drain_options(double drain_seconds) {
