@@ -349,7 +349,7 @@ struct Server::Impl {
     o.assets = render_asset_documents(core->world());
     admin = AdminServer::start(o, exchange, health, objects, clients_document, error);
     if (!admin) return false;
-    spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz, /objects/<id>, /assets ({} hulls)",
+    spdlog::info("admin HTTP on {}:{}: /metrics (Prometheus), /healthz, /readyz, /clients, /objects/<id>, /assets ({} hulls)",
                  config.admin_bind, admin->port(), core->world().hulls().size());
     return true;
   }

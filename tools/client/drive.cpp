@@ -90,7 +90,8 @@ class Keyboard {
       if (c == 'q' || c == 'Q' || c == 3) return false;
       key(c, now);
     }
-    return true;
+    // An arrow key's bytes arrive together: an Esc with nothing after it is the Esc key itself.
+    return escape_ != 1;
   }
   Controls controls(Clock::time_point now) const {
     Controls c;
