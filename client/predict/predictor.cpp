@@ -1,4 +1,4 @@
-#include "client/predict/predictor.h"
+#include "impulse/predict.h"
 
 #include <algorithm>
 #include <cmath>

@@ -15,7 +15,7 @@
 #include <optional>
 #include <span>
 
-#include "client/predict/predictor.h"
+#include "impulse/predict.h"
 #include "impulse/types.h"
 
 namespace impulse::drive {

@@ -1,4 +1,4 @@
-// Client-side prediction (client/predict/predictor.h) against a ServerCore on the virtual clock,
+// Client-side prediction (impulse/predict.h) against a ServerCore on the virtual clock,
 // over a 100 ms round trip: the player's box answers its input in the frame the input is made,
 // corrections fade without a jump, and at rest the prediction agrees with the server.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <optional>
 
-#include "client/predict/predictor.h"
+#include "impulse/predict.h"
 #include "tests/unit/client/virtual_network.h"
 
 namespace impulse::client_test {
