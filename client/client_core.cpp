@@ -521,6 +521,7 @@ struct ClientCore::Impl {
   static void clear(PollResult& r) {
     r.snapshots.clear();
     r.snapshot_objects.clear();
+    r.snapshot_inputs.clear();
     r.results.clear();
     r.raycasts.clear();
     r.ray_hits.clear();
@@ -948,12 +949,42 @@ struct ClientCore::Impl {
     }
     update_objects(s.tick());
     const auto first = static_cast<uint32_t>(pending.snapshot_objects.size());
+    const auto inputs_first = static_cast<uint32_t>(pending.snapshot_inputs.size());
+    const uint32_t inputs = take_relayed_inputs(s);
     if (!config.snapshot_views) {
-      pending.snapshots.push_back(SnapshotRange{s.tick(), first, 0});
+      pending.snapshots.push_back(SnapshotRange{s.tick(), first, 0, inputs_first, inputs});
       return;
     }
     pending.snapshot_objects.insert(pending.snapshot_objects.end(), objects.begin(), objects.end());
-    pending.snapshots.push_back(SnapshotRange{s.tick(), first, static_cast<uint32_t>(objects.size())});
+    pending.snapshots.push_back(
+        SnapshotRange{s.tick(), first, static_cast<uint32_t>(objects.size()), inputs_first, inputs});
+  }
+
+  /// Appends the snapshot's valid relayed inputs to pending.snapshot_inputs; returns how many.
+  /// Wire data: an entry with a null id, an unknown mode or a non-finite value is counted and
+  /// skipped, and at most wire::kMaxRelayedInputs are read.
+  uint32_t take_relayed_inputs(const wire::Snapshot& s) {
+    const auto* relayed = s.inputs();
+    if (relayed == nullptr) return 0;
+    uint32_t taken = 0;
+    for (flatbuffers::uoffset_t k = 0; k < relayed->size() && k < wire::kMaxRelayedInputs; ++k) {
+      const wire::RelayedInput& r = *relayed->Get(k);
+      RelayedInput in;
+      in.id = from_wire(r.id());
+      in.linear = wire::to_vec3(r.frame().linear());
+      in.angular = wire::to_vec3(r.frame().angular());
+      in.repeats = r.repeats();
+      const bool known = r.mode() == wire::InputMode::Force || r.mode() == wire::InputMode::Velocity;
+      if (in.id.is_null() || !known || !is_finite(in.linear) || !is_finite(in.angular)) {
+        ++stats.relayed_inputs_rejected;
+        continue;
+      }
+      in.mode = r.mode() == wire::InputMode::Force ? InputMode::Force : InputMode::Velocity;
+      pending.snapshot_inputs.push_back(in);
+      ++stats.relayed_inputs;
+      ++taken;
+    }
+    return taken;
   }
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 
 #include "server/physics/world.h"
 
@@ -45,17 +46,25 @@ struct Predictor::Impl {
     Vec3 linear;
     Vec3 angular;
   };
-  struct Driven {
+  // A body simulated in the local world: a driven one, or a described one in zone 1.
+  struct Tracked {
     ObjectID id;
     ObjectDesc desc;
-    ObjectID local;               // in `world`; null until a snapshot held the body
-    std::optional<Frame> last;    // the last input applied (repeated when a tick has none)
-    uint32_t repeats = 0;
+    ObjectID local;               // in `world`; null while not simulated
     Vec3 error_position;          // the correction [m], decaying from error_at
     Quat error_rotation;          // likewise, applied before the prediction's orientation
     TimePoint error_at{};
   };
+  struct Driven : Tracked {
+    std::optional<Frame> last;    // the last input applied (repeated when a tick has none)
+    uint32_t repeats = 0;
+  };
+  struct Proxy : Tracked {
+    std::optional<RelayedInput> input;  // relayed with the last reconciled snapshot
+  };
   std::vector<Driven> driven;
+  std::vector<Proxy> proxies;     // describe(), in call order
+  uint64_t relayed_tick = 0;      // the snapshot tick the proxies' inputs were applied at
   std::vector<std::pair<ObjectID, ObjectDesc>> statics;  // set_static
   std::deque<Frame> history;      // inputs by tick (ascending), for replay
   std::unique_ptr<physics::World> world;
@@ -70,6 +79,20 @@ struct Predictor::Impl {
     return nullptr;
   }
   const Driven* find(ObjectID id) const { return const_cast<Impl*>(this)->find(id); }
+  Proxy* find_proxy(ObjectID id) {
+    for (Proxy& p : proxies) {
+      if (p.id == id) return &p;
+    }
+    return nullptr;
+  }
+  /// A driven body, or a described one simulated now.
+  const Tracked* simulated(ObjectID id) const {
+    if (const Driven* d = find(id)) return d;
+    for (const Proxy& p : proxies) {
+      if (p.id == id && !p.local.is_null()) return &p;
+    }
+    return nullptr;
+  }
 
   const Frame* frame_for(uint64_t t, ObjectID id) const {
     for (const Frame& f : history) {
@@ -91,9 +114,33 @@ struct Predictor::Impl {
     }
   }
 
+  /// Another player's relayed input on its proxy at tick t, at the weight its fade leaves.
+  void apply_relayed(physics::World& w, const Proxy& p, uint64_t t) {
+    if (!p.input || p.local.is_null()) return;
+    const double elapsed = t > relayed_tick + 1 ? static_cast<double>(t - relayed_tick - 1) * dt : 0.0;
+    const float weight = config.input_fade_s > 0.0
+                             ? static_cast<float>(std::clamp(1.0 - elapsed / config.input_fade_s, 0.0, 1.0))
+                             : 0.0f;
+    if (weight <= 0.0f) return;
+    const RelayedInput& in = *p.input;
+    const Vec3 zero{};
+    if (in.mode == InputMode::Force) {
+      if (!(in.linear == zero)) w.apply_force(p.local, in.linear * weight);
+      if (!(in.angular == zero)) w.apply_torque(p.local, in.angular * weight);
+      return;
+    }
+    const std::optional<physics::BodyState> s = w.get_object(p.local);
+    if (!s || (s->sleeping && in.linear == zero && in.angular == zero)) return;
+    // The target velocity blended with the body's own: at weight 0 the body coasts.
+    w.set_velocity(p.local, s->velocity + (in.linear - s->velocity) * weight);
+    w.set_angular_velocity(p.local, s->angular_velocity + (in.angular - s->angular_velocity) * weight);
+  }
+
   /// One tick of `w` (from `t - 1` to `t`): each driven body's input for t, or its last one
-  /// repeated (for at most kMaxRepeatTicks, as the server), then a step.
+  /// repeated (for at most kMaxRepeatTicks, as the server), the proxies' relayed inputs, then a
+  /// step.
   void step(physics::World& w, uint64_t t) {
+    for (const Proxy& p : proxies) apply_relayed(w, p, t);
     for (Driven& d : driven) {
       if (d.local.is_null()) continue;
       if (const Frame* f = frame_for(t, d.id)) {
@@ -127,6 +174,19 @@ void Predictor::drive(ObjectID id, const ObjectDesc& desc) {
   d.id = id;
   d.desc = desc;
   m.driven.push_back(d);
+}
+
+void Predictor::describe(ObjectID id, const ObjectDesc& desc) {
+  Impl& m = *impl_;
+  if (m.find(id) != nullptr) return;
+  if (Impl::Proxy* p = m.find_proxy(id)) {
+    p->desc = desc;
+    return;
+  }
+  Impl::Proxy p;
+  p.id = id;
+  p.desc = desc;
+  m.proxies.push_back(p);
 }
 
 void Predictor::set_static(ObjectID id, const ObjectDesc& desc) {
@@ -168,7 +228,8 @@ void Predictor::input(ObjectID id, InputMode mode, Vec3 linear, Vec3 angular, ui
   advance(tick);
 }
 
-void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> objects, TimePoint now) {
+void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> objects, TimePoint now,
+                          std::span<const RelayedInput> inputs) {
   Impl& m = *impl_;
   // A snapshot may leave a moving driven body out (its byte budget deferred it): its state is
   // then older than the snapshot, and restarting from it as if it were current would pull the
@@ -184,8 +245,9 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
   m.snapshot_tick = tick;
   const auto started = std::chrono::steady_clock::now();
   // Where each driven body is drawn now, before anything changes: the correction starts there.
-  std::vector<std::optional<impulse::Pose>> drawn;
+  std::vector<std::optional<impulse::Pose>> drawn, proxies_drawn;
   for (const Impl::Driven& d : m.driven) drawn.push_back(pose(d.id, now));
+  for (const Impl::Proxy& p : m.proxies) proxies_drawn.push_back(pose(p.id, now));
 
   // 1. The world at the snapshot's tick: static bodies, the driven bodies, stand-ins near them.
   physics::WorldSettings settings;
@@ -196,7 +258,12 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
     if (m.find(o.id) != nullptr) centres.push_back(o.position);
   }
   const float r2 = m.config.neighbour_radius * m.config.neighbour_radius;
+  const float e = std::min(m.config.extrapolate_radius, m.config.neighbour_radius);
+  const float e2 = e * e;
   std::vector<ObjectID> locals(m.driven.size());
+  std::vector<ObjectID> proxy_locals(m.proxies.size());
+  std::vector<std::optional<RelayedInput>> proxy_inputs(m.proxies.size());
+  uint32_t proxies = 0, proxies_driven = 0, stand_ins = 0, left_out = 0;
   for (const auto& [id, desc] : m.statics) {
     const std::optional<physics::Shape> shape = shape_of(desc.shape, desc.dims);
     if (!shape) continue;
@@ -236,17 +303,47 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
       b.asleep = o.sleeping;
     } else if (o.kind == BodyKind::Static) {
       b.kind = physics::BodyKind::Static;
-    } else {
-      const bool near = std::any_of(centres.begin(), centres.end(),
-                                    [&](Vec3 c) { return length_squared(o.position - c) <= r2; });
-      if (!near) continue;  // the far zone: not simulated
-      b.kind = physics::BodyKind::Kinematic;
+    }
+    Impl::Proxy* proxy = nullptr;
+    if (d == nullptr && o.kind != BodyKind::Static) {
+      float nearest = std::numeric_limits<float>::infinity();
+      for (const Vec3 c : centres) nearest = std::min(nearest, length_squared(o.position - c));
+      Impl::Proxy* described = m.find_proxy(o.id);
+      const std::optional<physics::Shape> own = described ? shape_of(described->desc.shape, described->desc.dims)
+                                                          : std::nullopt;
+      if (own && nearest <= e2 && o.kind == BodyKind::Dynamic) {
+        // Zone 1: simulated as on the server, with its exact shape and mass.
+        proxy = described;
+        b.shape = *own;
+        b.kind = physics::BodyKind::Dynamic;
+        b.mass = described->desc.mass;
+        b.friction = described->desc.friction;
+        b.restitution = described->desc.restitution;
+        b.angular_damping = described->desc.angular_damping;
+        b.material = described->desc.material;
+        b.asleep = o.sleeping;
+      } else if (nearest <= r2) {
+        b.kind = physics::BodyKind::Kinematic;  // zone 2: a stand-in at its snapshot velocity
+        ++stand_ins;
+      } else {
+        ++left_out;  // zone 3: not simulated
+        continue;
+      }
       b.velocity = o.velocity;
       b.angular_velocity = o.angular_velocity;
     }
     const physics::CreateResult created = next->create_object(b);
     if (created.error != physics::Error::Ok) continue;
     if (d != nullptr) locals[static_cast<size_t>(d - m.driven.data())] = created.id;
+    if (proxy != nullptr) {
+      const size_t k = static_cast<size_t>(proxy - m.proxies.data());
+      proxy_locals[k] = created.id;
+      ++proxies;
+      for (const RelayedInput& in : inputs) {
+        if (in.id == o.id) proxy_inputs[k] = in;
+      }
+      proxies_driven += proxy_inputs[k] ? 1u : 0u;
+    }
   }
 
   // 2. Replay the inputs after the snapshot up to the local tick, within the time budget.
@@ -259,11 +356,20 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
     d.last.reset();
     d.repeats = 0;
   }
-  std::vector<ObjectID> saved_locals;
+  std::vector<ObjectID> saved_locals, saved_proxy_locals;
+  std::vector<std::optional<RelayedInput>> saved_proxy_inputs;
   for (size_t i = 0; i < m.driven.size(); ++i) {
     saved_locals.push_back(m.driven[i].local);
     m.driven[i].local = locals[i];
   }
+  for (size_t i = 0; i < m.proxies.size(); ++i) {
+    saved_proxy_locals.push_back(m.proxies[i].local);
+    saved_proxy_inputs.push_back(m.proxies[i].input);
+    m.proxies[i].local = proxy_locals[i];
+    m.proxies[i].input = proxy_inputs[i];
+  }
+  const uint64_t saved_relayed_tick = m.relayed_tick;
+  m.relayed_tick = snapshot_tick;
   const auto budget = std::chrono::duration<double>(m.config.reconcile_budget_s);
   for (uint64_t t = tick + 1; t <= target; ++t) {
     if (std::chrono::steady_clock::now() - started > budget) {
@@ -273,6 +379,11 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
         m.driven[i].last = saved_last[i];
         m.driven[i].repeats = saved_repeats[i];
       }
+      for (size_t i = 0; i < m.proxies.size(); ++i) {
+        m.proxies[i].local = saved_proxy_locals[i];
+        m.proxies[i].input = saved_proxy_inputs[i];
+      }
+      m.relayed_tick = saved_relayed_tick;
       ++m.stats.over_budget;
       return;
     }
@@ -280,20 +391,25 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
     ++m.stats.ticks_replayed;
   }
 
-  // 3. The correction: where the body was drawn, minus where it is now predicted.
-  for (size_t i = 0; i < m.driven.size(); ++i) {
-    Impl::Driven& d = m.driven[i];
-    const std::optional<physics::BodyState> fresh = next->get_object(d.local);
-    if (!fresh) continue;
-    if (drawn[i]) {
-      // Where it was drawn at `now`, relative to the new prediction, is the new correction.
-      const Vec3 jump = drawn[i]->position - fresh->position;
-      m.stats.max_correction_m = std::max(m.stats.max_correction_m, static_cast<double>(length(jump)));
-      d.error_position = jump;
-      d.error_rotation = normalize(drawn[i]->orientation * conjugate(fresh->orientation));
-      d.error_at = now;
-    }
-  }
+  // 3. The correction: where the body was drawn, minus where it is now predicted. A proxy that
+  //    has just entered zone 1 starts without one (the game drew it from its interpolation).
+  const auto correct = [&](Impl::Tracked& t, const std::optional<impulse::Pose>& was, bool own) {
+    const std::optional<physics::BodyState> fresh = next->get_object(t.local);
+    t.error_position = Vec3{};
+    t.error_rotation = Quat{};
+    if (!fresh || !was) return;
+    const Vec3 jump = was->position - fresh->position;
+    if (own) m.stats.max_correction_m = std::max(m.stats.max_correction_m, static_cast<double>(length(jump)));
+    t.error_position = jump;
+    t.error_rotation = normalize(was->orientation * conjugate(fresh->orientation));
+    t.error_at = now;
+  };
+  for (size_t i = 0; i < m.driven.size(); ++i) correct(m.driven[i], drawn[i], true);
+  for (size_t i = 0; i < m.proxies.size(); ++i) correct(m.proxies[i], proxies_drawn[i], false);
+  m.stats.proxies = proxies;
+  m.stats.proxies_driven = proxies_driven;
+  m.stats.stand_ins = stand_ins;
+  m.stats.left_out = left_out;
   m.world = std::move(next);
   m.tick = target;
   ++m.stats.reconciliations;
@@ -302,7 +418,7 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
 
 std::optional<impulse::Pose> Predictor::pose(ObjectID id, TimePoint now) const {
   const Impl& m = *impl_;
-  const Impl::Driven* d = m.find(id);
+  const Impl::Tracked* d = m.simulated(id);
   if (d == nullptr || !m.world || d->local.is_null()) return std::nullopt;
   const std::optional<physics::BodyState> s = m.world->get_object(d->local);
   if (!s) return std::nullopt;
@@ -316,7 +432,7 @@ std::optional<impulse::Pose> Predictor::pose(ObjectID id, TimePoint now) const {
 
 std::optional<ObjectState> Predictor::predicted(ObjectID id) const {
   const Impl& m = *impl_;
-  const Impl::Driven* d = m.find(id);
+  const Impl::Tracked* d = m.simulated(id);
   if (d == nullptr || !m.world || d->local.is_null()) return std::nullopt;
   const std::optional<physics::BodyState> s = m.world->get_object(d->local);
   if (!s) return std::nullopt;

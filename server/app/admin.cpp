@@ -343,6 +343,9 @@ std::string render_metrics(const MetricsSnapshot& s, const ProcessFigures& p) {
   w.counter("impulse_input_frames_applied_total", "Input frames applied at their own tick.", s.input_frames_applied);
   w.counter("impulse_input_frames_repeated_total",
             "Ticks whose Input frame had not arrived, given the body's last frame again.", s.input_frames_repeated);
+  w.counter("impulse_inputs_relayed_total",
+            "Other clients' inputs sent in snapshots (Snapshot.inputs), for bodies in each client's area.",
+            s.inputs_relayed);
   w.counter("impulse_input_frames_late_total", "Input frames that arrived after their tick (never applied).",
             s.input_frames_late);
   w.counter("impulse_inputs_refused_total",

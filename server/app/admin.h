@@ -43,7 +43,7 @@ struct MetricsSnapshot {
   std::array<uint64_t, ServerStats::kResultCodes> results{};               ///< by wire::ResultCode
   uint64_t requests_duplicate = 0, requests_unsequenced = 0;
   // Ticks (protocol 10): ServerStats' fields of the same names.
-  uint64_t input_frames_applied = 0, input_frames_repeated = 0, input_frames_late = 0, inputs_refused = 0;
+  uint64_t input_frames_applied = 0, input_frames_repeated = 0, inputs_relayed = 0, input_frames_late = 0, inputs_refused = 0;
   uint64_t input_buffered_ticks = 0, actions_held = 0, actions_late = 0, raycasts_compensated = 0;
   uint64_t lag_compensation_bytes = 0;
   uint64_t snapshot_bytes = 0, event_bytes = 0, events_queued = 0;

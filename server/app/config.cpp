@@ -142,6 +142,9 @@ std::string validate_config(const ServerConfig& c) {
   if (c.lag_compensation_ms < 0 || c.lag_compensation_ms > 1000) {
     return fmt::format("--lag-compensation-ms must be in 0..1000 (0 = off; got {})", c.lag_compensation_ms);
   }
+  if (c.relay_inputs < 0 || c.relay_inputs > static_cast<int>(wire::kMaxRelayedInputs)) {
+    return fmt::format("--relay-inputs must be in 0..{} (got {})", wire::kMaxRelayedInputs, c.relay_inputs);
+  }
   if (c.max_input_lead_ms < 0 || c.max_input_lead_ms > 1000) {
     return fmt::format("--max-input-lead-ms must be in 0..1000 (got {})", c.max_input_lead_ms);
   }
@@ -333,6 +336,10 @@ void add_settings(CLI::App& app, ServerConfig& config, PortSettings& ports, bool
   add("--max-input-lead-ms", config.max_input_lead_ms,
       "How far ahead of the server an action (apply_tick) or an Input may be stamped [ms]; further is TickOutOfRange, "
       "0..1000");
+  add("--relay-inputs", config.relay_inputs,
+      fmt::format("Other clients' inputs each snapshot may relay (Snapshot.inputs: bodies in the client's area, nearest "
+                  "first, 40 bytes each, taken from the snapshot's room for states), 0..{} (0 = none)",
+                  wire::kMaxRelayedInputs));
   add("--temporary-ownership", config.temporary_ownership,
       "Accept SetState: a client's own state of a body whose island holds no other client's body, within what its "
       "speed allows (off: the server alone decides every body's state)");
@@ -722,7 +729,7 @@ std::string describe_config(const ServerConfig& c) {
       "max_steps_per_frame={} threads={} stats_interval={}s log_level={} log_format={} record={} record_dir={} record_rotate_mb={} "
       "record_rotate_minutes={} keyframe_seconds={} token_key={} authority={} max_objects_per_client={} "
       "max_client_objects={} max_client_extent={}m max_joints_per_client={} max_client_joints={} max_spawn_overlaps={} "
-      "max_objects_per_address={} max_sessions_per_address={} tick_budget={} max_wakes_per_tick={} lag_compensation={}ms max_input_lead={}ms temporary_ownership={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
+      "max_objects_per_address={} max_sessions_per_address={} tick_budget={} max_wakes_per_tick={} lag_compensation={}ms max_input_lead={}ms relay_inputs={} temporary_ownership={} on_disconnect={} max_requests_per_second={} max_kbytes_in_per_second={} max_kbps_per_client={} world_bound={}m "
       "position_bits={} agones={} admin={}{}",
       c.bind, c.port, c.tick_hz, c.snapshot_hz, c.scene, c.max_clients, c.client_timeout_s, drain_seconds_of(c),
       c.max_steps_per_frame,
@@ -732,7 +739,7 @@ std::string describe_config(const ServerConfig& c) {
       c.max_client_objects, c.max_client_extent, c.max_joints_per_client, c.max_client_joints, c.max_spawn_overlaps,
       c.max_objects_per_address, c.max_sessions_per_address,
       c.tick_budget_ms > 0 ? fmt::format("{}ms(min_work={})", c.tick_budget_ms, c.tick_budget_min_work) : std::string("off"),
-      c.max_wakes_per_tick, c.lag_compensation_ms, c.max_input_lead_ms, c.temporary_ownership, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
+      c.max_wakes_per_tick, c.lag_compensation_ms, c.max_input_lead_ms, c.relay_inputs, c.temporary_ownership, c.on_disconnect, c.max_requests_per_second, c.max_kbytes_in_per_second, c.max_kbps_per_client, c.world_bound,
       c.position_fraction_bits,
       agones_enabled(c) ? fmt::format("localhost:{} health_interval={}s shutdown_when_empty={}", c.agones_port != 0 ? c.agones_port : kAgonesDefaultHttpPort,
                                       c.agones_health_interval_s,

@@ -278,6 +278,7 @@ struct Server::Impl {
     m.requests_unsequenced = load(stats.requests_unsequenced);
     m.input_frames_applied = load(stats.input_frames_applied);
     m.input_frames_repeated = load(stats.input_frames_repeated);
+    m.inputs_relayed = load(stats.inputs_relayed);
     m.input_frames_late = load(stats.input_frames_late);
     m.inputs_refused = load(stats.inputs_refused);
     m.input_buffered_ticks = load(stats.input_buffered_ticks);

@@ -123,6 +123,9 @@ struct ServerConfig {
   /// frame may be stamped [ms]; further is TickOutOfRange. 500 ms is Unity Netcode's prediction
   /// cap; a held action costs its session a request window slot until its tick.
   int max_input_lead_ms = 500;
+  /// --relay-inputs: other clients' inputs one snapshot may relay (Snapshot.inputs), 0..8. Each
+  /// costs 40 bytes of the datagram's room for states; 8 covers a team game's visible players.
+  int relay_inputs = 8;
   /// --temporary-ownership: accept SetState, a client's own state of a body whose island holds no
   /// other client's body (seed 001's temporary ownership). Off by default: it trades the server's
   /// authority over that island for the player's feel (docs/SECURITY.md).
@@ -219,6 +222,7 @@ struct ServerStats {
   // that arrived after it, and lag-compensated raycasts.
   std::atomic<uint64_t> input_frames_applied{0};
   std::atomic<uint64_t> input_frames_repeated{0};
+  std::atomic<uint64_t> inputs_relayed{0};  ///< Snapshot.inputs entries sent (other clients' inputs)
   std::atomic<uint64_t> input_frames_late{0};
   std::atomic<uint64_t> inputs_refused{0};
   std::atomic<uint64_t> input_buffered_ticks{0};

@@ -5,6 +5,7 @@
 #include "server/app/server_core.h"
 
 #include <ctime>
+#include <limits>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -1005,9 +1006,15 @@ void ServerCore::apply_tick_inputs(TimePoint now, Outbox& out) {
   // Each frame becomes the pushes of its mode (wire::InputMode), with request_id 0: applied,
   // authorised and journaled like fire-and-forget pushes, so a recording replays them as such.
   input_pushes_.clear();
+  tick_inputs_.clear();
   for (Session& s : sessions_.sessions()) {
     const InputCounts before = s.inputs.counts();
-    s.inputs.take(tick, [&](ObjectID id, const InputValue& v) {
+    s.inputs.take(tick, [&](ObjectID id, const InputValue& v, uint32_t repeats) {
+      // Relayed to the other sessions that see the body (write_snapshots), applied or not.
+      tick_inputs_.push_back(TickInput{
+          s.client_id, Vec3{},
+          wire::RelayedInput(impulse::to_wire(id), wire::InputFrame(wire::to_wire(v.linear), wire::to_wire(v.angular)), v.mode,
+                             static_cast<uint8_t>(std::min<uint32_t>(repeats, UINT8_MAX)))});
       PendingRequest r;
       r.from = s.endpoint;
       r.client_id = s.client_id;
@@ -1685,13 +1692,51 @@ void ServerCore::write_events(TimePoint now, Outbox& out) {
   }
 }
 
+uint32_t ServerCore::relay_inputs(const Session& s, size_t tokens) {
+  // Only when the bucket holds the entries besides the smallest payload: a throttled session
+  // keeps its bytes for the states themselves.
+  if (tick_inputs_.empty() || !s.snapshots || config_.relay_inputs <= 0 ||
+      tokens < kMinSnapshotBudgetBytes + sizeof(wire::RelayedInput)) {
+    return 0;
+  }
+  const InterestArea& area = s.snapshots->interest();
+  const float reach = sender_config_.hysteresis_m;
+  const Vec3 focus = area.kind == InterestArea::Kind::Box ? (area.min + area.max) * 0.5f : area.center;
+  relay_order_.clear();
+  for (uint32_t k = 0; k < tick_inputs_.size(); ++k) {
+    const TickInput& t = tick_inputs_[k];
+    if (t.client_id == s.client_id || !std::isfinite(t.position.x)) continue;
+    if (distance_outside(area, t.position) > reach) continue;
+    const float d = area.kind == InterestArea::Kind::All ? 0.0f : length(t.position - focus);
+    relay_order_.emplace_back(d, k);
+  }
+  const size_t afford = (tokens - kMinSnapshotBudgetBytes) / sizeof(wire::RelayedInput);
+  const size_t n = std::min({relay_order_.size(), static_cast<size_t>(std::max(config_.relay_inputs, 0)), afford});
+  // Nearest first; ties by the body's id, so the choice does not depend on session order.
+  const auto nearer = [&](const std::pair<float, uint32_t>& a, const std::pair<float, uint32_t>& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return tick_inputs_[a.second].relayed.id() < tick_inputs_[b.second].relayed.id();
+  };
+  std::partial_sort(relay_order_.begin(), relay_order_.begin() + static_cast<std::ptrdiff_t>(n), relay_order_.end(),
+                    nearer);
+  for (size_t k = 0; k < n; ++k) relayed_inputs_.push_back(tick_inputs_[relay_order_[k].second].relayed);
+  stats_.inputs_relayed.fetch_add(n, std::memory_order_relaxed);
+  return static_cast<uint32_t>(n);
+}
+
 int ServerCore::snapshot_phases() const { return std::max(1, config_.tick_hz / config_.snapshot_hz); }
 
 void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uint8_t> phase_due) {
-  const size_t capacity = wire::snapshot_payload_capacity();
   const std::span<Session> sessions = sessions_.sessions();
-  // 1. The due sessions, in session order, with their budgets and the sequence send() will give.
+  // 1. The due sessions, in session order, with their budgets, the sequence send() will give and
+  //    the other sessions' inputs each is relayed.
   due_snapshots_.clear();
+  relayed_inputs_.clear();
+  for (TickInput& t : tick_inputs_) {
+    const std::optional<physics::BodyState> body = world_.get_object(from_wire(t.relayed.id()));
+    const float gone = std::numeric_limits<float>::quiet_NaN();  // removed in the step: not relayed
+    t.position = body ? body->position : Vec3{gone, gone, gone};
+  }
   for (uint32_t i = 0; i < sessions.size(); ++i) {
     Session& s = sessions[i];
     if (!s.snapshots) continue;
@@ -1707,9 +1752,13 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
     s.bytes_out.refill(now);
     // The budget: what the bucket holds, at most one datagram. An empty bucket still sends a
     // minimal snapshot so acks and exits keep flowing.
-    const size_t budget = std::clamp<size_t>(static_cast<size_t>(std::max(0.0, s.bytes_out.tokens)),
-                                             kMinSnapshotBudgetBytes, capacity);
-    due_snapshots_.push_back(DueSnapshot{i, s.acks.last_sent() + 1, budget});
+    const size_t tokens = static_cast<size_t>(std::max(0.0, s.bytes_out.tokens));
+    const uint32_t first_input = static_cast<uint32_t>(relayed_inputs_.size());
+    const uint32_t inputs = relay_inputs(s, tokens);
+    const size_t room = wire::snapshot_payload_capacity(inputs);
+    const size_t budget = std::clamp<size_t>(tokens - std::min(tokens, inputs * sizeof(wire::RelayedInput)),
+                                             kMinSnapshotBudgetBytes, room);
+    due_snapshots_.push_back(DueSnapshot{i, s.acks.last_sent() + 1, budget, first_input, inputs});
   }
   if (due_snapshots_.empty()) return;
   build_snapshot_source(world_, sender_config_.quant, &snapshot_source_, &pool_);
@@ -1738,8 +1787,10 @@ void ServerCore::write_snapshots(TimePoint now, Outbox& out, std::span<const uin
   }
   for (size_t k = 0; k < due; ++k) {
     Session& s = sessions[due_snapshots_[k].session];
+    const DueSnapshot& d = due_snapshots_[k];
     const auto bytes = wire::build_snapshot(fbb_, world_.tick(), snapshot_payloads_[k],
-                                            s.inputs.min_lead(world_.tick() + 1), stop_in_ms);
+                                            s.inputs.min_lead(world_.tick() + 1), stop_in_ms,
+                                            std::span(relayed_inputs_).subspan(d.first_input, d.inputs));
     send(s, bytes, now, out);  // assigns exactly due_snapshots_[k].sequence
     stats_.snapshot_bytes.fetch_add(bytes.size(), std::memory_order_relaxed);
   }

@@ -275,6 +275,11 @@ class ServerCore {
   void write_snapshots(TimePoint now, Outbox& out, std::span<const uint8_t> phase_due = {});
   /// How many snapshot phases sessions are spread over: tick_hz / snapshot_hz, at least 1.
   int snapshot_phases() const;
+  /// Appends to relayed_inputs_ the inputs of the last tick that `s` is relayed: other sessions'
+  /// bodies within its area (plus the hysteresis), nearest its centre first, at most
+  /// wire::kMaxRelayedInputs and as many as `tokens` [bytes] allow besides the smallest payload.
+  /// Returns how many.
+  uint32_t relay_inputs(const Session& s, size_t tokens);
   void remove_session(const Endpoint& endpoint);
   /// The simulation clock at `now` [us]: tick / tick_hz plus the time not yet stepped.
   uint64_t server_time_us(TimePoint now) const;
@@ -428,13 +433,25 @@ class ServerCore {
   PoseHistory history_;              // --lag-compensation-ms of movable poses
   std::vector<physics::IndexedPose> past_poses_;  // answer_raycast's scratch
   std::vector<PendingRequest> input_pushes_;      // apply_tick_inputs' scratch
+  // The inputs taken for the last tick stepped, by body (apply_tick_inputs), relayed in snapshots
+  // to the other sessions whose area holds the body (write_snapshots).
+  struct TickInput {
+    uint32_t client_id = 0;  // the session that sent it: not relayed back to it
+    Vec3 position;           // the body's, when the snapshots are written
+    wire::RelayedInput relayed;
+  };
+  std::vector<TickInput> tick_inputs_;
+  std::vector<std::pair<float, uint32_t>> relay_order_;  // write_snapshots' scratch: (distance, position)
   std::vector<InputValue> input_frames_;          // receive_input's scratch
   // write_snapshots: the sessions due this wake-up and their payloads (same positions).
   struct DueSnapshot {
     uint32_t session = 0;   // position in sessions_.sessions()
     uint32_t sequence = 0;  // the packet sequence send() will assign
     size_t budget = 0;      // [bytes]
+    uint32_t first_input = 0;   // its relayed inputs: relayed_inputs_[first_input, + inputs)
+    uint32_t inputs = 0;
   };
+  std::vector<wire::RelayedInput> relayed_inputs_;
   std::vector<DueSnapshot> due_snapshots_;
   std::vector<std::vector<uint8_t>> snapshot_payloads_;
   std::vector<uint8_t> phase_due_;    // per snapshot phase: a snapshot tick of it was stepped

@@ -60,8 +60,8 @@ class InputBuffer {
                   uint64_t max_lead);
 
   /// The inputs for tick `tick` (call once per tick, in tick order): fn(ObjectID, const
-  /// InputValue&) for each channel with a frame for it, or with its last frame while that may
-  /// still repeat.
+  /// InputValue&, uint32_t repeats) for each channel with a frame for it (repeats 0), or with its
+  /// last frame while that may still repeat (repeats: the ticks it has stood in, 1..kMaxRepeatTicks).
   template <class Fn>
   void take(uint64_t tick, Fn&& fn) {
     for (Channel& c : channels_) {
@@ -72,11 +72,11 @@ class InputBuffer {
         c.repeats = 0;
         ++counts_.applied;
         counts_.buffered_sum += c.newest > tick ? c.newest - tick : 0;
-        fn(c.id, c.last);
+        fn(c.id, c.last, uint32_t{0});
       } else if (c.has_last && c.repeats < kMaxRepeatTicks) {
         ++c.repeats;
         ++counts_.repeated;
-        fn(c.id, c.last);
+        fn(c.id, c.last, c.repeats);
       }
       c.taken = tick;
     }

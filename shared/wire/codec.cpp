@@ -3,6 +3,7 @@
 #include "shared/wire/codec.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -874,10 +875,12 @@ constexpr size_t kProbeElements = 64;
 
 std::span<const uint8_t> build_snapshot_unchecked(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
                                                   std::span<const uint8_t> data, int16_t input_lead,
-                                                  uint32_t stop_in_ms) {
+                                                  uint32_t stop_in_ms, std::span<const RelayedInput> inputs) {
   fbb.Clear();
   const auto vec = fbb.CreateVector(data.data(), data.size());
-  const auto message = CreateSnapshot(fbb, tick, vec, input_lead, stop_in_ms);
+  const auto relayed = inputs.empty() ? flatbuffers::Offset<flatbuffers::Vector<const RelayedInput*>>()
+                                      : fbb.CreateVectorOfStructs(inputs.data(), inputs.size());
+  const auto message = CreateSnapshot(fbb, tick, vec, input_lead, stop_in_ms, relayed);
   return finish_unchecked(fbb, Message::Snapshot, message.Union());
 }
 
@@ -904,28 +907,39 @@ std::span<const uint8_t> build_collision_events_block_unchecked(flatbuffers::Fla
 
 }  // namespace
 
-size_t snapshot_payload_capacity() {
-  // Worst-case header: the largest tick, an input lead and a stop time, so every scalar is present.
-  static const size_t capacity = [] {
+size_t snapshot_payload_capacity(size_t relayed_inputs) {
+  // Worst-case header: the largest tick, an input lead and a stop time, so every scalar is present,
+  // and each count of relayed inputs.
+  static const std::array<size_t, kMaxRelayedInputs + 1> capacity = [] {
+    std::array<size_t, kMaxRelayedInputs + 1> out{};
     flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
     const std::vector<uint8_t> probe(kMaxDatagramBytes, 0);
-    const auto size = [&](size_t n) {
-      return build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n), 0, UINT32_MAX).size();
-    };
-    const size_t overhead = size(1) - 1;
-    size_t n = kMaxPlaintextBytes - overhead;
-    while (n > 0 && size(n) > kMaxPlaintextBytes) --n;
-    // The 1-byte probe counted up to 3 bytes of vector alignment as overhead: grow back to the largest fit.
-    while (size(n + 1) <= kMaxPlaintextBytes) ++n;
-    return n;
+    const std::vector<RelayedInput> inputs(kMaxRelayedInputs);
+    for (size_t k = 0; k <= kMaxRelayedInputs; ++k) {
+      const auto size = [&](size_t n) {
+        return build_snapshot_unchecked(fbb, UINT64_MAX, std::span<const uint8_t>(probe).first(n), 0, UINT32_MAX,
+                                        std::span<const RelayedInput>(inputs).first(k))
+            .size();
+      };
+      const size_t overhead = size(1) - 1;
+      size_t n = kMaxPlaintextBytes - overhead;
+      while (n > 0 && size(n) > kMaxPlaintextBytes) --n;
+      // The 1-byte probe counted up to 3 bytes of vector alignment as overhead: grow back to the largest fit.
+      while (size(n + 1) <= kMaxPlaintextBytes) ++n;
+      out[k] = n;
+    }
+    return out;
   }();
-  return capacity;
+  return capacity[std::min(relayed_inputs, kMaxRelayedInputs)];
 }
 
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
-                                        std::span<const uint8_t> data, int16_t input_lead, uint32_t stop_in_ms) {
-  const auto bytes = build_snapshot_unchecked(fbb, tick, data.first(std::min(data.size(), snapshot_payload_capacity())),
-                                              input_lead, stop_in_ms);
+                                        std::span<const uint8_t> data, int16_t input_lead, uint32_t stop_in_ms,
+                                        std::span<const RelayedInput> inputs) {
+  inputs = inputs.first(std::min(inputs.size(), kMaxRelayedInputs));
+  const size_t room = snapshot_payload_capacity(inputs.size());
+  const auto bytes = build_snapshot_unchecked(fbb, tick, data.first(std::min(data.size(), room)), input_lead,
+                                              stop_in_ms, inputs);
   assert(bytes.size() <= kMaxPlaintextBytes && "snapshot exceeds the datagram limit");
   return bytes;
 }

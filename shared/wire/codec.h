@@ -439,16 +439,21 @@ std::span<const uint8_t> build_raycast_result(flatbuffers::FlatBufferBuilder& fb
                                               ResultCode code, uint64_t tick, std::span<const RayHitEntry> hits,
                                               bool truncated, std::string_view message);
 
-/// The largest Snapshot.data payload whose datagram fits kMaxDatagramBytes [bytes], measured
-/// once with a worst-case tick, input lead and stop_in_ms. Proven by a unit test.
-size_t snapshot_payload_capacity();
+/// Most RelayedInput entries one Snapshot carries (Snapshot.inputs).
+inline constexpr size_t kMaxRelayedInputs = 8;
+
+/// The largest Snapshot.data payload whose datagram fits kMaxDatagramBytes [bytes] next to
+/// `relayed_inputs` (at most kMaxRelayedInputs) Snapshot.inputs entries, measured once per count
+/// with a worst-case tick, input lead and stop_in_ms. Proven by a unit test.
+size_t snapshot_payload_capacity(size_t relayed_inputs = 0);
 /// Snapshot at `tick` carrying the bit-packed payload `data` (docs/PROTOCOL.md, "Snapshot
-/// payload"); at most snapshot_payload_capacity() bytes are written (callers budget for it).
+/// payload") and the relayed `inputs` (the first kMaxRelayedInputs; absent when empty); at most
+/// snapshot_payload_capacity(inputs.size()) bytes of `data` are written (callers budget for it).
 /// `input_lead` is Snapshot.input_lead [ticks] (kNoInputLead: none); `stop_in_ms` is
 /// Snapshot.stop_in_ms, the time left of a drain [ms] (0: not stopping).
 std::span<const uint8_t> build_snapshot(flatbuffers::FlatBufferBuilder& fbb, uint64_t tick,
                                         std::span<const uint8_t> data, int16_t input_lead = kNoInputLead,
-                                        uint32_t stop_in_ms = 0);
+                                        uint32_t stop_in_ms = 0, std::span<const RelayedInput> inputs = {});
 
 /// Collision events that always fit in one CollisionEvents datagram: the largest n whose
 /// worst-case block (event_codec.h, max_event_block_bytes: any event values, any valid

@@ -172,6 +172,17 @@ def test_vectors(doc):
     check(r.RequestId() == 12 and r.SeenTick() == 590 and r.SeenFraction() == 0.25 and r.Translation().Y() == -10,
           "Raycast at seen tick 590.25: fields")
     ok("tick vectors (an action's apply_tick, an Input, a lag-compensated Raycast) decode to the documented values")
+    e = W.Envelope.Envelope.GetRootAs(h(mv["Snapshot with relayed inputs"]), 0)
+    sn = ic.union_as(e, W.Snapshot, "Snapshot")
+    def relayed(r):
+        f = r.Frame(W.InputFrame.InputFrame())
+        return (r.Id(), r.Mode(), vec(f.Linear(W.Vec3.Vec3())), vec(f.Angular(W.Vec3.Vec3())), r.Repeats())
+    rel = [relayed(sn.Inputs(i)) for i in range(sn.InputsLength())]
+    check(e.MessageType() == 12 and sn.Tick() == 600 and sn.InputLead() == 2 and sn.StopInMs() == 0 and
+          bytes(sn.Data(i) for i in range(sn.DataLength())) == b"\x01\x02\x03\x04", "Snapshot fields")
+    check(rel == [(1 << 32 | 3, W.InputMode.InputMode.Force, (400, 0, 0), (0, 5, 0), 0),
+                  (1 << 32 | 4, W.InputMode.InputMode.Velocity, (0, 0, -6), (0, 0, 0), 2)], "Snapshot.inputs: %r" % rel)
+    ok("the Snapshot vector's relayed inputs decode to the documented values")
     jb = h(doc_block(doc, "joint-event-vectors")["block"])
     je = ic.decode_events(jb, ic.Quant())
     check(len(je) == 2 and [x["type"] for x in je] == [2, 3] and [x["sequence"] for x in je] == [5, 6] and
@@ -643,6 +654,8 @@ def live(exe, tmp):
            "stamped 200 ticks ahead got TickOutOfRange (%s)" % (want, want, res["message"]))
         c.pump(1.5)  # the jump lands
         start = c.objects()[car]["position"]
+        other = ic.Client("127.0.0.1", srv.port, name="other-player")  # sees c's inputs relayed
+        other.connect(3.0)
         first = c.snap_history[-1][0] + 8
         history = []
         for k in range(60):
@@ -650,8 +663,19 @@ def live(exe, tmp):
             kept = history[-8:]
             c.send(ic.msg_input(car, W.InputMode.InputMode.Velocity, first + k - len(kept) + 1, kept))
             c.pump(1.0 / 60)
+            other.pump(0.0)
         c.pump(0.5)
+        other.pump(0.1)
         end = c.objects()[car]["position"]
+        mine = [r for _, rs in c.relayed for r in rs if r["id"] == car]
+        theirs = [r for _, rs in other.relayed for r in rs if r["id"] == car]
+        check(not mine, "a client was relayed its own input")
+        check(len(theirs) >= 10 and all(r["mode"] == W.InputMode.InputMode.Velocity and r["linear"] == (2.0, 0.0, 0.0)
+                                        for r in theirs),
+              "another client was relayed %d of the car's inputs: %r" % (len(theirs), theirs[:2]))
+        ok("Snapshot.inputs: another client's snapshots relayed the car's Velocity input %d times, as sent"
+           % len(theirs))
+        other.close()
         check(end[0] - start[0] > 1.0, "60 ticks of 2 m/s input moved the box %.2f m" % (end[0] - start[0]))
         check(c.input_lead is not None, "no Snapshot.input_lead after sending inputs")
         ok("Input (Velocity, 2 m/s for 60 ticks, 8 ticks a datagram): the box moved %.2f m along +x; the server "

@@ -1093,6 +1093,7 @@ class Client:
         self.pending = {}               # request_id -> (msg_fn, last_sent, apply_tick)
         self.input_lead = None          # Snapshot.input_lead, the latest reported ("Ticks")
         self.stop_in_ms = 0             # Snapshot.stop_in_ms: a draining server's time left
+        self.relayed = []               # (tick, [relayed input dicts]) per applied snapshot with Snapshot.inputs
         self.results = {}               # request_id -> result dict
         self.answer_counts = {}         # request_id -> answers received
         self.pongs = {}
@@ -1318,6 +1319,19 @@ class Client:
                 self.input_lead = sn.InputLead()
             # A draining server's time left [ms], 0 when it is not stopping ("Snapshots").
             self.stop_in_ms = sn.StopInMs()
+            # Other clients' inputs ("Snapshots"): keep the well-formed ones, at most 8.
+            got = []
+            for i in range(min(sn.InputsLength(), 8)):
+                r = sn.Inputs(i)
+                f = r.Frame(W.InputFrame.InputFrame())
+                lv, av = f.Linear(W.Vec3.Vec3()), f.Angular(W.Vec3.Vec3())
+                lin, ang = (lv.X(), lv.Y(), lv.Z()), (av.X(), av.Y(), av.Z())
+                if r.Id() == 0 or r.Mode() not in (0, 1) or not all(math.isfinite(x) for x in lin + ang):
+                    continue
+                got.append({"id": r.Id(), "mode": r.Mode(), "linear": lin, "angular": ang, "repeats": r.Repeats()})
+            if got:
+                self.relayed.append((sn.Tick(), got))
+                del self.relayed[:-600]
             views = {o.id: o.view(self.quant, sn.Tick()) for o in self.snap.objects.values()}
             self.snap_history.append((sn.Tick(), views))
             del self.snap_history[:-600]

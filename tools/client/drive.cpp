@@ -203,7 +203,7 @@ int run_drive(const DriveOptions& o) {
       }
       car.created(result.id);
     }
-    for (const SnapshotRange& s : r.snapshots) car.snapshot(s.tick, r.objects_of(s), now);
+    for (const SnapshotRange& s : r.snapshots) car.snapshot(s.tick, r.objects_of(s), now, r.inputs_of(s));
 
     const std::optional<uint64_t> input_tick = client.input_tick(now);
     if (!ready_at) {

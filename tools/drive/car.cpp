@@ -48,7 +48,8 @@ void Car::created(ObjectID id) {
   if (config_.predict) predictor_.drive(id, desc());
 }
 
-void Car::snapshot(uint64_t tick, std::span<const ObjectState> objects, TimePoint now) {
+void Car::snapshot(uint64_t tick, std::span<const ObjectState> objects, TimePoint now,
+                   std::span<const RelayedInput> inputs) {
   if (id_.is_null() || tick <= server_tick_) return;
   if (config_.predict && config_.ground_y && !ground_pinned_) {
     for (const ObjectState& o : objects) {
@@ -71,7 +72,17 @@ void Car::snapshot(uint64_t tick, std::span<const ObjectState> objects, TimePoin
   server_ = *it;
   server_tick_ = tick;
   ++stats_.snapshots;
-  if (config_.predict) predictor_.reconcile(tick, objects, now);
+  if (!config_.predict) return;
+  for (const RelayedInput& in : inputs) {
+    const auto other = std::lower_bound(objects.begin(), objects.end(), in.id,
+                                        [](const ObjectState& o, ObjectID id) { return o.id < id; });
+    if (other == objects.end() || other->id != in.id || other->kind != BodyKind::Dynamic) continue;
+    ObjectDesc d = desc();
+    d.shape = other->shape;
+    d.dims = other->dims;
+    predictor_.describe(in.id, d);
+  }
+  predictor_.reconcile(tick, objects, now, inputs);
 }
 
 std::optional<Car::Input> Car::input(uint64_t tick, Controls controls) {

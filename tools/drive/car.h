@@ -72,9 +72,12 @@ class Car {
   void set_static(ObjectID id, const ObjectDesc& desc) { predictor_.set_static(id, desc); }
   ObjectID id() const { return id_; }
 
-  /// A completed snapshot (PollResult::objects_of): reconciles the prediction and keeps the
-  /// server's car state.
-  void snapshot(uint64_t tick, std::span<const ObjectState> objects, TimePoint now);
+  /// A completed snapshot (PollResult::objects_of, inputs_of): reconciles the prediction and
+  /// keeps the server's car state. A body another player drives (it has a relayed input) is taken
+  /// for a car like this one, with the snapshot's shape, and predicted near the car with its
+  /// input (Predictor::describe).
+  void snapshot(uint64_t tick, std::span<const ObjectState> objects, TimePoint now,
+                std::span<const RelayedInput> inputs = {});
 
   /// The input for `tick` (ClientCore::input_tick) under `controls`, or nullopt when `tick` is
   /// not newer than the last one or the car's heading is not known yet (no snapshot of it). A

@@ -244,7 +244,7 @@ int run(const Options& o) {
     }
 
     if (driven.car) {
-      for (const SnapshotRange& snap : r.snapshots) driven.car->snapshot(snap.tick, r.objects_of(snap), now);
+      for (const SnapshotRange& snap : r.snapshots) driven.car->snapshot(snap.tick, r.objects_of(snap), now, r.inputs_of(snap));
       const DriveRequest d = drive_slot.get(now, kDriveControlsMaxAge);
       driven.controls = drive::Controls{d.throttle, d.steer};
       if (const std::optional<uint64_t> tick = client.input_tick(now)) {

@@ -46,6 +46,9 @@ struct ClientStats {
   std::array<uint64_t, kSnapshotErrorCount> snapshot_errors{};
   uint64_t requests_resent = 0;       ///< requests sent again because no answer came in time
   uint64_t inputs_sent = 0;           ///< Input datagrams sent (send_input)
+  uint64_t relayed_inputs = 0;        ///< other clients' inputs received in snapshots (RelayedInput)
+  /// Relayed inputs dropped unread: a null id, an unknown mode or a non-finite value.
+  uint64_t relayed_inputs_rejected = 0;
   uint64_t results_duplicate = 0;     ///< answers to resends of requests already answered (dropped)
   uint64_t events_duplicate = 0;      ///< collision events received again (dropped)
   /// CollisionEvents blocks that failed decoding (none of their events delivered, the datagram not

@@ -307,12 +307,30 @@ struct PongInfo {
   std::chrono::microseconds rtt{0};       ///< round-trip time measured on this client's clock
 };
 
+/// Another client's input for one body, relayed by the server in a snapshot: the frame the
+/// server applied to `id` before its step to the snapshot's tick (send_input's arguments, as that
+/// client sent them). A game that predicts can run the body on with it (predict::Predictor);
+/// what it means is up to the game, as for send_input.
+struct RelayedInput {
+  ObjectID id;
+  InputMode mode = InputMode::Force;
+  Vec3 linear;             ///< Force: [N]; Velocity: [m/s]; world frame
+  Vec3 angular;            ///< Force: [N·m]; Velocity: [rad/s]; world frame
+  /// 0: the frame its owner sent for this tick; n >= 1: its last frame, repeated by the server for
+  /// the n-th tick because no newer one had arrived.
+  uint8_t repeats = 0;
+};
+
 /// One snapshot that completed (every part of its tick arrived) during a poll().
-/// Its objects are PollResult::snapshot_objects[first, first + count), sorted by ObjectID.
+/// Its objects are PollResult::snapshot_objects[first, first + count), sorted by ObjectID; the
+/// other clients' inputs it relayed are PollResult::snapshot_inputs[inputs_first, + inputs_count)
+/// (nearest the area's centre first; at most 8).
 struct SnapshotRange {
   uint64_t tick = 0;
   uint32_t first = 0;
   uint32_t count = 0;
+  uint32_t inputs_first = 0;
+  uint32_t inputs_count = 0;
 };
 
 /// Everything that arrived during one poll(). Owned by the Client and reused (vectors are
@@ -322,6 +340,7 @@ struct PollResult {
   /// Completed snapshots, oldest first. Usually zero or one per frame; objects() holds the latest.
   std::vector<SnapshotRange> snapshots;
   std::vector<ObjectState> snapshot_objects;  ///< backing store of `snapshots`
+  std::vector<RelayedInput> snapshot_inputs;  ///< backing store of `snapshots`' relayed inputs
   std::vector<RequestResult> results;         ///< in arrival order
   std::vector<RaycastResult> raycasts;        ///< answers to raycast(), in arrival order
   std::vector<RayHit> ray_hits;               ///< backing store of `raycasts`
@@ -334,6 +353,10 @@ struct PollResult {
   /// The objects of one completed snapshot of this result, sorted by ObjectID.
   std::span<const ObjectState> objects_of(const SnapshotRange& s) const {
     return std::span<const ObjectState>(snapshot_objects).subspan(s.first, s.count);
+  }
+  /// Other clients' inputs relayed with one completed snapshot of this result.
+  std::span<const RelayedInput> inputs_of(const SnapshotRange& s) const {
+    return std::span<const RelayedInput>(snapshot_inputs).subspan(s.inputs_first, s.inputs_count);
   }
   /// The hits of one raycast answer of this result, sorted by (fraction, id).
   std::span<const RayHit> hits_of(const RaycastResult& r) const {

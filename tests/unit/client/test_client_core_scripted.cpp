@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -939,6 +940,51 @@ TEST_F(ClientCoreScriptedSession, AHeadlessClientKeepsTheViewWithoutAPoseBuffer)
   ASSERT_TRUE(client.set_config(ClientConfig{}, &error)) << error;
   EXPECT_EQ(client.interpolator().size(), 3u);
   EXPECT_TRUE(client.pose_at_tick(ObjectID{1, 1}, 1011.0).has_value());
+}
+
+// Other clients' inputs relayed in a snapshot arrive with it, in the server's order; hostile
+// entries (a null id, an unknown mode, a non-finite value) are counted and skipped, the rest kept.
+TEST_F(ClientCoreScriptedSession, RelayedInputsArriveWithTheirSnapshotAndBadOnesAreSkipped) {
+  world.set(1010, three_objects());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<wire::RelayedInput> relayed = {
+      wire::RelayedInput(to_wire(ObjectID{7, 2}), wire::InputFrame(wire::Vec3(400, 0, 0), wire::Vec3(0, 5, 0)),
+                         wire::InputMode::Force, 0),
+      wire::RelayedInput(0, wire::InputFrame(wire::Vec3(1, 0, 0), wire::Vec3()), wire::InputMode::Force, 0),
+      wire::RelayedInput(to_wire(ObjectID{8, 1}), wire::InputFrame(wire::Vec3(nan, 0, 0), wire::Vec3()),
+                         wire::InputMode::Velocity, 0),
+      wire::RelayedInput(to_wire(ObjectID{9, 1}), wire::InputFrame(wire::Vec3(), wire::Vec3()),
+                         static_cast<wire::InputMode>(7), 0),
+      wire::RelayedInput(to_wire(ObjectID{3, 1}), wire::InputFrame(wire::Vec3(0, 0, -6), wire::Vec3()),
+                         wire::InputMode::Velocity, 4),
+  };
+  const uint32_t sequence = fake.next_sequence;
+  const Bytes& payload = world.write(sequence);
+  EXPECT_EQ(fake.send(wire::build_snapshot(fake.fbb(), world.tick(), payload, wire::kNoInputLead, 0, relayed)),
+            sequence);
+  EXPECT_EQ(deliver(1), std::vector<uint64_t>{1010});
+  ASSERT_NE(last_result, nullptr);
+  ASSERT_EQ(last_result->snapshots.size(), 1u);
+  const auto inputs = last_result->inputs_of(last_result->snapshots[0]);
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].id, (ObjectID{7, 2}));
+  EXPECT_EQ(inputs[0].mode, InputMode::Force);
+  EXPECT_EQ(inputs[0].linear, (Vec3{400, 0, 0}));
+  EXPECT_EQ(inputs[0].angular, (Vec3{0, 5, 0}));
+  EXPECT_EQ(inputs[0].repeats, 0);
+  EXPECT_EQ(inputs[1].id, (ObjectID{3, 1}));
+  EXPECT_EQ(inputs[1].mode, InputMode::Velocity);
+  EXPECT_EQ(inputs[1].linear, (Vec3{0, 0, -6}));
+  EXPECT_EQ(inputs[1].repeats, 4);
+  EXPECT_EQ(client.stats().relayed_inputs, 2u);
+  EXPECT_EQ(client.stats().relayed_inputs_rejected, 3u);
+  expect_view(client, world);  // the snapshot itself applied whole
+
+  // The next snapshot without any: none listed.
+  world.set(1011, three_objects());
+  send_snapshot();
+  EXPECT_EQ(deliver(1), std::vector<uint64_t>{1011});
+  EXPECT_TRUE(last_result->inputs_of(last_result->snapshots[0]).empty());
 }
 
 // Without snapshot views a result lists each snapshot with no objects; objects() still follows

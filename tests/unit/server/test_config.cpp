@@ -160,6 +160,8 @@ TEST(Config, OutOfRangeValuesAreRejectedNamingTheFlag) {
       {{"--tick-hz", "1001"}, "--tick-hz must be in 1..1000"},
       {{"--snapshot-hz", "0"}, "--snapshot-hz must be in"},
       {{"--tick-hz", "30", "--snapshot-hz", "60"}, "--snapshot-hz must be in 1..30"},
+      {{"--relay-inputs", "9"}, "--relay-inputs must be in 0..8 (got 9)"},
+      {{"--relay-inputs", "-1"}, "--relay-inputs must be in 0..8"},
       {{"--port", "70000"}, "--port must be in 0..65535 (got 70000)"},
       {{"--port", "-1"}, "--port must be in 0..65535"},
       {{"--max-clients", "0"}, "--max-clients must be in 1..4096"},

@@ -17,7 +17,7 @@ InputValue force(float x) { return InputValue{wire::InputMode::Force, {x, 0, 0},
 /// The frames taken at `tick`, as (body index, linear.x).
 std::vector<std::pair<uint32_t, float>> take(InputBuffer& b, uint64_t tick) {
   std::vector<std::pair<uint32_t, float>> out;
-  b.take(tick, [&](ObjectID id, const InputValue& v) { out.emplace_back(id.index, v.linear.x); });
+  b.take(tick, [&](ObjectID id, const InputValue& v, uint32_t) { out.emplace_back(id.index, v.linear.x); });
   return out;
 }
 

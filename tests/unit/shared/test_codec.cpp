@@ -1340,11 +1340,14 @@ TEST(PacketHeader, AbsentHeaderReadsAsZeroAndCannotBeStamped) {
 /// The size of a Snapshot datagram with `payload_bytes` of data at the worst-case tick and with
 /// an input lead (protocol 10), built without the codec's truncation (so an oversized payload
 /// shows its true size).
-size_t raw_snapshot_bytes(size_t payload_bytes) {
+size_t raw_snapshot_bytes(size_t payload_bytes, size_t relayed_inputs = 0) {
   flatbuffers::FlatBufferBuilder fbb(2 * kMaxDatagramBytes);
   const Bytes payload(payload_bytes, 0xA5);
+  const std::vector<RelayedInput> inputs(relayed_inputs);
   const auto data = fbb.CreateVector(payload);
-  const auto snapshot = CreateSnapshot(fbb, UINT64_MAX, data, 0, UINT32_MAX);  // every scalar present
+  const auto relayed = inputs.empty() ? flatbuffers::Offset<flatbuffers::Vector<const RelayedInput*>>()
+                                      : fbb.CreateVectorOfStructs(inputs.data(), inputs.size());
+  const auto snapshot = CreateSnapshot(fbb, UINT64_MAX, data, 0, UINT32_MAX, relayed);  // every scalar present
   const PacketHeader header(UINT32_MAX, UINT32_MAX, UINT32_MAX);
   FinishEnvelopeBuffer(fbb, CreateEnvelope(fbb, kProtocolVersion, Message::Snapshot, snapshot.Union(), &header));
   return fbb.GetSize();
@@ -1396,6 +1399,49 @@ TEST(SnapshotPayload, CapacityIsTight) {
   const Snapshot* s = v.envelope->message_as_Snapshot();
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(Bytes(s->data()->begin(), s->data()->end()), full);
+}
+
+// Relayed inputs (Snapshot.inputs, 40 bytes each) take their room from the payload: each count's
+// capacity is tight, the builder keeps at most kMaxRelayedInputs, and they round-trip exactly.
+TEST(SnapshotPayload, RelayedInputsTakeTheirRoomFromThePayload) {
+  static_assert(sizeof(RelayedInput) == 40);
+  for (size_t k = 0; k <= kMaxRelayedInputs; ++k) {
+    const size_t capacity = snapshot_payload_capacity(k);
+    EXPECT_LE(raw_snapshot_bytes(capacity, k), kMaxPlaintextBytes) << k;
+    for (size_t extra = 1; extra <= 8; ++extra) {
+      EXPECT_GT(raw_snapshot_bytes(capacity + extra, k), kMaxPlaintextBytes) << k << " inputs, capacity + " << extra;
+    }
+    // Each entry costs its 40 bytes; the vector its length, offset, vtable slot and alignment.
+    EXPECT_GE(capacity + 40 * k + (k > 0 ? 16 : 0), snapshot_payload_capacity(0)) << "more than the entries' bytes lost";
+  }
+  EXPECT_EQ(snapshot_payload_capacity(kMaxRelayedInputs + 5), snapshot_payload_capacity(kMaxRelayedInputs));
+
+  std::vector<RelayedInput> inputs;
+  for (uint32_t i = 0; i < kMaxRelayedInputs + 3; ++i) {
+    inputs.emplace_back(impulse::to_wire(ObjectID{i + 1, 1}),
+                        InputFrame(Vec3(static_cast<float>(i), -1.5f, 2), Vec3(0, static_cast<float>(i) * 0.25f, 0)),
+                        i % 2 == 0 ? InputMode::Force : InputMode::Velocity, static_cast<uint8_t>(i));
+  }
+  flatbuffers::FlatBufferBuilder fbb;
+  const Bytes full = counting_bytes(snapshot_payload_capacity(0));
+  const Bytes b = copy(build_snapshot(fbb, UINT64_MAX, full, 0, UINT32_MAX, inputs));
+  EXPECT_LE(b.size(), kMaxPlaintextBytes);
+  const Verified v = verify(b, Direction::ServerToClient);
+  ASSERT_EQ(v.reason, DropReason::None);
+  const Snapshot* s = v.envelope->message_as_Snapshot();
+  ASSERT_NE(s, nullptr);
+  ASSERT_NE(s->inputs(), nullptr);
+  ASSERT_EQ(s->inputs()->size(), kMaxRelayedInputs);
+  for (uint32_t i = 0; i < kMaxRelayedInputs; ++i) {
+    const RelayedInput& r = *s->inputs()->Get(i);
+    EXPECT_EQ(r.id(), inputs[i].id());
+    EXPECT_EQ(r.frame().linear().x(), static_cast<float>(i));
+    EXPECT_EQ(r.frame().angular().y(), static_cast<float>(i) * 0.25f);
+    EXPECT_EQ(r.mode(), inputs[i].mode());
+    EXPECT_EQ(r.repeats(), i);
+  }
+  ASSERT_NE(s->data(), nullptr);
+  EXPECT_EQ(s->data()->size(), snapshot_payload_capacity(kMaxRelayedInputs)) << "the payload is cut to fit";
 }
 
 TEST(SnapshotPayload, EveryPayloadSizeRoundTripsAndOversizedOnesAreCut) {

@@ -132,5 +132,32 @@ TEST(MessageVectors, TickStampedMessagesMatchTheDocument) {
   EXPECT_EQ(doc.at("SetState"), state_hex);
 }
 
+// A Snapshot relaying two other clients' inputs (Snapshot.inputs): the server's side, so a reader
+// in another language can check its decoding of the vector of structs.
+TEST(MessageVectors, SnapshotWithRelayedInputsMatchesTheDocument) {
+  const auto doc = vectors_in_doc();
+  flatbuffers::FlatBufferBuilder fbb;
+  // Snapshot{tick 600, data 01 02 03 04, input_lead 2, inputs: {id {3, 1}, Force, (400, 0, 0),
+  // (0, 5, 0), repeats 0}, {id {4, 1}, Velocity, (0, 0, -6), (0, 0, 0), repeats 2}}.
+  const std::vector<uint8_t> data = {1, 2, 3, 4};
+  const std::vector<RelayedInput> inputs = {
+      RelayedInput(impulse::to_wire(ObjectID{3, 1}), InputFrame(Vec3(400, 0, 0), Vec3(0, 5, 0)), InputMode::Force, 0),
+      RelayedInput(impulse::to_wire(ObjectID{4, 1}), InputFrame(Vec3(0, 0, -6), Vec3(0, 0, 0)), InputMode::Velocity,
+                   2),
+  };
+  const auto snapshot = build_snapshot(fbb, 600, data, 2, 0, inputs);
+  const Verified v = verify_datagram(snapshot, Direction::ServerToClient);
+  ASSERT_EQ(v.reason, DropReason::None);
+  const Snapshot* s = v.envelope->message_as_Snapshot();
+  ASSERT_NE(s, nullptr);
+  ASSERT_NE(s->inputs(), nullptr);
+  ASSERT_EQ(s->inputs()->size(), 2u);
+  EXPECT_EQ(s->inputs()->Get(1)->repeats(), 2);
+  const std::string hex = to_hex(snapshot);
+  ASSERT_TRUE(doc.count("Snapshot with relayed inputs")) << "docs/PROTOCOL.md lacks the vector; the codec builds\n"
+                                                         << "    Snapshot with relayed inputs: " << hex;
+  EXPECT_EQ(doc.at("Snapshot with relayed inputs"), hex);
+}
+
 }  // namespace
 }  // namespace impulse::wire

@@ -113,7 +113,7 @@ DriveRun drive_car(bool predict, uint64_t seed) {
     for (const RequestResult& result : r.results) {
       if (result.request_id == create && result.ok()) car.created(result.id);
     }
-    for (const SnapshotRange& s : r.snapshots) car.snapshot(s.tick, r.objects_of(s), now);
+    for (const SnapshotRange& s : r.snapshots) car.snapshot(s.tick, r.objects_of(s), now, r.inputs_of(s));
     const std::optional<uint64_t> tick = client.input_tick(now);
     if (!ready_at) {
       if (car.server_state() && tick) ready_at = now;
