@@ -1712,10 +1712,11 @@ uint32_t ServerCore::relay_inputs(const Session& s, size_t tokens) {
   }
   const size_t afford = (tokens - kMinSnapshotBudgetBytes) / sizeof(wire::RelayedInput);
   const size_t n = std::min({relay_order_.size(), static_cast<size_t>(std::max(config_.relay_inputs, 0)), afford});
-  // Nearest first; ties by the body's id, so the choice does not depend on session order.
+  // Nearest first; ties by the body's id, then (a shared body two sessions drive) by take order.
   const auto nearer = [&](const std::pair<float, uint32_t>& a, const std::pair<float, uint32_t>& b) {
     if (a.first != b.first) return a.first < b.first;
-    return tick_inputs_[a.second].relayed.id() < tick_inputs_[b.second].relayed.id();
+    const uint64_t ia = tick_inputs_[a.second].relayed.id(), ib = tick_inputs_[b.second].relayed.id();
+    return ia != ib ? ia < ib : a.second < b.second;
   };
   std::partial_sort(relay_order_.begin(), relay_order_.begin() + static_cast<std::ptrdiff_t>(n), relay_order_.end(),
                     nearer);

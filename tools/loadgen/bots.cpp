@@ -64,7 +64,7 @@ struct Bot {
   uint64_t last_input_tick = 0;  // the newest tick an Input was sent for
   double credit = kRequestBurst;
   Clock::time_point credit_at{};
-  uint64_t bytes_in_mark = 0, bytes_out_mark = 0, snapshots_mark = 0;
+  uint64_t bytes_in_mark = 0, bytes_out_mark = 0, snapshots_mark = 0, relayed_mark = 0;
 };
 
 /// Per-thread tallies, merged after the threads end.
@@ -76,7 +76,7 @@ struct Tally {
   std::map<std::string, uint64_t> disconnect_reasons;
   std::vector<double> rtt_ms;
   double cpu_at_push_start = 0, cpu_push_s = 0;
-  uint64_t bytes_in = 0, bytes_out = 0, snapshots = 0, snapshots_rejected = 0;  // push phase
+  uint64_t bytes_in = 0, bytes_out = 0, snapshots = 0, snapshots_rejected = 0, relayed_inputs = 0;  // push phase
   uint64_t rng = 0;  // LCG state for push directions
 };
 
@@ -457,6 +457,7 @@ class BotThread {
       b.bytes_in_mark = st.bytes_in;
       b.bytes_out_mark = st.bytes_out;
       b.snapshots_mark = st.snapshots_completed;
+      b.relayed_mark = st.relayed_inputs;
       if (b.bodies.empty()) return;
       // Every body once per interval, the bots' schedules staggered across the first step.
       b.push_step = to_duration(o_.push_interval_s / static_cast<double>(b.bodies.size()));
@@ -504,6 +505,7 @@ class BotThread {
       tally_.bytes_in += st.bytes_in - b.bytes_in_mark;
       tally_.bytes_out += st.bytes_out - b.bytes_out_mark;
       tally_.snapshots += st.snapshots_completed - b.snapshots_mark;
+      tally_.relayed_inputs += st.relayed_inputs - b.relayed_mark;
       tally_.snapshots_rejected += st.snapshots_rejected;
     });
   }
@@ -609,6 +611,7 @@ LoadReport run_load(const LoadOptions& options, const InprocServer* server) {
     report.bytes_in_per_client_per_s += static_cast<double>(t.bytes_in);
     report.bytes_out_per_client_per_s += static_cast<double>(t.bytes_out);
     report.snapshots += t.snapshots;
+    report.relayed_inputs += t.relayed_inputs;
     report.snapshots_rejected += t.snapshots_rejected;
   }
   for (const uint64_t n : report.errors) report.error_total += n;
@@ -730,6 +733,7 @@ std::string to_json_line(const LoadReport& r) {
   j["requests_sent"] = r.requests_sent;
   j["pushes"] = r.pushes;
   j["inputs"] = r.inputs;
+  j["relayed_inputs"] = r.relayed_inputs;
   j["create_retries"] = r.create_retries;
   j["snapshots_per_client_per_s"] = static_cast<double>(r.snapshots) / clients / seconds;
   j["snapshots_rejected"] = r.snapshots_rejected;
@@ -791,8 +795,9 @@ void print_human(std::FILE* out, const LoadReport& r) {
   std::fprintf(out, "  RTT (pings, including up to one bot frame of %lld ms before the pong is read): p50 %.3f ms, "
                "p99 %.3f ms over %llu samples\n",
                static_cast<long long>(r.frame_ms), r.rtt_ms_p50, r.rtt_ms_p99, static_cast<unsigned long long>(r.rtt_samples));
-  std::fprintf(out, "  requests %llu (pushes %llu); inputs %llu; errors %llu", static_cast<unsigned long long>(r.requests_sent),
-               static_cast<unsigned long long>(r.pushes), static_cast<unsigned long long>(r.inputs),
+  std::fprintf(out, "  requests %llu (pushes %llu); inputs %llu (others' relayed to the bots %llu); errors %llu",
+               static_cast<unsigned long long>(r.requests_sent), static_cast<unsigned long long>(r.pushes),
+               static_cast<unsigned long long>(r.inputs), static_cast<unsigned long long>(r.relayed_inputs),
                static_cast<unsigned long long>(r.error_total));
   for (size_t i = 0; i < r.errors.size(); ++i) {
     if (r.errors[i] != 0) std::fprintf(out, " %s=%llu", code_name(i).c_str(), static_cast<unsigned long long>(r.errors[i]));

@@ -94,6 +94,7 @@ struct LoadReport {
   std::map<std::string, uint64_t> disconnect_reasons;  ///< why, with the server's reason text
   uint64_t snapshots = 0;      ///< applied by all bots in the push phase
   uint64_t snapshots_rejected = 0;
+  uint64_t relayed_inputs = 0; ///< other bots' inputs the bots received in snapshots (Snapshot.inputs), push phase
   double bytes_in_per_client_per_s = 0;   ///< server -> bot UDP payload
   double bytes_out_per_client_per_s = 0;  ///< bot -> server UDP payload
   /// Ping round trips measured by the bots [ms]; a pong is read at the bot's next frame, so
