@@ -159,6 +159,10 @@ int run_drive(const DriveOptions& o) {
   CarConfig config;
   config.predict = o.predict;
   config.predictor.tick_hz = client.tick_hz();
+  // Several drivers on one server: each client its own lane, 4 m apart, so no two cars are
+  // created inside each other.
+  static constexpr float kLanes[] = {0.0f, 4.0f, -4.0f, 8.0f, -8.0f};
+  config.spawn.x += kLanes[(client.client_id() + std::size(kLanes) - 1) % std::size(kLanes)];
   Car car(config);
   const uint32_t create = client.create_object(car.desc());
   fmt::print("connected to {}:{} as client {} ({} Hz); creating the car ({:.1f} x {:.1f} x {:.1f} m, {:.0f} kg) at "
