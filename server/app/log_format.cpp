@@ -15,8 +15,6 @@
 namespace impulse::server {
 namespace {
 
-// The fields of the lines this thread is logging now (ScopedLogFields).
-thread_local std::span<const LogField> t_fields;
 
 // Length of the well-formed UTF-8 sequence at the start of `s` (Unicode 15, table 3-7), or 0 when
 // it is ill-formed; then *bad gets the length of its maximal ill-formed subpart (at least 1).
@@ -166,15 +164,11 @@ std::string json_escape(std::string_view text) {
   return out;
 }
 
-ScopedLogFields::ScopedLogFields(std::span<const LogField> fields) : previous_(t_fields) { t_fields = fields; }
-
-ScopedLogFields::~ScopedLogFields() { t_fields = previous_; }
-
 void JsonLogFormatter::format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) {
   // A thread-local buffer: no allocation per line once it has grown.
   thread_local std::string line;
   line.clear();
-  append_json_line(line, msg, t_fields);
+  append_json_line(line, msg, ScopedLogFields::current());
   line += spdlog::details::os::default_eol;
   dest.append(line.data(), line.data() + line.size());
 }

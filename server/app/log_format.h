@@ -11,6 +11,8 @@
 
 #include <spdlog/formatter.h>
 
+#include "shared/log_fields.h"
+
 namespace impulse::server {
 
 enum class LogFormat : uint8_t {
@@ -30,49 +32,6 @@ bool parse_log_format(std::string_view name, LogFormat* format);
 void append_json_escaped(std::string& out, std::string_view text);
 /// append_json_escaped into a new string (without the surrounding quotes).
 std::string json_escape(std::string_view text);
-
-/// One structured field of a log line: a key and an integer, a real or a string. Only the JSON
-/// format shows fields; the text format shows the message alone, so a message should say the same
-/// in words. Keys must not be time, level, logger, message or source (the formatter's own).
-/// The key and a string value are viewed, not copied: they must outlive the log call.
-struct LogField {
-  enum class Kind : uint8_t { Signed, Unsigned, Real, String };
-
-  template <class T>
-    requires std::is_integral_v<T>
-  LogField(std::string_view k, T v) : key(k) {
-    if constexpr (std::is_signed_v<T>) {
-      kind = Kind::Signed;
-      i = static_cast<int64_t>(v);
-    } else {
-      kind = Kind::Unsigned;
-      u = static_cast<uint64_t>(v);
-    }
-  }
-  LogField(std::string_view k, double v) : key(k), kind(Kind::Real), d(v) {}
-  LogField(std::string_view k, std::string_view v) : key(k), kind(Kind::String), s(v) {}
-
-  std::string_view key;
-  Kind kind;
-  int64_t i = 0;
-  uint64_t u = 0;
-  double d = 0;  ///< written with the shortest round-trip digits; NaN and infinities as null
-  std::string_view s;
-};
-
-/// While alive, every line logged on this thread carries `fields` (in JSON). Works because the
-/// server's loggers are synchronous: spdlog formats on the logging thread, inside the log call.
-/// Nests: the inner scope's fields replace the outer's until it ends. `fields` must outlive it.
-class ScopedLogFields {
- public:
-  explicit ScopedLogFields(std::span<const LogField> fields);
-  ~ScopedLogFields();
-  ScopedLogFields(const ScopedLogFields&) = delete;
-  ScopedLogFields& operator=(const ScopedLogFields&) = delete;
-
- private:
-  std::span<const LogField> previous_;
-};
 
 /// spdlog formatter of the JSON format: one object per line,
 ///   {"time":"2026-11-26T03:17:13.123Z","level":"info","message":"...", <fields>}

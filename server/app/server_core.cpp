@@ -315,9 +315,21 @@ uint32_t ServerCore::live_objects_of_address(const asio::ip::address& address) c
 namespace {
 
 /// "connected=12.3s received=4567B sent=89012B": a session's totals, for its disconnect line.
-std::string session_totals(const Session& s, TimePoint now) {
-  return fmt::format("connected={:.1f}s received={}B sent={}B",
-                     std::chrono::duration<double>(now - s.connected_at).count(), s.bytes_received, s.bytes_sent);
+/// The line of a session's end: its reason and totals, in words and (with --log-format json) as
+/// fields, so a log shipper can count disconnects by reason and sum bytes by client.
+void log_disconnect(const Session& s, std::string_view reason, TimePoint now) {
+  const std::string address = to_string(s.endpoint);
+  const double connected_s = std::chrono::duration<double>(now - s.connected_at).count();
+  const LogField fields[] = {{"event", std::string_view("client_disconnected")},
+                             {"client_id", s.client_id},
+                             {"address", std::string_view(address)},
+                             {"reason", reason},
+                             {"connected_s", connected_s},
+                             {"bytes_received", s.bytes_received},
+                             {"bytes_sent", s.bytes_sent}};
+  const ScopedLogFields scope(fields);
+  spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\" connected={:.1f}s received={}B sent={}B",
+               address, s.name, s.client_id, reason, connected_s, s.bytes_received, s.bytes_sent);
 }
 
 }  // namespace
@@ -476,10 +488,8 @@ void ServerCore::handle_datagram(const Endpoint& from, std::span<const uint8_t> 
         return;
       }
       const auto* reason = envelope.message_as_Disconnect()->reason();
-      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\" {}", to_string(from), session->name,
-                   session->client_id,
-                   sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes),
-                   session_totals(*session, now));
+      log_disconnect(*session,
+                     sanitize_for_log(reason ? reason->string_view() : std::string_view{}, wire::kMaxStringBytes), now);
       journal_.session(record::ClientEventType::Disconnect, session->client_id, world_.tick(), to_string(from), {});
       note_departed(*session);
       remove_session(from);
@@ -1878,9 +1888,10 @@ void ServerCore::expire_sessions(TimePoint now, Outbox& out) {
                                                   : "timed out: no sealed datagram within 2 s of ConnectAccepted"),
          now, out);
     if (s.confirmed) {
-      spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"timed out after {:.1f} s of silence\" {}",
-                   to_string(s.endpoint), s.name, s.client_id,
-                   std::chrono::duration<double>(now - s.last_heard).count(), session_totals(s, now));
+      log_disconnect(s,
+                     fmt::format("timed out after {:.1f} s of silence",
+                                 std::chrono::duration<double>(now - s.last_heard).count()),
+                     now);
     } else {
       rejects_.note(RejectReason::Unconfirmed, s.endpoint, {}, now);  // rate-limited: a flood is many
     }
@@ -1895,8 +1906,7 @@ void ServerCore::shut_down(std::string_view reason, Outbox& out) {
   sessions_.take_all(&expired_);
   for (Session& s : expired_) {
     send(s, wire::build_disconnect(fbb_, reason), clock_.last, out);
-    spdlog::info("client disconnected: {} name=\"{}\" id={} reason=\"{}\" {}", to_string(s.endpoint), s.name,
-                 s.client_id, reason, session_totals(s, clock_.last));
+    log_disconnect(s, reason, clock_.last);
     journal_.session(record::ClientEventType::ServerShutdown, s.client_id, world_.tick(), to_string(s.endpoint), {});
   }
   stats_.clients.store(0, std::memory_order_relaxed);

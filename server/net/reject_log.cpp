@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "shared/log_fields.h"
+
 namespace impulse::server {
 namespace {
 
@@ -145,7 +147,12 @@ RejectReason to_reject_reason(wire::DropReason reason) {
 
 void RejectLog::note(RejectReason reason, const Endpoint& from, std::string_view detail, TimePoint now) {
   if (spdlog::should_log(spdlog::level::debug)) {
-    spdlog::debug("rejected from {}: {}{}{}", to_string(from), to_string(reason), detail.empty() ? "" : ": ",
+    const std::string address = to_string(from);
+    const LogField fields[] = {{"event", std::string_view("rejected")},
+                               {"reason", std::string_view(to_string(reason))},
+                               {"address", std::string_view(address)}};
+    const ScopedLogFields scope(fields);
+    spdlog::debug("rejected from {}: {}{}{}", address, to_string(reason), detail.empty() ? "" : ": ",
                   detail);
   }
   note(reason, std::string_view{}, now);
@@ -155,6 +162,8 @@ void RejectLog::note(RejectReason reason, std::string_view detail, TimePoint now
   const auto i = static_cast<size_t>(reason);
   if (i >= kReasons) return;
   if (!detail.empty() && spdlog::should_log(spdlog::level::debug)) {
+    const LogField fields[] = {{"event", std::string_view("rejected")}, {"reason", std::string_view(to_string(reason))}};
+    const ScopedLogFields scope(fields);
     spdlog::debug("rejected: {}: {}", to_string(reason), detail);
   }
   ++totals_[i];
@@ -168,6 +177,12 @@ void RejectLog::flush(TimePoint now) {
     if (last_summary_[i] != TimePoint{} && now - last_summary_[i] < kSummaryInterval) continue;
     const auto reason = static_cast<RejectReason>(i);
     const double span_s = std::chrono::duration<double>(now - first_pending_[i]).count();
+    const LogField fields[] = {{"event", std::string_view("rejects")},
+                               {"reason", std::string_view(to_string(reason))},
+                               {"count", pending_[i]},
+                               {"span_s", span_s},
+                               {"total", totals_[i]}};
+    const ScopedLogFields scope(fields);
     spdlog::log(summary_level(reason), "rejected {} x {} in the last {:.1f} s ({} in total)", pending_[i],
                 to_string(reason), span_s, totals_[i]);
     pending_[i] = 0;

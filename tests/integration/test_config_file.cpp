@@ -7,6 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
 #include "tests/integration/harness.h"
 
 namespace impulse::test {
@@ -108,6 +112,47 @@ TEST(ConfigFileBinary, ABadFileStopsTheServerNamingFileLineAndKey) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find(file.path() + ":3: bad value for max-clients"), std::string::npos) << run.err;
   EXPECT_TRUE(run.out.empty()) << run.out;  // it stopped before logging anything
+}
+
+// With JSON logs, a fatal start-up error is a JSON line too (level critical, exit_code), on stdout
+// with the other logs, whether the format came from the flag or the environment and whether the
+// error is a bad flag (exit 2) or a failed start (exit 1). Text logs keep the plain stderr line.
+TEST(ConfigFileBinary, FatalStartUpErrorsAreJsonLinesWhenTheLogsAreJson) {
+  struct Case {
+    std::vector<std::string> args, env;
+    int exit_code;
+    std::string text;
+  };
+  const Case cases[] = {
+      {{"--log-format", "json", "--tick-hz", "0"}, {}, 2, "--tick-hz must be in 1..1000"},
+      {{"--tick-hz", "0"}, {"IMPULSE_LOG_FORMAT=json"}, 2, "--tick-hz must be in 1..1000"},
+      {{"--log-format=json", "--bind", "127.0.0.1", "--port", "0", "--scene", "/nonexistent/level.json"}, {}, 1,
+       "/nonexistent/level.json"},
+  };
+  for (const Case& c : cases) {
+    const ProcessRun run = run_server(c.args, c.env);
+    EXPECT_EQ(run.exit_code, c.exit_code) << run.out << run.err;
+    EXPECT_TRUE(run.err.empty()) << run.err;
+    ASSERT_FALSE(run.out.empty());
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(run.out);
+    for (std::string line; std::getline(in, line);) {
+      try {
+        lines.push_back(nlohmann::json::parse(line));
+      } catch (const nlohmann::json::exception& e) {
+        ADD_FAILURE() << "not JSON: " << line << " (" << e.what() << ")";
+      }
+    }
+    ASSERT_FALSE(lines.empty());
+    const nlohmann::json& last = lines.back();
+    EXPECT_EQ(last.value("level", ""), "critical") << last.dump();
+    EXPECT_EQ(last.value("exit_code", -1), c.exit_code) << last.dump();
+    EXPECT_NE(last.value("message", "").find(c.text), std::string::npos) << last.dump();
+  }
+  const ProcessRun text = run_server({"--tick-hz", "0"}, {});
+  EXPECT_EQ(text.exit_code, 2);
+  EXPECT_NE(text.err.find("impulse-server: --tick-hz must be in 1..1000"), std::string::npos) << text.err;
+  EXPECT_TRUE(text.out.empty()) << text.out;
 }
 
 }  // namespace

@@ -135,7 +135,7 @@ TEST(JsonLogs, EveryLineParsesIncludingAHostileClientNameAndStatsFields) {
   const std::vector<nlohmann::json> lines = parse_all(out.lines);
   ASSERT_EQ(lines.size(), out.lines.size());
   const std::string shown_name = server::sanitize_for_log(name, wire::kMaxClientNameBytes);
-  int connect_lines = 0, stats_lines = 0;
+  int connect_lines = 0, stats_lines = 0, disconnect_lines = 0;
   for (const nlohmann::json& j : lines) {
     ASSERT_TRUE(j.is_object());
     ASSERT_TRUE(j.contains("time") && j["time"].is_string());
@@ -158,6 +158,18 @@ TEST(JsonLogs, EveryLineParsesIncludingAHostileClientNameAndStatsFields) {
       EXPECT_TRUE(j.contains("client_id") && j["client_id"].is_number_unsigned()) << j.dump();
       EXPECT_EQ(j.value("address", "").rfind("127.0.0.1:", 0), 0u) << j.dump();
     }
+    if (j.value("event", "") == "client_disconnected") {
+      ++disconnect_lines;  // the SIGTERM's: reason and totals as fields
+      EXPECT_TRUE(message_has(j, "client disconnected")) << j.dump();
+      EXPECT_FALSE(j.value("reason", "").empty()) << j.dump();
+      EXPECT_EQ(j.value("address", "").rfind("127.0.0.1:", 0), 0u) << j.dump();
+      for (const char* key : {"client_id", "bytes_received", "bytes_sent"}) {
+        EXPECT_TRUE(j.contains(key) && j[key].is_number_unsigned()) << key << " in " << j.dump();
+      }
+      EXPECT_GT(j.value("bytes_received", 0u), 0u) << j.dump();
+      EXPECT_GT(j.value("bytes_sent", 0u), 0u) << j.dump();
+      EXPECT_TRUE(j.contains("connected_s") && j["connected_s"].is_number()) << j.dump();
+    }
     if (j.value("event", "") == "stats") {
       ++stats_lines;
       for (const char* key : {"tick", "bodies", "awake", "clients", "steps", "steps_dropped", "wakeups", "datagrams_in",
@@ -173,6 +185,7 @@ TEST(JsonLogs, EveryLineParsesIncludingAHostileClientNameAndStatsFields) {
     }
   }
   EXPECT_EQ(connect_lines, 1);
+  EXPECT_EQ(disconnect_lines, 1);
   EXPECT_GE(stats_lines, 1);
   EXPECT_TRUE(message_has(lines.back(), "bye")) << lines.back().dump();
 }

@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/app/log_format.h"
+#include "server/net/reject_log.h"
 #include "tests/support/rng.h"
 #include "tests/support/text_match.h"
 
@@ -195,6 +196,39 @@ TEST(LogFormat, SetLogFormatSwitchesTheDefaultLoggerAndBack) {
   EXPECT_EQ(nlohmann::json::parse(got[1])["message"], "json \"two\"");
   EXPECT_NE(got[2].find("[info] plain three"), std::string::npos) << got[2];
   EXPECT_EQ(got[2].front(), '[');
+}
+
+// RejectLog's lines carry their reason and counts as fields: the per-datagram debug line (with the
+// address) and the rate-limited summary.
+TEST(LogFormat, RejectLinesCarryTheirReasonAndCountsAsFields) {
+  std::ostringstream out;
+  const auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::debug);
+  set_log_format(LogFormat::Json);
+  RejectLog rejects;
+  const auto now = std::chrono::steady_clock::time_point{} + std::chrono::seconds(5);
+  const Endpoint from(asio::ip::make_address("192.0.2.7"), 4242);
+  rejects.note(RejectReason::BadCookie, from, "stale", now);
+  rejects.note(RejectReason::BadCookie, from, {}, now);
+  rejects.flush(now);
+  set_log_format(LogFormat::Text);
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(spdlog::level::off);
+
+  std::istringstream lines(out.str());
+  std::vector<nlohmann::json> got;
+  for (std::string line; std::getline(lines, line);) got.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(got.size(), 3u) << out.str();
+  EXPECT_EQ(got[0].value("event", ""), "rejected") << got[0].dump();
+  EXPECT_EQ(got[0].value("reason", ""), to_string(RejectReason::BadCookie)) << got[0].dump();
+  EXPECT_EQ(got[0].value("address", ""), "192.0.2.7:4242") << got[0].dump();
+  EXPECT_EQ(got[2].value("event", ""), "rejects") << got[2].dump();
+  EXPECT_EQ(got[2].value("reason", ""), to_string(RejectReason::BadCookie));
+  EXPECT_EQ(got[2].value("count", 0), 2);
+  EXPECT_EQ(got[2].value("total", 0), 2);
+  EXPECT_TRUE(got[2].contains("span_s") && got[2]["span_s"].is_number()) << got[2].dump();
 }
 
 TEST(LogFormat, ParsesTheFlagValues) {
