@@ -27,6 +27,17 @@ std::optional<physics::Shape> shape_of(ShapeKind kind, Vec3 dims) {
   }
 }
 
+/// A dynamic body with `desc`'s mass and material (which snapshots do not carry).
+void make_dynamic(physics::BodyDesc& b, const ObjectDesc& desc, bool asleep) {
+  b.kind = physics::BodyKind::Dynamic;
+  b.mass = desc.mass;
+  b.friction = desc.friction;
+  b.restitution = desc.restitution;
+  b.angular_damping = desc.angular_damping;
+  b.material = desc.material;
+  b.asleep = asleep;
+}
+
 /// q scaled towards the identity by `t` in [0, 1] (normalised lerp on the short arc).
 Quat scale_rotation(Quat q, float t) {
   const float s = q.w < 0.0f ? -1.0f : 1.0f;
@@ -292,15 +303,9 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
     b.orientation = o.orientation;
     b.sensor = o.sensor;
     if (d != nullptr) {
-      b.kind = physics::BodyKind::Dynamic;
+      make_dynamic(b, d->desc, o.sleeping);
       b.velocity = o.velocity;
       b.angular_velocity = o.angular_velocity;
-      b.mass = d->desc.mass;
-      b.friction = d->desc.friction;
-      b.restitution = d->desc.restitution;
-      b.angular_damping = d->desc.angular_damping;
-      b.material = d->desc.material;
-      b.asleep = o.sleeping;
     } else if (o.kind == BodyKind::Static) {
       b.kind = physics::BodyKind::Static;
     }
@@ -315,13 +320,7 @@ void Predictor::reconcile(uint64_t snapshot_tick, std::span<const ObjectState> o
         // Zone 1: simulated as on the server, with its exact shape and mass.
         proxy = described;
         b.shape = *own;
-        b.kind = physics::BodyKind::Dynamic;
-        b.mass = described->desc.mass;
-        b.friction = described->desc.friction;
-        b.restitution = described->desc.restitution;
-        b.angular_damping = described->desc.angular_damping;
-        b.material = described->desc.material;
-        b.asleep = o.sleeping;
+        make_dynamic(b, described->desc, o.sleeping);
       } else if (nearest <= r2) {
         b.kind = physics::BodyKind::Kinematic;  // zone 2: a stand-in at its snapshot velocity
         ++stand_ins;
