@@ -81,7 +81,9 @@ struct JointDesc {
   /// (lower <= upper, each |x| <= WorldSettings::max_coordinate). enable_motor drives it at
   /// motor_speed [m/s] (<= WorldSettings::max_speed), or with position_motor to
   /// motor_target_translation, with at most max_motor_force [N]; spring_hertz > 0 adds a spring
-  /// towards target_translation (Box2D's prismatic joint; Jolt's SliderConstraint).
+  /// towards target_translation (Box2D's prismatic joint; Jolt's SliderConstraint). Friction
+  /// along the axis is a velocity motor at motor_speed 0 with max_motor_force the friction force
+  /// [N]: it only ever holds back (Jolt's mMaxFrictionForce; Box2D's motor-as-friction).
   float lower_translation = 0;
   float upper_translation = 0;
   float max_motor_force = 0;

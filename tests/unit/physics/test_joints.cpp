@@ -385,6 +385,24 @@ TEST(Joints, ASliderVelocityMotorAcceleratesAtItsForceThenHoldsItsSpeed) {
   }
 }
 
+TEST(Joints, SliderFrictionIsAVelocityMotorAtRestAndSlowsAtItsForce) {
+  // Jolt's TestSliderConstraintFriction: 10 m/s along the axis, a friction force of m * 2 m/s^2,
+  // 2 s: 6 m/s, and the position of constant deceleration, within Jolt's 1e-4. Friction here is
+  // Box2D's and Jolt's motor-as-friction: a velocity motor at 0 m/s whose force limit is the
+  // friction force (JointDesc::max_motor_force), so it can never push, only hold back.
+  JointDesc d;
+  d.enable_motor = true;
+  d.motor_speed = 0.0f;
+  d.max_motor_force = kSliderMass * 2.0f;
+  SliderRig r = make_slider(d, {10.0f, 0, 0});
+  for (int k = 0; k < 120; ++k) r.w.step(kDt);
+  EXPECT_LT(length(state(r.w, r.b).velocity - Vec3{6, 0, 0}), 1e-4f);
+  expect_on_axis_at(state(r.w, r.b), Vec3{predicted_x(3.0f, 10.0f, -2.0f, 120), 0, 0}, "friction");
+  // Slowed to rest, it stays there: the friction does not reverse it.
+  for (int k = 0; k < 240; ++k) r.w.step(kDt);
+  EXPECT_LT(length(state(r.w, r.b).velocity), 1e-4f);
+}
+
 TEST(Joints, ASliderPositionMotorSettlesOnItsTarget) {
   // Jolt's DrivePosition: the motor moves B from x = 3 to x = 10 (a translation of 7 m) and holds it.
   JointDesc d;
