@@ -15,7 +15,7 @@
 #include "bench/net/scene_file.h"
 #include "bench/stats.h"
 #include "impulse/client.h"
-#include "server/app/scene_n1.h"
+#include "bench/net/scene_n1.h"
 #include "server/physics/world.h"
 #include "shared/wire/snapshot_codec.h"
 #include "tools/loadgen/inproc_server.h"

@@ -17,7 +17,7 @@
 #include "server/app/server_core_internal.h"
 #include "server/app/tick_budget.h"
 #include "server/net/address_prefix.h"
-#include "server/net/snapshot_writer.h"
+#include "server/net/collision_events.h"
 #include "server/record/playback.h"
 #include "server/record/recorder.h"
 #include "shared/wire/messages.h"

@@ -350,15 +350,9 @@ class World {
   std::span<const ObjectID> restored_non_finite() const { return restored_non_finite_; }
   /// Bodies restored since this World was constructed (not saved by save_state).
   uint64_t restored_non_finite_total() const { return restored_non_finite_total_; }
-  /// Tests of the guard only: sets a body's linear velocity with no check at all (NaN included),
-  /// since every validated path refuses the states the guard exists for. Returns false for a
-  /// stale id. Never call it outside tests.
-  bool set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity);
-  /// Tests of the restore path only (restored_non_finite), which no validated input reaches (a
-  /// finite 3e38 m/s velocity or inverse inertia set through the hooks is clamped or absorbed):
-  /// the next step's solve of this awake body ends as NaN, as a solver fault would. Returns
-  /// false for a stale or parked id. Never call it outside tests.
-  bool inject_non_finite_solve_for_test(ObjectID id);
+  /// The guard's test hooks (a NaN velocity, a non-finite solve), which no validated input can
+  /// reach: tests/support/world_test_access.h, for tests only.
+  friend struct WorldTestAccess;
   const StepProfile& profile() const { return profile_; }
   const WorldSettings& settings() const { return settings_; }
 
@@ -578,7 +572,7 @@ class World {
   std::vector<ObjectID> removed_non_finite_;  // by the last step's guard
   uint64_t removed_non_finite_total_ = 0;
   std::vector<ObjectID> restored_non_finite_;  // by the last step's write-back (restore_non_finite_groups)
-  ObjectID inject_non_finite_;                  // inject_non_finite_solve_for_test (null: none)
+  ObjectID inject_non_finite_;                  // WorldTestAccess::inject_non_finite_solve (null: none)
   uint64_t restored_non_finite_total_ = 0;
 
   // One batch of the solve: whole contact-connected groups of movable bodies, solved on their own

@@ -188,21 +188,6 @@ Error World::set_state(ObjectID id, Vec3 position, Quat orientation, Vec3 veloci
   return Error::Ok;
 }
 
-bool World::set_velocity_unchecked_for_test(ObjectID id, Vec3 velocity) {
-  const uint32_t dense = slots_.find(id);
-  if (dense == SlotMap::kNone) return false;
-  bodies_.motion[dense].velocity = velocity;
-  wake_body(dense);
-  return true;
-}
-
-bool World::inject_non_finite_solve_for_test(ObjectID id) {
-  const uint32_t dense = slots_.find(id);
-  if (dense == SlotMap::kNone || is_parked(dense)) return false;
-  inject_non_finite_ = id;
-  return true;
-}
-
 Error World::set_material_pair(uint16_t a, uint16_t b, const MaterialPair& pair) {
   if (!is_finite_non_negative(pair.friction) || !(pair.restitution >= 0 && pair.restitution <= 1)) {
     return Error::InvalidArgument;

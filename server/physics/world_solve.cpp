@@ -308,7 +308,7 @@ void World::run_solver_batches(float dt, size_t batch_count) {
 void World::restore_non_finite_groups(uint32_t movable) {
   restored_non_finite_.clear();
   std::vector<SolverBody>& sb = scratch_.solver_bodies;
-  if (!inject_non_finite_.is_null()) {  // inject_non_finite_solve_for_test
+  if (!inject_non_finite_.is_null()) {  // WorldTestAccess::inject_non_finite_solve
     const uint32_t d = slots_.find(inject_non_finite_);
     if (d != SlotMap::kNone && !is_parked(d)) {
       sb[scratch_.solver_index[d]].velocity.x = std::numeric_limits<float>::quiet_NaN();

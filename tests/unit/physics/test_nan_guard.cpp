@@ -13,6 +13,7 @@
 
 #include "server/physics/world.h"
 #include "tests/unit/physics/world_test_helpers.h"
+#include "tests/support/world_test_access.h"
 
 namespace impulse::physics::test {
 namespace {
@@ -132,7 +133,7 @@ TEST(NanGuard, StepRemovesANonFiniteBodyBeforeItTouchesAnything) {
   for (const ObjectID id : boxes) before.push_back(*world.get_object(id));
 
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  ASSERT_TRUE(world.set_velocity_unchecked_for_test(bad, {nan, 0.0f, 0.0f}));
+  ASSERT_TRUE(physics::WorldTestAccess::set_velocity_unchecked(world, bad, {nan, 0.0f, 0.0f}));
   world.step(1.0f / 60.0f);
   ASSERT_EQ(world.removed_non_finite().size(), 1u);
   EXPECT_EQ(world.removed_non_finite()[0], bad);
@@ -251,14 +252,14 @@ TEST(NanGuard, AGroupWhoseSolveIsNotFiniteIsPutBackAndNothingIsRemoved) {
   const ObjectID faller = world.create_object(sphere_desc({20.0f, 5.0f, 0.0f})).id;  // another group
   world.step(1.0f / 60.0f);
   ASSERT_TRUE(world.is_colliding(bad));
-  ASSERT_TRUE(world.set_velocity_unchecked_for_test(bad, {0.5f, 0.0f, 0.0f}));  // so its group is awake
+  ASSERT_TRUE(physics::WorldTestAccess::set_velocity_unchecked(world, bad, {0.5f, 0.0f, 0.0f}));  // so its group is awake
   std::vector<BodyState> before;
   for (const ObjectID id : boxes) before.push_back(*world.get_object(id));
   const BodyState bad_before = *world.get_object(bad);
   const BodyState faller_before = *world.get_object(faller);
   const uint32_t count = world.object_count();
 
-  ASSERT_TRUE(world.inject_non_finite_solve_for_test(bad));
+  ASSERT_TRUE(physics::WorldTestAccess::inject_non_finite_solve(world, bad));
   world.step(1.0f / 60.0f);
   ASSERT_EQ(world.restored_non_finite().size(), 1u);
   EXPECT_EQ(world.restored_non_finite()[0], bad);

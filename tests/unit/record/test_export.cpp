@@ -8,6 +8,7 @@
 #include "server/app/scene.h"
 #include "server/physics/world.h"
 #include "server/record/replay.h"
+#include "tests/support/world_test_access.h"
 
 namespace impulse::record {
 namespace {
@@ -23,7 +24,7 @@ TEST(Export, BodiesWithNonFiniteStateAreLeftOutAndTheSceneLoads) {
   ASSERT_FALSE(good.is_null());
   // No validated path makes a body non-finite (the step's guard would remove it): the test hook
   // stands in for a world restored from an old recording.
-  ASSERT_TRUE(world.set_velocity_unchecked_for_test(bad, {-std::numeric_limits<float>::quiet_NaN(), 0, 0}));
+  ASSERT_TRUE(physics::WorldTestAccess::set_velocity_unchecked(world, bad, {-std::numeric_limits<float>::quiet_NaN(), 0, 0}));
   uint32_t skipped = 0;
   const std::string json = to_scene_json(world, {}, "export\ntest", &skipped);
   EXPECT_EQ(skipped, 1u);

@@ -1,6 +1,7 @@
 // ServerCore's bounds on what one client's bodies may cost (issue 16, rows B and G) and its side
 // of the World's non-finite guard (row A2), on a fake clock.
 #include "unit/server/core_fixture.h"
+#include "tests/support/world_test_access.h"
 
 #include <limits>
 
@@ -141,7 +142,7 @@ TEST_F(LimitTest, ABodyRemovedAsNonFiniteIsCountedFreedAndExplainedToItsOwner) {
   EXPECT_EQ(core_.live_objects_of(id_a), 1u);
   // No validated path yields a non-finite body; the test hook stands in for the bug it guards.
   auto& world = const_cast<physics::World&>(core_.world());
-  ASSERT_TRUE(world.set_velocity_unchecked_for_test(id, {0, std::numeric_limits<float>::quiet_NaN(), 0}));
+  ASSERT_TRUE(physics::WorldTestAccess::set_velocity_unchecked(world, id, {0, std::numeric_limits<float>::quiet_NaN(), 0}));
   advance(kStep);
   EXPECT_FALSE(core_.world().is_valid(id));
   EXPECT_EQ(stats_.bodies_removed_non_finite.load(), 1u);

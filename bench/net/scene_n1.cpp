@@ -1,5 +1,5 @@
 // Scene N1 (docs/BENCHMARKS.md, "Scenes"), after Glenn Fiedler's "Snapshot Compression" demo (2015).
-#include "server/app/scene_n1.h"
+#include "bench/net/scene_n1.h"
 
 #include <fmt/format.h>
 

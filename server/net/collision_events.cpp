@@ -1,5 +1,5 @@
 // Collision events of a step as wire rows, with the pair ordered as the wire promises.
-#include "server/net/snapshot_writer.h"
+#include "server/net/collision_events.h"
 
 namespace impulse::server {
 
