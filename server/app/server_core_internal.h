@@ -3,10 +3,14 @@
 // the field at fault, and a client's area of interest as the snapshot sender's.
 #pragma once
 
+#include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "server/net/reject_log.h"
 #include "server/net/snapshot_sender.h"
+#include "server/physics/settings.h"
 #include "server/physics/world.h"
 #include "shared/wire/codec.h"
 
@@ -32,22 +36,33 @@ inline bool adds_work(wire::Message type) {
 
 // The wire checks mirror the World's bounds, so a World InvalidArgument after them comes from
 // state the wire cannot see (the body's current velocity, its mass, its distance to the point).
+// The numbers are the World's own (settings.h), formatted once.
 inline std::string_view invalid_argument_message(Message type) {
+  static const physics::WorldSettings s;
+  static const std::string speeds = fmt::format("{:g} m/s or {:.1f} rad/s", s.max_speed, s.max_angular_speed);
+  static const std::string impulse =
+      fmt::format("impulse: the resulting velocity would exceed {}, or the point is too far", speeds);
+  static const std::string mass = fmt::format(
+      "mass: the density must be in [{:g}, {:g}] kg/m^3 and the inverse mass and inertia finite, or a value beyond "
+      "the world's limit",
+      physics::kMinDensity, physics::kMaxDensity);
+  static const std::string force = fmt::format(
+      "force: with this step's other forces it would change this body's velocity faster than {} per 1/{:g} s "
+      "(force / mass, or the torque from this point through the inertia)",
+      speeds, physics::kMaxPushRate);
+  static const std::string torque = fmt::format(
+      "torque: with this step's other torques it would change this body's angular velocity faster than {:.1f} rad/s "
+      "per 1/{:g} s (inverse inertia times torque)",
+      s.max_angular_speed, physics::kMaxPushRate);
+  static const std::string kinematic =
+      fmt::format("position, orientation: reaching the target in one step needs more than {}", speeds);
   switch (type) {
-    case Message::ApplyImpulse:
-      return "impulse: the resulting velocity would exceed 500 m/s or 47.1 rad/s, or the point is too far";
-    case Message::CreateObject:
-      return "mass: the density must be in [1e-3, 1e5] kg/m^3 and the inverse mass and inertia finite, or a value "
-             "beyond the world's limit";
-    case Message::ApplyForce:
-      return "force: with this step's other forces it would change this body's velocity faster than 500 m/s or "
-             "47.1 rad/s per 1/60 s (force / mass, or the torque from this point through the inertia)";
-    case Message::ApplyTorque:
-      return "torque: with this step's other torques it would change this body's angular velocity faster than "
-             "47.1 rad/s per 1/60 s (inverse inertia times torque)";
+    case Message::ApplyImpulse: return impulse;
+    case Message::CreateObject: return mass;
+    case Message::ApplyForce: return force;
+    case Message::ApplyTorque: return torque;
     case Message::SetAngularVelocity: return "angular_velocity: beyond the world's limit";
-    case Message::MoveKinematic:
-      return "position, orientation: reaching the target in one step needs more than 500 m/s or 47.1 rad/s";
+    case Message::MoveKinematic: return kinematic;
     default: return "a value is out of the world's accepted range";
   }
 }

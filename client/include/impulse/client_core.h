@@ -197,7 +197,7 @@ class ClientCore {
   /// world) in the server's next step (Jolt's MoveKinematic): the server sets the velocities that
   /// reach it, and they stay after that step, so send a target every tick (or set_velocity zero to
   /// stop). NotDynamic for a dynamic or static body; InvalidArgument for a target too far for one
-  /// step (beyond 1e4 m/s or 100 rad/s) or a bad quaternion.
+  /// step (the server's speed limits, 500 m/s and 47.1 rad/s by default) or a bad quaternion.
   uint32_t move_kinematic(ObjectID id, Vec3 position, Quat orientation = Quat{});
   /// Temporary ownership (a server run with --temporary-ownership): sends this client's own
   /// state of its dynamic body `id`: position [m], orientation (local to world), velocity [m/s]

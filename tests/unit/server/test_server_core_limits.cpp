@@ -1,6 +1,7 @@
 // ServerCore's bounds on what one client's bodies may cost (issue 16, rows B and G) and its side
 // of the World's non-finite guard (row A2), on a fake clock.
 #include "unit/server/core_fixture.h"
+#include "server/app/server_core_internal.h"
 #include "tests/support/world_test_access.h"
 
 #include <limits>
@@ -152,6 +153,20 @@ TEST_F(LimitTest, ABodyRemovedAsNonFiniteIsCountedFreedAndExplainedToItsOwner) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0]->code(), ResultCode::StaleId);
   EXPECT_NE(r[0]->message()->str().find("its state was not finite"), std::string::npos) << r[0]->message()->str();
+}
+
+// The refusals name the World's own limits (settings.h), written there once.
+TEST(InvalidArgumentMessages, NameTheWorldsOwnLimits) {
+  const physics::WorldSettings s;
+  const std::string speeds = fmt::format("{:g} m/s or {:.1f} rad/s", s.max_speed, s.max_angular_speed);
+  EXPECT_EQ(speeds, "500 m/s or 47.1 rad/s");
+  using core_rules::invalid_argument_message;
+  EXPECT_NE(invalid_argument_message(wire::Message::ApplyImpulse).find(speeds), std::string_view::npos);
+  EXPECT_NE(invalid_argument_message(wire::Message::MoveKinematic).find(speeds), std::string_view::npos);
+  EXPECT_NE(invalid_argument_message(wire::Message::ApplyForce).find(speeds + " per 1/60 s"), std::string_view::npos);
+  EXPECT_NE(invalid_argument_message(wire::Message::CreateObject).find("[0.001, 100000] kg/m^3"),
+            std::string_view::npos)
+      << invalid_argument_message(wire::Message::CreateObject);
 }
 
 }  // namespace
