@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -392,7 +393,7 @@ std::vector<Seed> event_blocks() {
 }
 
 /// fuzz_client_datagram seeds: CollisionEvents datagrams with packed blocks in the client's
-/// (default) quantisation, stamped like session datagrams.
+/// (default) quantisation, and a Snapshot with relayed inputs, stamped like session datagrams.
 std::vector<Seed> event_datagrams() {
   std::vector<Seed> out;
   flatbuffers::FlatBufferBuilder fbb;
@@ -406,6 +407,17 @@ std::vector<Seed> event_datagrams() {
   Bytes datagram = copy(wire::build_collision_events(fbb, events, wire::QuantizationConfig{}, joints));
   wire::stamp_header(datagram, wire::PacketHeader(sequence++, 0, 0));
   out.push_back({"packed_events_joints", datagram});
+  // A Snapshot relaying other clients' inputs (an empty payload), one of them hostile (NaN).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<wire::RelayedInput> relayed = {
+      wire::RelayedInput(impulse::to_wire(ObjectID{3, 1}), wire::InputFrame(wire::Vec3(400, 0, 0), wire::Vec3(0, 5, 0)),
+                         wire::InputMode::Force, 0),
+      wire::RelayedInput(impulse::to_wire(ObjectID{4, 1}), wire::InputFrame(wire::Vec3(nan, 0, 0), wire::Vec3()),
+                         wire::InputMode::Velocity, 3),
+  };
+  Bytes snapshot = copy(wire::build_snapshot(fbb, 600, {}, 2, 0, relayed));
+  wire::stamp_header(snapshot, wire::PacketHeader(sequence++, 0, 0));
+  out.push_back({"snapshot_relayed_inputs", snapshot});
   return out;
 }
 
