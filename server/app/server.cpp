@@ -1,6 +1,8 @@
 // The Asio shell around ServerCore: one io_context on one thread runs an async UDP receive and a
 // steady_timer that wakes at each step boundary (fixed timestep, Fiedler's "Fix Your Timestep!").
 // Only this file reads the clock; it passes `now` into the core.
+// Over 700 lines on purpose: the one file that owns the io_context, where the receive loop, the
+// step timer, signals and the admin and Agones threads' start and stop meet.
 #include "server/app/server.h"
 
 #include <algorithm>

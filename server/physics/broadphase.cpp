@@ -3,6 +3,8 @@
 // 2005, §7.1), with exact 63-bit cell keys and min-corner pair de-duplication; ray queries walk
 // the cells along the segment (Amanatides and Woo, "A Fast Voxel Traversal Algorithm for Ray
 // Tracing", Eurographics 1987) and confirm candidates by the slab test (Ericson §5.3.3).
+// Over 700 lines on purpose: the grid's build, pair search and ray walk share one cell-key
+// encoding and one set of sorted arrays; split, each part would reopen them.
 #include "server/physics/broadphase.h"
 
 #include <algorithm>

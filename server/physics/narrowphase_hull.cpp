@@ -6,6 +6,8 @@
 // Simulations", GDC 2015). Sphere-hull and capsule-hull by exact closest points to the faces'
 // polygons when the centre or core is outside (Ericson, "Real-Time Collision Detection", 2005,
 // §5.1.2, §5.1.9), by the same SAT when it is inside. Plane-hull: the deepest vertices.
+// Over 700 lines on purpose: the SAT, the clipping and the closest-point pairs share the hull view
+// and the feature ids that warm starting matches.
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -81,6 +81,8 @@
 // Every loop runs over dense arrays in an order fixed by the operation history (awake list,
 // sorted pair and contact lists), never over an unordered container, so the same inputs give
 // bit-identical results.
+// Over 700 lines on purpose: the step's stages in order (listed above); the solve, the queries, the
+// commands, joints and the state image are already files of their own.
 #include "server/physics/world.h"
 
 #include <algorithm>
