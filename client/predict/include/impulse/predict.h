@@ -96,7 +96,9 @@ class Predictor {
   /// The exact description of another movable body (another player's car, a prop: its shape,
   /// mass and material, which snapshots do not carry): within extrapolate_radius of a driven body
   /// it is simulated (zone 1) rather than moved as a stand-in. Its own position in `desc` is not
-  /// used: snapshots place it.
+  /// used: snapshots place it. A second call replaces the description; a driven body's is
+  /// ignored. Descriptions are kept for the Predictor's lifetime (a linear list: describe the
+  /// bodies near play, not a whole level's).
   void describe(ObjectID id, const ObjectDesc& desc);
   /// The input the client sent for `tick` (ClientCore::send_input's arguments): kept for replay,
   /// and applied now, stepping the local world through `tick` (each skipped tick repeats a body's
