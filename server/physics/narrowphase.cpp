@@ -101,6 +101,8 @@ Aabb compute_aabb(const Shape& shape, const Transform& transform) {
     }
     case ShapeKind::Hull:
       return hull_aabb(*shape.hull, transform);
+    case ShapeKind::Cylinder:
+      return cylinder_aabb(shape, transform);
     case ShapeKind::Mesh:
     case ShapeKind::HeightField: {
       // The data's bounds turned by the rotation (|R| times the half size, about the centre).
@@ -302,30 +304,35 @@ bool collide_convex_mesh(const Shape& a, const Transform& ta, const Shape& b, co
 
 constexpr std::size_t kKinds = static_cast<std::size_t>(ShapeKind::Count);
 
-// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane, Hull, Mesh, HeightField.
+// Indexed [a.kind][b.kind]: Sphere, Box, Capsule, Plane, Hull, Mesh, HeightField, Cylinder.
 constexpr CollideFn kConvexSurface = collide_convex_mesh;
 constexpr CollideFn kSurfaceConvex = collide_swapped<collide_convex_mesh>;
 constexpr std::array<std::array<CollideFn, kKinds>, kKinds> kCollideTable{{
     {collide_sphere_sphere, collide_sphere_box, collide_sphere_capsule, collide_swapped<collide_plane_sphere>,
-     collide_sphere_hull, kConvexSurface, kConvexSurface},
+     collide_sphere_hull, kConvexSurface, kConvexSurface, collide_swapped<collide_cylinder_sphere>},
     {collide_swapped<collide_sphere_box>, collide_box_box, collide_swapped<collide_capsule_box>,
-     collide_swapped<collide_plane_box>, collide_box_hull, kConvexSurface, kConvexSurface},
+     collide_swapped<collide_plane_box>, collide_box_hull, kConvexSurface, kConvexSurface,
+     collide_swapped<collide_cylinder_box>},
     {collide_swapped<collide_sphere_capsule>, collide_capsule_box, collide_capsule_capsule,
-     collide_swapped<collide_plane_capsule>, collide_capsule_hull, kConvexSurface, kConvexSurface},
+     collide_swapped<collide_plane_capsule>, collide_capsule_hull, kConvexSurface, kConvexSurface,
+     collide_swapped<collide_cylinder_capsule>},
     {collide_plane_sphere, collide_plane_box, collide_plane_capsule, collide_nothing, collide_plane_hull,
-     collide_nothing, collide_nothing},
+     collide_nothing, collide_nothing, collide_plane_cylinder},
     {collide_swapped<collide_sphere_hull>, collide_swapped<collide_box_hull>, collide_swapped<collide_capsule_hull>,
-     collide_swapped<collide_plane_hull>, collide_hull_hull, kConvexSurface, kConvexSurface},
+     collide_swapped<collide_plane_hull>, collide_hull_hull, kConvexSurface, kConvexSurface,
+     collide_swapped<collide_cylinder_hull>},
     {kSurfaceConvex, kSurfaceConvex, kSurfaceConvex, collide_nothing, kSurfaceConvex, collide_nothing,
-     collide_nothing},
+     collide_nothing, kSurfaceConvex},
     {kSurfaceConvex, kSurfaceConvex, kSurfaceConvex, collide_nothing, kSurfaceConvex, collide_nothing,
-     collide_nothing},
+     collide_nothing, kSurfaceConvex},
+    {collide_cylinder_sphere, collide_cylinder_box, collide_cylinder_capsule, collide_swapped<collide_plane_cylinder>,
+     collide_cylinder_hull, kConvexSurface, kConvexSurface, collide_cylinder_cylinder},
 }};
 
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
                   static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3 &&
                   static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5 &&
-                  static_cast<int>(ShapeKind::HeightField) == 6,
+                  static_cast<int>(ShapeKind::HeightField) == 6 && static_cast<int>(ShapeKind::Cylinder) == 7,
               "kCollideTable rows follow ShapeKind order");
 
 }  // namespace

@@ -114,6 +114,44 @@ bool collide_hull_hull(const Shape& a, const Transform& ta, const Shape& b, cons
 bool collide_plane_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
                         Manifold& out);
 
+/// Cylinder pairs (narrowphase_cylinder.cpp; the cylinder is always A, or both, and B the plane
+/// for collide_plane_cylinder). The normal is GJK's (Gilbert, Johnson and Keerthi 1988; gjk.h)
+/// between the cores: the cylinder shrunk by cylinder_rounding, a sphere's centre, a capsule's
+/// segment, a box or hull itself; so the separation is exact while the shapes overlap by less
+/// than their roundings. Deeper, the least-penetrating of the pair's candidate axes (centre line,
+/// axes, face normals, axis x edges, radial directions) stands in for EPA. The manifold clips the
+/// two supporting features (a cap polygon of the 8 rim points 45 degrees apart plus the exact
+/// farthest rim point, a side line, a face, an edge, a point) against each other and measures
+/// each point to the reference feature along the normal (Jolt's ManifoldBetweenTwoFaces), so a
+/// cylinder standing or lying on a face rests on up to 4 points of its sharp rim; failing that,
+/// one point midway between the witnesses. Plane: the cap, side line or rim point within the
+/// margin. Features: narrowphase_cylinder.cpp.
+bool collide_cylinder_sphere(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                             Manifold& out);
+bool collide_cylinder_box(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                          Manifold& out);
+bool collide_cylinder_capsule(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                              Manifold& out);
+bool collide_cylinder_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                           Manifold& out);
+bool collide_cylinder_cylinder(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                               Manifold& out);
+bool collide_plane_cylinder(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
+                            Manifold& out);
+
+/// Largest rounding of a cylinder's GJK core [m]: 5 cm, Jolt's default convex radius
+/// (cDefaultConvexRadius). Contacts that sink deeper than the roundings take the slower
+/// candidate-axis search, so the rounding is as large as the shape allows.
+inline constexpr float kCylinderRounding = 0.05f;
+/// The rounding of this cylinder's core [m]: kCylinderRounding, or half its smaller dimension.
+float cylinder_rounding(const Shape& cylinder);
+/// The point of a cylinder at t farthest along d (world frame, any length) [m]: its sharp rim
+/// (a cap's centre when d is along the axis).
+Vec3 cylinder_support(const Shape& cylinder, const Transform& t, Vec3 d);
+/// The exact world-frame AABB of a cylinder [m]: on world axis k, |u_k| h + r sqrt(1 - u_k^2)
+/// about the centre, u the axis.
+Aabb cylinder_aabb(const Shape& cylinder, const Transform& t);
+
 /// The exact world-frame AABB of a hull under a transform (its vertices rotated) [m].
 Aabb hull_aabb(const ConvexHull& hull, const Transform& transform);
 

@@ -134,6 +134,47 @@ inline Vec3 any_perpendicular(Vec3 d) {
   return normalize_or(cross(d, axis), kFallbackNormal);
 }
 
+// --- A box seen as a hull -------------------------------------------------------------------------
+// Vertex v has x = +hx if bit 0 is set, else -hx; bit 1 for y, bit 2 for z. Faces +X, -X, +Y, -Y,
+// +Z, -Z, each counter-clockwise about its outward normal.
+inline constexpr uint8_t kBoxLoops[24] = {1, 3, 7, 5, 0, 4, 6, 2, 2, 6, 7, 3, 0, 1, 5, 4, 4, 5, 7, 6, 0, 2, 3, 1};
+inline constexpr HullFace kBoxFaces[6] = {{0, 4}, {4, 4}, {8, 4}, {12, 4}, {16, 4}, {20, 4}};
+
+/// The box's 12 edges, derived once from its face loops as build_convex_hull derives a hull's.
+const HullEdge* box_edges();
+
+struct BoxHull {
+  Vec3 vertices[8];
+  HullPlane planes[6];
+  explicit BoxHull(Vec3 h) {
+    for (uint32_t v = 0; v < 8; ++v) {
+      vertices[v] = {(v & 1u) ? h.x : -h.x, (v & 2u) ? h.y : -h.y, (v & 4u) ? h.z : -h.z};
+    }
+    planes[0] = {{1, 0, 0}, h.x};
+    planes[1] = {{-1, 0, 0}, h.x};
+    planes[2] = {{0, 1, 0}, h.y};
+    planes[3] = {{0, -1, 0}, h.y};
+    planes[4] = {{0, 0, 1}, h.z};
+    planes[5] = {{0, 0, -1}, h.z};
+  }
+  HullView view() const { return {vertices, planes, kBoxFaces, kBoxLoops, box_edges(), 8, 6, 12, length(vertices[7])}; }
+};
+
+/// A hull's size for the axis-choice tolerances [m].
+inline float hull_scale(const ConvexHull& h) { return 0.5f * (h.inner_radius + h.radius); }
+inline float box_scale(Vec3 h) { return (h.x + h.y + h.z) * (1.0f / 3.0f); }
+
+/// The convex shape's own view (box or hull) and size, for the polytope entry points below.
+struct ConvexView {
+  BoxHull box;
+  HullView view;
+  float size;
+  explicit ConvexView(const Shape& a)
+      : box(a.kind == ShapeKind::Box ? a.half_extents : Vec3{}),
+        view(a.kind == ShapeKind::Hull ? a.hull->view() : box.view()),
+        size(a.kind == ShapeKind::Hull ? hull_scale(*a.hull) : box_scale(a.half_extents)) {}
+};
+
 /// Convex shape `a` (sphere, capsule, box or hull) at `ta` against the convex polytope seen
 /// through `b` (its vertices and planes in the frame `tb` places, whose origin must be inside it:
 /// edge axes are oriented from it), with b_size its size for the axis-choice tolerances [m].
@@ -146,6 +187,14 @@ bool collide_convex_polytope(const Shape& a, const Transform& ta, const HullView
 /// contact that would otherwise take its normal from an inactive edge uses this.
 bool collide_convex_polytope_face(const Shape& a, const Transform& ta, const HullView& b, uint32_t face,
                                   const Transform& tb, float margin, Manifold& out);
+
+/// A cylinder `a` against a convex polytope (a hull view placed by `tb`), and the same with b's
+/// face `face` forced as the reference (narrowphase_cylinder.cpp); as collide_convex_polytope
+/// and collide_convex_polytope_face, which call them for a cylinder.
+bool collide_cylinder_polytope(const Shape& a, const Transform& ta, const HullView& b, const Transform& tb,
+                               float margin, Manifold& out);
+bool collide_cylinder_polytope_face(const Shape& a, const Transform& ta, const HullView& b, uint32_t face,
+                                    const Transform& tb, float margin, Manifold& out);
 
 /// Depth [m] of the prism that stands for a mesh triangle behind its front face: a body sunk less
 /// than half of it is pushed out through the front (its centre must be in front anyway).

@@ -30,61 +30,6 @@ using detail::kFaceAbsTol;
 using detail::kFaceRelTol;
 using detail::wins;
 
-// --- A box seen as a hull -------------------------------------------------------------------------
-// Vertex v has x = +hx if bit 0 is set, else -hx; bit 1 for y, bit 2 for z. Faces +X, -X, +Y, -Y,
-// +Z, -Z, each counter-clockwise about its outward normal.
-constexpr uint8_t kBoxLoops[24] = {1, 3, 7, 5, 0, 4, 6, 2, 2, 6, 7, 3, 0, 1, 5, 4, 4, 5, 7, 6, 0, 2, 3, 1};
-constexpr HullFace kBoxFaces[6] = {{0, 4}, {4, 4}, {8, 4}, {12, 4}, {16, 4}, {20, 4}};
-
-/// The box's 12 edges, derived once from its face loops as build_convex_hull derives a hull's.
-const HullEdge* box_edges() {
-  static const auto edges = [] {
-    std::array<HullEdge, 12> out{};
-    int n = 0;
-    for (uint8_t f = 0; f < 6; ++f) {
-      for (int i = 0; i < 4; ++i) {
-        const uint8_t a = kBoxLoops[4 * f + i];
-        const uint8_t b = kBoxLoops[4 * f + (i + 1) % 4];
-        if (a < b) out[static_cast<size_t>(n++)] = HullEdge{a, b, f, 0};
-      }
-    }
-    for (uint8_t f = 0; f < 6; ++f) {  // the face that walks b -> a
-      for (int i = 0; i < 4; ++i) {
-        const uint8_t a = kBoxLoops[4 * f + i];
-        const uint8_t b = kBoxLoops[4 * f + (i + 1) % 4];
-        if (a > b) {
-          for (HullEdge& e : out) {
-            if (e.v0 == b && e.v1 == a) e.f1 = f;
-          }
-        }
-      }
-    }
-    return out;
-  }();
-  return edges.data();
-}
-
-struct BoxHull {
-  Vec3 vertices[8];
-  HullPlane planes[6];
-  explicit BoxHull(Vec3 h) {
-    for (uint32_t v = 0; v < 8; ++v) {
-      vertices[v] = {(v & 1u) ? h.x : -h.x, (v & 2u) ? h.y : -h.y, (v & 4u) ? h.z : -h.z};
-    }
-    planes[0] = {{1, 0, 0}, h.x};
-    planes[1] = {{-1, 0, 0}, h.x};
-    planes[2] = {{0, 1, 0}, h.y};
-    planes[3] = {{0, -1, 0}, h.y};
-    planes[4] = {{0, 0, 1}, h.z};
-    planes[5] = {{0, 0, -1}, h.z};
-  }
-  HullView view() const { return {vertices, planes, kBoxFaces, kBoxLoops, box_edges(), 8, 6, 12, length(vertices[7])}; }
-};
-
-/// A hull's size for the axis-choice tolerances [m].
-float hull_scale(const ConvexHull& h) { return 0.5f * (h.inner_radius + h.radius); }
-float box_scale(Vec3 h) { return (h.x + h.y + h.z) * (1.0f / 3.0f); }
-
 // --- Feature ids ------------------------------------------------------------------------------------
 // Hull-hull face contact: bits 0-7 the point (0-63 an incident face vertex, 64 + 2 side + exiting:
 // where the incident polygon crosses a reference side plane), 16-23 the incident face, 24-30 the
@@ -623,25 +568,42 @@ struct ViewInFrame {
   }
 };
 
-/// The convex shape's own view (box or hull) and size, for the polytope entry points below.
-struct ConvexView {
-  BoxHull box;
-  HullView view;
-  float size;
-  explicit ConvexView(const Shape& a)
-      : box(a.kind == ShapeKind::Box ? a.half_extents : Vec3{}),
-        view(a.kind == ShapeKind::Hull ? a.hull->view() : box.view()),
-        size(a.kind == ShapeKind::Hull ? hull_scale(*a.hull) : box_scale(a.half_extents)) {}
-};
-
 }  // namespace
 
 bool collide_capsule_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
                           Manifold& out) {
-  return collide_capsule_view(a, ta, b.hull->view(), hull_scale(*b.hull), detail::make_frame(tb), margin, out);
+  return collide_capsule_view(a, ta, b.hull->view(), detail::hull_scale(*b.hull), detail::make_frame(tb), margin, out);
 }
 
 namespace detail {
+
+/// The box's 12 edges, derived once from its face loops as build_convex_hull derives a hull's.
+const HullEdge* box_edges() {
+  static const auto edges = [] {
+    std::array<HullEdge, 12> out{};
+    int n = 0;
+    for (uint8_t f = 0; f < 6; ++f) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t a = kBoxLoops[4 * f + i];
+        const uint8_t b = kBoxLoops[4 * f + (i + 1) % 4];
+        if (a < b) out[static_cast<size_t>(n++)] = HullEdge{a, b, f, 0};
+      }
+    }
+    for (uint8_t f = 0; f < 6; ++f) {  // the face that walks b -> a
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t a = kBoxLoops[4 * f + i];
+        const uint8_t b = kBoxLoops[4 * f + (i + 1) % 4];
+        if (a > b) {
+          for (HullEdge& e : out) {
+            if (e.v0 == b && e.v1 == a) e.f1 = f;
+          }
+        }
+      }
+    }
+    return out;
+  }();
+  return edges.data();
+}
 
 bool collide_convex_polytope(const Shape& a, const Transform& ta, const HullView& b, float b_size, const Transform& tb,
                              float margin, Manifold& out) {
@@ -649,9 +611,10 @@ bool collide_convex_polytope(const Shape& a, const Transform& ta, const HullView
   switch (a.kind) {
     case ShapeKind::Sphere: return collide_point_hull(to_local(fb, ta.position), a.radius, b, fb, margin, out);
     case ShapeKind::Capsule: return collide_capsule_view(a, ta, b, b_size, fb, margin, out);
+    case ShapeKind::Cylinder: return collide_cylinder_polytope(a, ta, b, tb, margin, out);
     case ShapeKind::Box:
     case ShapeKind::Hull: {
-      const ConvexView av(a);
+      const detail::ConvexView av(a);
       return collide_hull_views(av.view, make_frame(ta), b, fb, std::min(av.size, b_size), margin, out);
     }
     default: out.point_count = 0; return false;
@@ -666,6 +629,7 @@ bool collide_convex_polytope_face(const Shape& a, const Transform& ta, const Hul
   const float offset = b.planes[face].offset;
   out.normal = to_world_dir(fb, -n);
   switch (a.kind) {
+    case ShapeKind::Cylinder: return collide_cylinder_polytope_face(a, ta, b, face, tb, margin, out);
     case ShapeKind::Sphere: {
       const Vec3 c = to_local(fb, ta.position);
       const float s = dot(n, c) - offset - a.radius;
@@ -690,7 +654,7 @@ bool collide_convex_polytope_face(const Shape& a, const Transform& ta, const Hul
     }
     case ShapeKind::Box:
     case ShapeKind::Hull: {
-      const ConvexView av(a);
+      const detail::ConvexView av(a);
       const Frame fa = make_frame(ta);
       const ViewInFrame bv(b, fb, fa);
       if (face_contact(bv.view, av.view, face, true, fa, margin, out)) return true;
@@ -712,15 +676,15 @@ bool collide_convex_polytope_face(const Shape& a, const Transform& ta, const Hul
 
 bool collide_box_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
                       Manifold& out) {
-  const BoxHull box(a.half_extents);
-  const float scale = std::min(box_scale(a.half_extents), hull_scale(*b.hull));
+  const detail::BoxHull box(a.half_extents);
+  const float scale = std::min(detail::box_scale(a.half_extents), detail::hull_scale(*b.hull));
   return collide_hull_views(box.view(), detail::make_frame(ta), b.hull->view(), detail::make_frame(tb), scale,
                             margin, out);
 }
 
 bool collide_hull_hull(const Shape& a, const Transform& ta, const Shape& b, const Transform& tb, float margin,
                        Manifold& out) {
-  const float scale = std::min(hull_scale(*a.hull), hull_scale(*b.hull));
+  const float scale = std::min(detail::hull_scale(*a.hull), detail::hull_scale(*b.hull));
   return collide_hull_views(a.hull->view(), detail::make_frame(ta), b.hull->view(), detail::make_frame(tb), scale,
                             margin, out);
 }

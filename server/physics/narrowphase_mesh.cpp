@@ -104,6 +104,7 @@ float convex_radius(const Shape& a) {
     case ShapeKind::Box: return length(a.half_extents);
     case ShapeKind::Capsule: return a.half_height + a.radius;
     case ShapeKind::Hull: return a.hull->radius;
+    case ShapeKind::Cylinder: return std::sqrt(a.radius * a.radius + a.half_height * a.half_height);
     default: return a.radius;
   }
 }
@@ -148,6 +149,7 @@ Vec3 convex_support(const Shape& a, const Transform& ta, Vec3 d) {
       return ta.position + rotate(ta.rotation, Vec3{l.x >= 0.0f ? h.x : -h.x, l.y >= 0.0f ? h.y : -h.y, l.z >= 0.0f ? h.z : -h.z});
     }
     case ShapeKind::Hull: return ta.position + rotate(ta.rotation, hull_support(a.hull->view(), inverse_rotate(ta.rotation, d)));
+    case ShapeKind::Cylinder: return cylinder_support(a, ta, d);
     default: return ta.position;
   }
 }

@@ -227,6 +227,69 @@ bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin
   return report_hit(origin, translation, fraction, max_fraction, rotate(transform.rotation, normal), out);
 }
 
+bool raycast_cylinder(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                      float max_fraction, ShapeRayHit& out, bool back_faces) {
+  if (!is_usable_segment(origin, translation, max_fraction)) return false;
+  const Vec3 o = inverse_rotate(transform.rotation, origin - transform.position);
+  const Vec3 d = inverse_rotate(transform.rotation, translation);
+  if (!is_finite(o) || !is_finite(d)) return false;
+  const float r = shape.radius;
+  const float h = shape.half_height;
+  // The line's interval inside the slab |y| <= h and inside the infinite side x^2 + z^2 <= r^2,
+  // each entry and exit with its normal (Haines' interval method, as raycast_hull).
+  float t_enter = -kInfinity;
+  float t_exit = kInfinity;
+  Vec3 enter_normal{0.0f, 1.0f, 0.0f};
+  Vec3 exit_normal{0.0f, 1.0f, 0.0f};
+  if (d.y == 0.0f) {
+    if (std::fabs(o.y) > h) return false;
+  } else {
+    const float inv = 1.0f / d.y;
+    float t0 = (-h - o.y) * inv;
+    float t1 = (h - o.y) * inv;
+    Vec3 n0{0.0f, -1.0f, 0.0f};
+    Vec3 n1{0.0f, 1.0f, 0.0f};
+    if (t0 > t1) {
+      std::swap(t0, t1);
+      std::swap(n0, n1);
+    }
+    t_enter = t0;
+    t_exit = t1;
+    enter_normal = n0;
+    exit_normal = n1;
+  }
+  const float a = d.x * d.x + d.z * d.z;
+  const float b = o.x * d.x + o.z * d.z;
+  const float c = o.x * o.x + o.z * o.z - r * r;
+  if (a == 0.0f) {
+    if (c > 0.0f) return false;  // parallel to the axis, outside the side
+  } else {
+    const float disc = b * b - a * c;
+    if (!(disc >= 0.0f)) return false;
+    // Roots without cancellation: q = -(b + sign(b) sqrt(disc)), t = q / a and c / q.
+    const float q = -(b + std::copysign(std::sqrt(disc), b));
+    float t0 = q / a;
+    float t1 = q != 0.0f ? c / q : t0;
+    if (t0 > t1) std::swap(t0, t1);
+    if (t0 > t_enter) {
+      t_enter = t0;
+      const Vec3 p = o + d * t0;
+      enter_normal = normalize_or(Vec3{p.x, 0.0f, p.z}, Vec3{1.0f, 0.0f, 0.0f});
+    }
+    if (t1 < t_exit) {
+      t_exit = t1;
+      const Vec3 p = o + d * t1;
+      exit_normal = normalize_or(Vec3{p.x, 0.0f, p.z}, Vec3{1.0f, 0.0f, 0.0f});
+    }
+  }
+  if (!(t_enter <= t_exit) || t_exit < 0.0f) return false;
+  if (t_enter <= 0.0f) {
+    if (!back_faces) return report_inside(origin, translation, out);
+    return report_hit(origin, translation, t_exit, max_fraction, rotate(transform.rotation, exit_normal), out);
+  }
+  return report_hit(origin, translation, t_enter, max_fraction, rotate(transform.rotation, enter_normal), out);
+}
+
 bool raycast_plane(const Shape&, const Transform& transform, Vec3 origin, Vec3 translation, float max_fraction,
                    ShapeRayHit& out, bool back_faces) {
   if (!is_usable_segment(origin, translation, max_fraction)) return false;
@@ -313,11 +376,12 @@ constexpr std::array<RaycastFn, static_cast<std::size_t>(ShapeKind::Count)> kRay
     raycast_hull,     // ShapeKind::Hull
     raycast_mesh_shape,  // ShapeKind::Mesh
     raycast_mesh_shape,  // ShapeKind::HeightField
+    raycast_cylinder,    // ShapeKind::Cylinder
 };
 static_assert(static_cast<int>(ShapeKind::Sphere) == 0 && static_cast<int>(ShapeKind::Box) == 1 &&
                   static_cast<int>(ShapeKind::Capsule) == 2 && static_cast<int>(ShapeKind::Plane) == 3 &&
                   static_cast<int>(ShapeKind::Hull) == 4 && static_cast<int>(ShapeKind::Mesh) == 5 &&
-                  static_cast<int>(ShapeKind::HeightField) == 6,
+                  static_cast<int>(ShapeKind::HeightField) == 6 && static_cast<int>(ShapeKind::Cylinder) == 7,
               "kRaycastTable follows the ShapeKind order");
 
 }  // namespace

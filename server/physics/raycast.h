@@ -55,6 +55,11 @@ bool raycast_box(const Shape& shape, const Transform& transform, Vec3 origin, Ve
 /// Y range; normal perpendicular to the axis) and the two end spheres (radial normal).
 bool raycast_capsule(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
                      float max_fraction, ShapeRayHit& out, bool back_faces = false);
+/// Solid cylinder along local Y (|y| <= half_height, x^2 + z^2 <= radius^2): the line's interval
+/// inside the cap slab and inside the infinite side; the entry's normal is the cap's (+-Y) or
+/// the side's (radial), whichever bounds the interval.
+bool raycast_cylinder(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,
+                      float max_fraction, ShapeRayHit& out, bool back_faces = false);
 /// Half-space below the local plane y = 0 (outward normal: local +Y). A segment parallel to the
 /// plane hits only when its origin is in the half-space (start inside).
 bool raycast_plane(const Shape& shape, const Transform& transform, Vec3 origin, Vec3 translation,

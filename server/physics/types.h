@@ -27,6 +27,7 @@ enum class ShapeKind : uint8_t {
   Hull = 4,     ///< convex hull (Shape::hull), in its principal frame: the body's position is its centre of mass
   Mesh = 5,     ///< static triangle mesh (Shape::mesh) in the body's frame; static bodies only
   HeightField = 6,  ///< static heightfield (Shape::heightfield) in the body's frame; static bodies only
+  Cylinder = 7,  ///< solid cylinder along local Y from -half_height to +half_height, of radius `radius`
   Count,
 };
 
@@ -34,9 +35,9 @@ enum class ShapeKind : uint8_t {
 /// Only the fields of its kind are meaningful; make_* fill the others consistently.
 struct Shape {
   ShapeKind kind = ShapeKind::Sphere;
-  float radius = 0.5f;                  ///< sphere and capsule radius [m]
+  float radius = 0.5f;                  ///< sphere, capsule and cylinder radius [m]
   Vec3 half_extents{0.5f, 0.5f, 0.5f};  ///< box half extents [m], local axes
-  float half_height = 0.0f;             ///< capsule: half the length of the core segment [m]
+  float half_height = 0.0f;             ///< capsule: half the length of the core segment; cylinder: half its height [m]
   /// The shape's data, for the kinds that have any, owned by the World that returned it
   /// (World::add_hull, add_mesh, add_heightfield) and valid for that World's lifetime; only the
   /// member of the shape's kind is meaningful. half_extents is then half the data's bounding box
@@ -58,6 +59,10 @@ constexpr Shape make_box(Vec3 half_extents) { return Shape{ShapeKind::Box, 0.0f,
 /// Capsule along local Y: total height 2 (half_height + radius).
 constexpr Shape make_capsule(float radius, float half_height) {
   return Shape{ShapeKind::Capsule, radius, {radius, half_height + radius, radius}, half_height, {nullptr}, 0};
+}
+/// Solid cylinder along local Y: height 2 half_height, flat caps of radius `radius`.
+constexpr Shape make_cylinder(float radius, float half_height) {
+  return Shape{ShapeKind::Cylinder, radius, {radius, half_height, radius}, half_height, {nullptr}, 0};
 }
 /// Infinite plane through the body position, outward normal = the body's local +Y axis.
 constexpr Shape make_plane() { return Shape{ShapeKind::Plane, 0.0f, {0.0f, 0.0f, 0.0f}, 0.0f, {nullptr}, 0}; }

@@ -148,6 +148,14 @@ const char* check_shape(const Shape& shape, BodyKind kind, const WorldSettings& 
         return "half_height: must be in [0, max_extent]";
       }
       return nullptr;
+    case ShapeKind::Cylinder:
+      if (!(shape.radius >= kMinExtent && shape.radius <= s.max_extent)) {
+        return "radius: must be in [kMinExtent (1 mm), max_extent]";
+      }
+      if (!(shape.half_height >= kMinExtent && shape.half_height <= s.max_extent)) {  // NaN fails
+        return "half_height: must be in [kMinExtent (1 mm), max_extent]";
+      }
+      return nullptr;
     case ShapeKind::Plane:
       return kind == BodyKind::Static ? nullptr : "shape: a plane must be a static body";
     case ShapeKind::Hull:
@@ -172,6 +180,7 @@ Shape normalize_shape(const Shape& shape) {
     case ShapeKind::Sphere: return make_sphere(shape.radius);
     case ShapeKind::Box: return make_box(shape.half_extents);
     case ShapeKind::Capsule: return make_capsule(shape.radius, shape.half_height);
+    case ShapeKind::Cylinder: return make_cylinder(shape.radius, shape.half_height);
     case ShapeKind::Hull: return make_hull(*shape.hull);
     case ShapeKind::Mesh: return make_mesh(*shape.mesh);
     case ShapeKind::HeightField: return make_heightfield(*shape.heightfield);
@@ -205,6 +214,14 @@ Vec3 shape_inertia(const Shape& shape, float mass) {
           mc * (0.25f * r * r + h * h / 3.0f) + 2.0f * mh * (0.4f * r * r + h * h + 0.75f * h * r);
       return {transverse, axial, transverse};
     }
+    case ShapeKind::Cylinder: {
+      // Solid cylinder of radius r and height 2h: m r^2 / 2 about its axis, m (3 r^2 + (2h)^2) / 12
+      // about a diameter through the centre.
+      const float r2 = shape.radius * shape.radius;
+      const float h2 = shape.half_height * shape.half_height;
+      const float transverse = mass * (3.0f * r2 + 4.0f * h2) / 12.0f;
+      return {transverse, 0.5f * mass * r2, transverse};
+    }
     case ShapeKind::Hull: return shape.hull->unit_inertia * mass;  // principal frame (convex_hull.h)
     default: return {};
   }
@@ -215,6 +232,7 @@ float shape_extent(const Shape& shape) {
     case ShapeKind::Sphere: return shape.radius;
     case ShapeKind::Box: return length(shape.half_extents);
     case ShapeKind::Capsule: return shape.half_height + shape.radius;
+    case ShapeKind::Cylinder: return std::sqrt(shape.radius * shape.radius + shape.half_height * shape.half_height);
     case ShapeKind::Hull: return shape.hull->radius;
     default: return 0.0f;
   }

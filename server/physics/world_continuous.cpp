@@ -70,6 +70,7 @@ float support(const Shape& s, const Transform& t, Vec3 n) {
       const Vec3 l = inverse_rotate(t.rotation, n);
       return base + dot(hull_support(s.hull->view(), l), l);
     }
+    case ShapeKind::Cylinder: return dot(cylinder_support(s, t, n), n);
     default: return base;
   }
 }

@@ -84,7 +84,7 @@ void io_motion(Io& io, S& m) {
 // before hulls existed.
 template <class Io, class S>
 void io_shape(Io& io, S& s) {
-  io.enumeration(s.kind, ShapeKind::HeightField, "shape kind");
+  io.enumeration(s.kind, ShapeKind::Cylinder, "shape kind");
   io.f32(s.radius);
   io_vec(io, s.half_extents);
   io.f32(s.half_height);

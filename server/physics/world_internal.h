@@ -49,6 +49,7 @@ inline Aabb fat_aabb(const Shape& shape, const Transform& t, float margin) {
 inline float inner_extent(const Shape& s) {
   if (s.kind == ShapeKind::Box) return std::min(s.half_extents.x, std::min(s.half_extents.y, s.half_extents.z));
   if (s.kind == ShapeKind::Hull) return s.hull->inner_radius;
+  if (s.kind == ShapeKind::Cylinder) return std::min(s.radius, s.half_height);
   return s.radius;  // sphere, capsule (a plane is never dynamic)
 }
 
@@ -60,7 +61,7 @@ inline bool within(Vec3 v, float bound) {
   return is_finite(v) && std::fabs(v.x) <= bound && std::fabs(v.y) <= bound && std::fabs(v.z) <= bound;
 }
 
-/// Volume [m^3] of a solid sphere, box, capsule or hull (0 for a plane).
+/// Volume [m^3] of a solid sphere, box, capsule, cylinder or hull (0 for a plane).
 inline float shape_volume(const Shape& s) {
   constexpr float kPi = 3.14159265f;
   switch (s.kind) {
@@ -68,6 +69,7 @@ inline float shape_volume(const Shape& s) {
     case ShapeKind::Box: return 8.0f * s.half_extents.x * s.half_extents.y * s.half_extents.z;
     case ShapeKind::Capsule:
       return kPi * s.radius * s.radius * (2.0f * s.half_height + (4.0f / 3.0f) * s.radius);
+    case ShapeKind::Cylinder: return kPi * s.radius * s.radius * 2.0f * s.half_height;
     case ShapeKind::Hull: return s.hull->volume;
     default: return 0.0f;
   }

@@ -442,6 +442,7 @@ bool is_normalized(const Shape& s) {
     case ShapeKind::Sphere: n = make_sphere(s.radius); break;
     case ShapeKind::Box: n = make_box(s.half_extents); break;
     case ShapeKind::Capsule: n = make_capsule(s.radius, s.half_height); break;
+    case ShapeKind::Cylinder: n = make_cylinder(s.radius, s.half_height); break;
     case ShapeKind::Hull: n = make_hull(*s.hull); break;  // resolved by parse_payload
     case ShapeKind::Mesh: n = make_mesh(*s.mesh); break;
     case ShapeKind::HeightField: n = make_heightfield(*s.heightfield); break;
@@ -500,6 +501,10 @@ const char* check_body(const Image& im, uint32_t d) {
     }
     case ShapeKind::Capsule:
       shape_ok = s.radius >= kMinExtent && s.radius <= ws.max_extent && finite_non_negative(s.half_height) &&
+                 s.half_height <= ws.max_extent;
+      break;
+    case ShapeKind::Cylinder:
+      shape_ok = s.radius >= kMinExtent && s.radius <= ws.max_extent && s.half_height >= kMinExtent &&
                  s.half_height <= ws.max_extent;
       break;
     case ShapeKind::Plane: shape_ok = info.kind == BodyKind::Static; break;
