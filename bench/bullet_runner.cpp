@@ -40,7 +40,8 @@ ShapeKey key_of(const physics::Shape& shape) {
   switch (shape.kind) {
     case physics::ShapeKind::Box: return {shape.kind, shape.half_extents, 0.0f, 0.0f};
     case physics::ShapeKind::Sphere: return {shape.kind, {}, shape.radius, 0.0f};
-    case physics::ShapeKind::Capsule: return {shape.kind, {}, shape.radius, shape.half_height};
+    case physics::ShapeKind::Capsule:
+    case physics::ShapeKind::Cylinder: return {shape.kind, {}, shape.radius, shape.half_height};
     case physics::ShapeKind::Hull: return {shape.kind, {}, 0.0f, 0.0f, shape.hull};
     case physics::ShapeKind::Mesh: return {shape.kind, {}, 0.0f, 0.0f, nullptr, shape.mesh};
     case physics::ShapeKind::HeightField: return {shape.kind, {}, 0.0f, 0.0f, nullptr, shape.heightfield};
@@ -75,6 +76,9 @@ std::unique_ptr<btCollisionShape> make_shape(const physics::Shape& shape, std::v
     // btCapsuleShape's height is the distance between the hemisphere centres, along local Y.
     case physics::ShapeKind::Capsule:
       return std::make_unique<btCapsuleShape>(shape.radius, 2.0f * shape.half_height);
+    // btCylinderShape takes half extents (radius, half height, radius) along local Y.
+    case physics::ShapeKind::Cylinder:
+      return std::make_unique<btCylinderShape>(btVector3(shape.radius, shape.half_height, shape.radius));
     // The same vertices, in the same (principal) frame, with Bullet's default collision margin
     // (4 cm, which rounds the hull outward), as a Bullet user has it.
     case physics::ShapeKind::Hull: {

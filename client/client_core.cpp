@@ -57,8 +57,8 @@ constexpr double kMaxInterpolationDelayS = 5.0;
 // asserts keep them so.
 static_assert(static_cast<int>(BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic) &&
               static_cast<int>(wire::BodyKind::MAX) == 2);
-static_assert(static_cast<int>(ShapeKind::HeightField) == static_cast<int>(wire::ShapeKind::HeightField) &&
-              static_cast<int>(wire::ShapeKind::MAX) == 6);
+static_assert(static_cast<int>(ShapeKind::Cylinder) == static_cast<int>(wire::ShapeKind::Cylinder) &&
+              static_cast<int>(wire::ShapeKind::MAX) == 7);
 static_assert(static_cast<int>(InputMode::Velocity) == static_cast<int>(wire::InputMode::Velocity) &&
               static_cast<int>(wire::InputMode::MAX) == static_cast<int>(wire::InputMode::Velocity));
 static_assert(static_cast<int>(ResultCode::TickOutOfRange) == static_cast<int>(wire::ResultCode::TickOutOfRange) &&

@@ -41,6 +41,10 @@ void write_shape(const physics::Shape& shape, json& body) {
       body["shape"] = "Capsule";
       body["dims"] = to_json({shape.radius, shape.half_height, shape.radius});
       return;
+    case physics::ShapeKind::Cylinder:
+      body["shape"] = "Cylinder";
+      body["dims"] = to_json({shape.radius, shape.half_height, shape.radius});
+      return;
     case physics::ShapeKind::Hull:  // bench scenes have no hulls or meshes; a scene file names their data
     case physics::ShapeKind::Mesh:
     case physics::ShapeKind::HeightField:

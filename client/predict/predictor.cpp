@@ -22,6 +22,7 @@ std::optional<physics::Shape> shape_of(ShapeKind kind, Vec3 dims) {
     case ShapeKind::Sphere: return physics::make_sphere(dims.x);
     case ShapeKind::Box: return physics::make_box(dims);
     case ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
+    case ShapeKind::Cylinder: return physics::make_cylinder(dims.x, dims.y);
     case ShapeKind::Plane: return physics::make_plane();
     default: return std::nullopt;
   }

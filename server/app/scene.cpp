@@ -54,7 +54,7 @@ std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
     }
     return {};
   }
-  if (wire_dims == nullptr) return "dims: required for a Sphere, Box or Capsule";
+  if (wire_dims == nullptr) return "dims: required for a Sphere, Box, Capsule or Cylinder";
   const Vec3 dims = to_vec3(*wire_dims);
   // [1 mm, 1000 m]: physics::kMinExtent gives the lower bound's reason. NaN fails.
   auto extent_ok = [](float x) { return x >= wire::kMinExtent && x <= wire::kMaxExtent; };
@@ -73,6 +73,11 @@ std::string check_dims(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
       if (!(dims.y >= 0.0f && dims.y <= wire::kMaxExtent)) return "dims.y: capsule half height must be in [0, 1000] m";
       if (!std::isfinite(dims.z)) return "dims: must be finite";
       return {};
+    case scene::ShapeKind::Cylinder:
+      if (!extent_ok(dims.x)) return "dims.x: cylinder radius must be in [0.001, 1000] m";
+      if (!extent_ok(dims.y)) return "dims.y: cylinder half height must be in [0.001, 1000] m";
+      if (!std::isfinite(dims.z)) return "dims: must be finite";
+      return {};
     case scene::ShapeKind::Plane:
     case scene::ShapeKind::Hull:
     case scene::ShapeKind::Mesh:
@@ -87,6 +92,7 @@ physics::Shape to_shape(scene::ShapeKind shape, const scene::Vec3* wire_dims) {
     case scene::ShapeKind::Sphere: return physics::make_sphere(dims.x);
     case scene::ShapeKind::Box: return physics::make_box(dims);
     case scene::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
+    case scene::ShapeKind::Cylinder: return physics::make_cylinder(dims.x, dims.y);
     case scene::ShapeKind::Plane: return physics::make_plane();
     case scene::ShapeKind::Hull:  // convert_body builds these from their data
     case scene::ShapeKind::Mesh:
@@ -149,7 +155,8 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out, BodyData*
     return fmt::format("kind: unknown body kind {} (Dynamic, Static or Kinematic)", static_cast<int>(b.kind()));
   }
   if (b.shape() < scene::ShapeKind::MIN || b.shape() > scene::ShapeKind::MAX) {
-    return fmt::format("shape: unknown shape kind {} (Sphere, Box, Capsule, Plane or Hull)", static_cast<int>(b.shape()));
+    return fmt::format("shape: unknown shape kind {} (Sphere, Box, Capsule, Plane, Hull, Mesh, HeightField or Cylinder)",
+                       static_cast<int>(b.shape()));
   }
   if (b.shape() == scene::ShapeKind::Plane && b.kind() != scene::BodyKind::Static) {
     return "shape: a Plane must be a Static body (\"kind\": \"Static\")";
@@ -707,6 +714,22 @@ Scene make_demo_scene() {
   capsule.position = {2.0f, 0.26f, 1.0f};
   capsule.angular_velocity = {0.0f, 3.0f, 0.0f};
   add("capsule_spinning", capsule);
+
+  // Barrels (cylinders, radius 0.3 m, 0.9 m tall, 20 kg) at z = -3: two stacked standing, one
+  // lying, one dropped tilted 30 degrees that lands on its rim and settles.
+  physics::BodyDesc barrel;
+  barrel.shape = physics::make_cylinder(0.3f, 0.45f);
+  barrel.mass = 20.0f;
+  barrel.position = {-4.0f, 0.45f, -3.0f};
+  add("barrel/0", barrel);
+  barrel.position = {-4.0f, 1.351f, -3.0f};
+  add("barrel/1", barrel);
+  barrel.orientation = rotation(kAxisX, 90.0f);
+  barrel.position = {-2.5f, 0.3f, -3.0f};
+  add("barrel/2", barrel);
+  barrel.orientation = rotation(kAxisZ, 30.0f);
+  barrel.position = {-1.0f, 1.2f, -3.0f};
+  add("barrel/3", barrel);
 
   // Spheres dropping onto open ground; every other one bouncy.
   constexpr int kSpheres = 6;

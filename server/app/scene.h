@@ -89,7 +89,7 @@ bool load_scene_file(const std::string& path, Scene* scene, std::string* error);
 void add_joint_showcase(Scene* scene);
 
 /// The built-in demo (`make run`), built in code so the server needs no source tree at run time.
-/// Deterministic, 134 bodies and 52 joints, every body named ("tower_a/3" is the 4th box from the
+/// Deterministic, 138 bodies and 52 joints, every body named ("tower_a/3" is the 4th box from the
 /// bottom):
 ///  - a static ground plane through the origin (normal +Y);
 ///  - towers of unit boxes, 8, 6 and 7 high ("tower_a" .. "tower_c"); a heavy ball ("wrecking_ball")
@@ -100,7 +100,8 @@ void add_joint_showcase(Scene* scene);
 ///  - a static ramp tilted 20 degrees ("ramp") with a high-friction box that stays put
 ///    ("ramp_box_sticky", tan 20° = 0.36 < mu) and a low-friction one that slides off
 ///    ("ramp_box_slippery");
-///  - capsules dropped lying, tilted and nearly upright, and spheres, some bouncy.
+///  - capsules dropped lying, tilted and nearly upright, barrels (cylinders) stacked, lying and
+///    dropped tilted ("barrel/0" .. "barrel/3"), and spheres, some bouncy.
 Scene make_demo_scene();
 
 /// "demo" gives make_demo_scene(); anything else is a file path for load_scene_file().

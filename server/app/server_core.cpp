@@ -353,13 +353,14 @@ wire::ResultCode ServerCore::check_client_body(const PendingRequest& r, std::str
         ok = shape.half_extents.x <= limit && shape.half_extents.y <= limit && shape.half_extents.z <= limit;
         break;
       case physics::ShapeKind::Capsule: ok = shape.radius + shape.half_height <= limit; break;
+      case physics::ShapeKind::Cylinder: ok = shape.radius <= limit && shape.half_height <= limit; break;
       default: ok = false; break;  // a plane is infinite: it would be tested against every moving body
     }
     if (!ok) {
       refusal_text_ = shape.kind == physics::ShapeKind::Plane
                           ? std::string("shape: clients may not create planes (--max-client-extent limits client bodies)")
                           : fmt::format("dims: a client's body must fit --max-client-extent {:g} m (radius, half extent, "
-                                        "or capsule half height + radius)",
+                                        "half height, or capsule half height + radius)",
                                         config_.max_client_extent);
       *message = refusal_text_;
       return ResultCode::InvalidArgument;

@@ -19,7 +19,8 @@ static_assert(static_cast<int>(physics::ShapeKind::Sphere) == static_cast<int>(w
               static_cast<int>(physics::ShapeKind::Plane) == static_cast<int>(wire::ShapeKind::Plane) &&
               static_cast<int>(physics::ShapeKind::Hull) == static_cast<int>(wire::ShapeKind::Hull) &&
               static_cast<int>(physics::ShapeKind::Mesh) == static_cast<int>(wire::ShapeKind::Mesh) &&
-              static_cast<int>(physics::ShapeKind::HeightField) == static_cast<int>(wire::ShapeKind::HeightField));
+              static_cast<int>(physics::ShapeKind::HeightField) == static_cast<int>(wire::ShapeKind::HeightField) &&
+              static_cast<int>(physics::ShapeKind::Cylinder) == static_cast<int>(wire::ShapeKind::Cylinder));
 static_assert(static_cast<int>(physics::BodyKind::Dynamic) == static_cast<int>(wire::BodyKind::Dynamic) &&
               static_cast<int>(physics::BodyKind::Static) == static_cast<int>(wire::BodyKind::Static) &&
               static_cast<int>(physics::BodyKind::Kinematic) == static_cast<int>(wire::BodyKind::Kinematic));
@@ -35,7 +36,8 @@ Vec3 wire_dims(const physics::Shape& shape) {
   switch (shape.kind) {
     case physics::ShapeKind::Sphere: return {shape.radius, shape.radius, shape.radius};
     case physics::ShapeKind::Box: return shape.half_extents;
-    case physics::ShapeKind::Capsule: return {shape.radius, shape.half_height, shape.radius};
+    case physics::ShapeKind::Capsule:
+    case physics::ShapeKind::Cylinder: return {shape.radius, shape.half_height, shape.radius};
     case physics::ShapeKind::Hull:  // its bounding half extents; the asset id says the rest
     case physics::ShapeKind::Mesh:
     case physics::ShapeKind::HeightField: return shape.half_extents;

@@ -7,6 +7,7 @@
 // project compiles with -ffp-contract=off).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -157,14 +158,26 @@ inline Vec3 point_of(const Simplex& s) {
 }
 
 /// Reduces the tetrahedron to the face feature closest to the origin; false when the origin is
-/// inside (the sets overlap).
+/// inside (the sets overlap). A nearly flat tetrahedron (volume under 1e-5 of its longest edge
+/// cubed) has no trustworthy inside: its plane tests take the sign of rounding noise and would
+/// report an overlap of sets that are apart, so its closest face is taken instead, and a true
+/// overlap then shows as |v| reaching zero.
 inline bool solve_tetrahedron(Simplex& s) {
   static constexpr int kFaces[4][4] = {{0, 1, 2, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {1, 3, 2, 0}};
+  float longest_sq = 0.0f;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = i + 1; j < 4; ++j) {
+      const Vec3 e = s.v[j].w - s.v[i].w;
+      longest_sq = std::max(longest_sq, dot(e, e));
+    }
+  }
+  const float volume6 = std::fabs(dot(s.v[3].w - s.v[0].w, cross(s.v[1].w - s.v[0].w, s.v[2].w - s.v[0].w)));
+  const bool flat = volume6 <= 1.0e-5f * longest_sq * std::sqrt(longest_sq);
   Simplex best;
   float best_d2 = 0.0f;
   bool any = false;
   for (const auto& f : kFaces) {
-    if (!origin_outside(s.v[f[0]].w, s.v[f[1]].w, s.v[f[2]].w, s.v[f[3]].w)) continue;
+    if (!flat && !origin_outside(s.v[f[0]].w, s.v[f[1]].w, s.v[f[2]].w, s.v[f[3]].w)) continue;
     Simplex t = s;
     solve_triangle(t, f[0], f[1], f[2]);
     const Vec3 p = point_of(t);

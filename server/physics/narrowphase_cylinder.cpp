@@ -29,6 +29,8 @@ using detail::Frame;
 constexpr float kFeatureCos = 0.995f;
 constexpr float kFeatureSin = 0.1f;
 constexpr int kCapPoints = 8;
+// How far apart a deeply overlapping pair is moved along its axis to find its witnesses [m].
+constexpr float kClearance = 0.01f;
 // The largest feature: a hull face (at most kMaxHullVertices) or a cap's 8 points plus its
 // support point. Clipping adds at most one point per side plane.
 constexpr int kMaxFeature = static_cast<int>(kMaxHullVertices) + 1;
@@ -477,6 +479,13 @@ Vec3 least_penetration_axis(const Side& a, const Side& b, float& separation) {
   return best_n;
 }
 
+bool inside_cylinder(const CylinderGeom& g, Vec3 p) {
+  const Vec3 d = p - g.c;
+  const float x = dot(d, g.x);
+  const float z = dot(d, g.z);
+  return x * x + z * z <= g.r * g.r && std::fabs(dot(d, g.u)) <= g.h;
+}
+
 /// A cylinder (A) against any other side: normal, separation and witness points, then the
 /// clipped features or, failing them, one point midway between the witnesses.
 bool collide_sides(const Side& a, const Side& b, float margin, Manifold& out) {
@@ -489,7 +498,8 @@ bool collide_sides(const Side& a, const Side& b, float margin, Manifold& out) {
   Vec3 pa;
   Vec3 pb;
   if (!g.overlap) {
-    n = (g.on_b - g.on_a) * (1.0f / g.distance);
+    // Normalised afresh: the witnesses' difference loses digits when they are close.
+    n = normalize_or(g.on_b - g.on_a, normalize_or(b.centre - a.centre, a.cyl.u));
     separation = g.distance - a.rounding - b.rounding;
     if (separation > margin) return false;
     pa = g.on_a + n * a.rounding;
@@ -499,6 +509,18 @@ bool collide_sides(const Side& a, const Side& b, float margin, Manifold& out) {
     if (separation > margin) return false;
     pa = full_support(a, n);
     pb = full_support(b, -n);
+    // Witnesses: B moved apart along n until just clear (1 cm), GJK between the whole shapes,
+    // then B moved back. The closest points of the cleared pair are where the shapes meet along
+    // n, so they lie on both surfaces and face each other (the supports along n need not).
+    const Vec3 shift = n * (kClearance - separation);
+    const auto whole_a = [&a](Vec3 d) { return full_support(a, normalize_or(d, a.cyl.u)); };
+    const auto whole_b = [&b, shift](Vec3 d) { return full_support(b, normalize_or(d, Vec3{0.0f, 1.0f, 0.0f})) + shift; };
+    const gjk::Result cleared = gjk::distance(whole_a, whole_b, n);
+    if (!cleared.overlap) {
+      pa = cleared.on_a;
+      pb = cleared.on_b - shift;
+      separation = dot(pb - pa, n);
+    }
   }
   // A sphere touches at one point: the witnesses are exact.
   if (b.kind != SideKind::Point) {
@@ -510,7 +532,21 @@ bool collide_sides(const Side& a, const Side& b, float margin, Manifold& out) {
   }
   out.point_count = 0;
   out.normal = n;
-  detail::push_point(out, (pa + pb) * 0.5f, separation, 0x58u << 8);
+  Vec3 point = (pa + pb) * 0.5f;
+  // A rounded rim sits inside the sharp one (by up to 29 % of the rounding, at 45 degrees), so
+  // two rims that cross are closer than their cores say: the sharp shapes' gap along n, which
+  // never exceeds their distance, keeps an overlap from passing as a gap.
+  // The point stays between the rounded witnesses, within 29 % of the rounding of the sharp
+  // surfaces.
+  if (!g.overlap && a.rounding + b.rounding > 0.0f) separation = std::min(separation, axis_separation(a, b, n));
+  if (g.overlap) {
+    // The supports along n may lie far apart sideways, so their midpoint need not be near either
+    // surface. B's deepest point moved halfway into the overlap along n lies inside B; if it is
+    // inside the cylinder too it is the contact, else A's deepest point moved halfway back.
+    const Vec3 from_b = pb - n * (0.5f * separation);
+    point = inside_cylinder(a.cyl, from_b) ? from_b : pa + n * (0.5f * separation);
+  }
+  detail::push_point(out, point, separation, 0x58u << 8);
   return true;
 }
 

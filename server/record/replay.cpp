@@ -437,7 +437,7 @@ std::string to_scene_json(const physics::World& world, std::span<const BodyDampi
                           std::string_view scene_name, uint32_t* skipped) {
   if (skipped) *skipped = 0;
   static const char* const kKinds[] = {"Dynamic", "Static", "Kinematic"};
-  static const char* const kShapes[] = {"Sphere", "Box", "Capsule", "Plane", "Hull", "Mesh", "HeightField"};
+  static const char* const kShapes[] = {"Sphere", "Box", "Capsule", "Plane", "Hull", "Mesh", "HeightField", "Cylinder"};
   std::string out = fmt::format("{{\n  \"name\": \"{} at tick {}\",\n  \"gravity\": {},\n  \"bodies\": [\n",
                                 json_escape(scene_name), world.tick(), json_vec(world.settings().gravity));
   bool first = true;
@@ -457,11 +457,12 @@ std::string to_scene_json(const physics::World& world, std::span<const BodyDampi
     }
     std::string body = fmt::format("    {{ \"name\": \"object/{}.{}\", \"kind\": \"{}\", \"shape\": \"{}\"", s.id.index,
                                    s.id.generation, kKinds[static_cast<int>(s.kind) % 3],
-                                   kShapes[static_cast<int>(s.shape.kind) % 7]);
+                                   kShapes[static_cast<int>(s.shape.kind) % 8]);
     switch (s.shape.kind) {
       case physics::ShapeKind::Sphere: body += ", \"dims\": " + json_vec({s.shape.radius, 0.0f, 0.0f}); break;
       case physics::ShapeKind::Box: body += ", \"dims\": " + json_vec(s.shape.half_extents); break;
       case physics::ShapeKind::Capsule:
+      case physics::ShapeKind::Cylinder:
         body += ", \"dims\": " + json_vec({s.shape.radius, s.shape.half_height, 0.0f});
         break;
       case physics::ShapeKind::Hull: {  // its vertices in its own (principal) frame: the pose as is

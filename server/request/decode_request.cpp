@@ -38,6 +38,7 @@ physics::Shape to_shape(wire::ShapeKind kind, const wire::Vec3* wire_dims) {
     case wire::ShapeKind::Sphere: return physics::make_sphere(dims.x);
     case wire::ShapeKind::Box: return physics::make_box(dims);
     case wire::ShapeKind::Capsule: return physics::make_capsule(dims.x, dims.y);
+    case wire::ShapeKind::Cylinder: return physics::make_cylinder(dims.x, dims.y);
     case wire::ShapeKind::Plane: return physics::make_plane();
     case wire::ShapeKind::Hull:  // refused by check_request: world assets
     case wire::ShapeKind::Mesh:

@@ -170,7 +170,7 @@ std::string bound(double v) {
 // The refusal messages that state a bound, formatted once from the constants (the Check points
 // into them for the program's lifetime).
 struct RangeMessages {
-  std::string radius, half_extents, capsule_radius, capsule_half_height, position, velocity, mass, friction,
+  std::string radius, half_extents, capsule_radius, capsule_half_height, cylinder_radius, cylinder_half_height, position, velocity, mass, friction,
       orientation, angular_velocity, angular_damping, force, impulse, torque, origin, translation, sphere_center,
       sphere_radius, box, client_name, cookie, token, replay_speed;
 };
@@ -185,6 +185,8 @@ const RangeMessages& range_messages() {
     r.half_extents = "dims (half extents): each must be in [" + least + ", " + extent + "] m";
     r.capsule_radius = "dims.x (capsule radius): must be in [" + least + ", " + extent + "] m";
     r.capsule_half_height = "dims.y (capsule half_height): must be in [0, " + extent + "] m";
+    r.cylinder_radius = "dims.x (cylinder radius): must be in [" + least + ", " + extent + "] m";
+    r.cylinder_half_height = "dims.y (cylinder half_height): must be in [" + least + ", " + extent + "] m";
     r.position = "position: each component must be finite and |x| <= " + coordinate + " m";
     r.velocity = "velocity: must be finite with |v| <= " + bound(kMaxSpeed) + " m/s (its length)";
     r.mass = "mass: must be in (0, " + bound(kMaxMass) + "] kg for a dynamic body";
@@ -245,6 +247,10 @@ Check check_request(const CreateObject& m) {
       if (!in_closed(dims->y(), 0.0f, kMaxExtent)) {
         return {kInvalid, range_messages().capsule_half_height};
       }
+      break;
+    case ShapeKind::Cylinder:
+      if (!in_closed(dims->x(), kMinExtent, kMaxExtent)) return {kInvalid, range_messages().cylinder_radius};
+      if (!in_closed(dims->y(), kMinExtent, kMaxExtent)) return {kInvalid, range_messages().cylinder_half_height};
       break;
     case ShapeKind::Plane:
       break;  // dims are ignored

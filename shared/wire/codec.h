@@ -28,7 +28,8 @@ namespace impulse::wire {
 /// ConnectAccepted.kx_public, shared/net/packet_crypto.h) (docs/PROTOCOL.md).
 /// Version 10 added ticks: Envelope.apply_tick (actions), Input, Snapshot.input_lead,
 /// RequestResult.tick and lag-compensated raycasts (Raycast.seen_tick, seen_fraction).
-inline constexpr uint16_t kProtocolVersion = 10;
+/// Version 11 added the Cylinder shape kind (7).
+inline constexpr uint16_t kProtocolVersion = 11;
 /// Most frames one Input carries: 16 ticks (267 ms at 60 Hz) of redundancy.
 inline constexpr size_t kMaxInputFrames = 16;
 /// Snapshot.input_lead when the session sent no Input in the window (the field's default).
@@ -127,7 +128,8 @@ struct Check {
 ///    for a plane, where they are ignored and may be absent) and finite, each used component in
 ///    range: sphere dims.x (radius) in [kMinExtent, kMaxExtent]; box all three in [kMinExtent,
 ///    kMaxExtent]; capsule dims.x (radius) in [kMinExtent, kMaxExtent] and dims.y (half height)
-///    in [0, kMaxExtent];
+///    in [0, kMaxExtent]; cylinder dims.x (radius) and dims.y (half height) in [kMinExtent,
+///    kMaxExtent];
 ///    |position component| <= kMaxCoordinate; |velocity| <= kMaxSpeed; mass finite, and in (0, kMaxMass]
 ///    for a dynamic body; restitution in [0, 1]; friction finite and in [0, kMaxFriction];
 ///    orientation finite with | |q| - 1 | <= kQuatNormTolerance; |angular_velocity|
@@ -232,7 +234,8 @@ std::span<const uint8_t> finish(flatbuffers::FlatBufferBuilder& fbb, Message typ
 struct CreateObjectArgs {
   BodyKind kind = BodyKind::Dynamic;
   ShapeKind shape = ShapeKind::Sphere;
-  /// Sphere: x = radius; box: half extents; capsule: x = radius, y = half height [m]; plane: unused.
+  /// Sphere: x = radius; box: half extents; capsule and cylinder: x = radius, y = half height [m];
+  /// plane: unused.
   impulse::Vec3 dims{0.5f, 0.5f, 0.5f};
   impulse::Vec3 position;                 ///< world frame [m]
   impulse::Vec3 velocity;                 ///< world frame [m/s]

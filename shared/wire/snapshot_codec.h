@@ -50,8 +50,8 @@ constexpr bool has_asset(ShapeKind k) {
 struct ObjectDescription {
   BodyKind kind = BodyKind::Dynamic;
   ShapeKind shape = ShapeKind::Box;
-  /// As CreateObject.dims [m]: sphere (r, r, r), box half extents, capsule (radius, half_height,
-  /// radius), plane (0, 0, 0). Sent as raw IEEE 754 binary32.
+  /// As CreateObject.dims [m]: sphere (r, r, r), box half extents, capsule and cylinder (radius,
+  /// half_height, radius), plane (0, 0, 0). Sent as raw IEEE 754 binary32.
   impulse::Vec3 dims;
   bool sensor = false;
   /// Hull, Mesh, HeightField: the world's asset id (protocols 8 and 9; "Assets" in

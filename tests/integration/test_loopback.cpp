@@ -252,7 +252,7 @@ TEST_F(Loopback, FrictionSentOverTheWireReachesTheWorld) {
   EXPECT_GT(s1->second.position.x, slippery.position.x + 3.0f * 24.0f * dt() * 0.99f);
 }
 
-TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
+TEST_F(Loopback, OrientedBoxCapsuleCylinderAndSpinComeBackInSnapshots) {
   // A unit box yawed 45° about +Y, resting on the ground: it stays put, orientation unchanged.
   const Quat yaw = normalize(quat_from_axis_angle({0, 1, 0}, 0.78539816f));
   ObjectDesc box = make_box({0.5f, 0.5f, 0.5f}, {6.0f, 0.5f, -6.0f});
@@ -265,6 +265,13 @@ TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
   capsule.position = {-6.0f, 0.26f, 6.0f};
   capsule.orientation = normalize(quat_from_axis_angle({0, 0, 1}, 1.5707963f));
   const ObjectID capsule_id = driver.create_ok(capsule);
+  // A cylinder (protocol 11; r = 0.3 m, 0.8 m tall) standing, dropped from 1 cm.
+  ObjectDesc cylinder;
+  cylinder.shape = ShapeKind::Cylinder;
+  cylinder.dims = {0.3f, 0.4f, 0.0f};
+  cylinder.position = {-6.0f, 0.41f, -6.0f};
+  const ObjectID cylinder_id = driver.create_ok(cylinder);
+  ASSERT_FALSE(cylinder_id.is_null());
   // A sphere spinning at 2 rad/s about +Y high above everything, without angular damping.
   ObjectDesc spinner = make_sphere(0.5f, {0.0f, 60.0f, 20.0f});
   spinner.angular_velocity = {0.0f, 2.0f, 0.0f};
@@ -273,7 +280,8 @@ TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
   ASSERT_FALSE(box_id.is_null() || capsule_id.is_null() || spinner_id.is_null());
 
   auto all_present = [&](const std::vector<ObjectState>& objects) {
-    return find_in(objects, box_id) && find_in(objects, capsule_id) && find_in(objects, spinner_id);
+    return find_in(objects, box_id) && find_in(objects, capsule_id) && find_in(objects, spinner_id) &&
+           find_in(objects, cylinder_id);
   };
   const auto t0 = driver.wait_snapshot_where(0, all_present);
   ASSERT_TRUE(t0.has_value());
@@ -292,6 +300,12 @@ TEST_F(Loopback, OrientedBoxCapsuleAndSpinComeBackInSnapshots) {
   EXPECT_EQ(c.dims, (Vec3{0.25f, 0.5f, 0.25f}));
   EXPECT_NEAR(rotate(c.orientation, {0, 1, 0}).y, 0.0f, 0.02f) << "the capsule's axis should stay horizontal";
   EXPECT_NEAR(c.position.y, 0.25f, 0.02f);
+
+  const ObjectState& cyl = *find_in(s1, cylinder_id);
+  EXPECT_EQ(cyl.shape, ShapeKind::Cylinder);
+  EXPECT_EQ(cyl.dims, (Vec3{0.3f, 0.4f, 0.3f}));
+  EXPECT_NEAR(cyl.position.y, 0.4f, 0.02f) << "the cylinder stands on its cap";
+  EXPECT_NEAR(rotate(cyl.orientation, {0, 1, 0}).y, 1.0f, 1e-3f) << "the cylinder stays upright";
 
   // Rigid rotation at constant w: the relative rotation between the two snapshots is a turn
   // about +Y by w * elapsed (2 % tolerance: float integration over tens of steps).

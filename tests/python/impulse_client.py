@@ -18,7 +18,7 @@ import flatbuffers
 import nacl.bindings as nb
 import xxhash
 
-PROTOCOL_VERSION = 10
+PROTOCOL_VERSION = 11
 MAX_DATAGRAM = 1200
 MIN_CONNECT_BYTES = 248          # "The handshake", step 1 (protocol 6)
 SESSIONLESS_PING_BYTES = 128     # "Ping and the server clock": >= the 88-byte Pong
@@ -485,8 +485,9 @@ class SnapshotReceiver:
                     if not math.isfinite(x) or x < 0 or (u >> 31):
                         raise CodecError("BadRecord", "dims")
                     dims.append(u)
-                if body > 2 or shape > 6:
-                    raise CodecError("BadRecord", "body or shape kind")
+                # Every 3-bit shape kind is known since protocol 11 (7: Cylinder).
+                if body > 2:
+                    raise CodecError("BadRecord", "body kind")
                 st = self._read_full(r)
                 recs.append(("entry", index, gen, st, body, shape, sensor, tuple(bits_f32(u) for u in dims)))
                 ser += _ser_state(1, index, gen, st) + struct.pack("<BBB3I", body, shape, sensor, *dims)

@@ -66,7 +66,8 @@ const char* const kPageHtml = R"PAGE(<!doctype html>
 'use strict';
 const $ = (id) => document.getElementById(id);
 const KIND = ['dynamic', 'static', 'kinematic'];
-const SHAPE = ['sphere', 'box', 'capsule', 'plane', 'hull (bounding box)', 'mesh (not drawn)', 'heightfield (not drawn)'];
+const SHAPE = ['sphere', 'box', 'capsule', 'plane', 'hull (bounding box)', 'mesh (not drawn)', 'heightfield (not drawn)',
+               'cylinder'];
 const KIND_COLOR = [0xe0803a, 0x8d939c, 0x3fa66b];  // dynamic, static, kinematic
 const SENSOR_COLOR = 0x42b8d8;
 const PLANE_COLOR = 0x39414f;
@@ -136,6 +137,7 @@ function geometryFor(shape, d, key) {
   if (shape === 0) g = new THREE.SphereBufferGeometry(d[0], 24, 16);
   else if (shape === 1 || shape === 4) g = new THREE.BoxBufferGeometry(2 * d[0], 2 * d[1], 2 * d[2]);  // a hull: its bounding box
   else if (shape === 2) g = capsuleGeometry(d[0], d[1]);
+  else if (shape === 7) g = new THREE.CylinderBufferGeometry(d[0], d[0], 2 * d[1], 24);  // axis along local Y
   else if (shape === 5 || shape === 6) g = new THREE.BufferGeometry();  // level geometry: not drawn yet
   else g = new THREE.PlaneBufferGeometry(400, 400).rotateX(-Math.PI / 2);  // normal along local +Y
   geometries.set(key, g);

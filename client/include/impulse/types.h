@@ -32,7 +32,16 @@ enum class BodyKind : uint8_t {
 /// Hull (protocol 8), Mesh and HeightField (protocol 9): assets of the world's scene (a convex
 /// hull; a static triangle mesh or heightfield); ObjectState::asset names it, and its geometry
 /// comes out of band (docs/PROTOCOL.md, "Assets"). Clients cannot create them.
-enum class ShapeKind : uint8_t { Sphere = 0, Box = 1, Capsule = 2, Plane = 3, Hull = 4, Mesh = 5, HeightField = 6 };
+enum class ShapeKind : uint8_t {
+  Sphere = 0,
+  Box = 1,
+  Capsule = 2,
+  Plane = 3,
+  Hull = 4,
+  Mesh = 5,
+  HeightField = 6,
+  Cylinder = 7,  ///< dims (radius, half_height, radius): flat caps, axis along local Y
+};
 
 /// The server's answer code to a request or a connect (schemas/impulse.fbs ResultCode, where
 /// each is explained).

@@ -61,7 +61,7 @@ TEST(Scene, DemoLoadsAndEveryBodyIsAcceptedByTheWorld) {
   std::string error;
   ASSERT_TRUE(load_scene("demo", &scene, &error)) << error;
   EXPECT_EQ(scene.name, "demo");
-  EXPECT_EQ(scene.bodies.size(), 134u);  // as documented on make_demo_scene
+  EXPECT_EQ(scene.bodies.size(), 138u);  // as documented on make_demo_scene
   EXPECT_EQ(scene.joints.size(), 52u);
   ASSERT_EQ(scene.body_names.size(), scene.bodies.size());
   EXPECT_EQ(scene.bodies.front().kind, physics::BodyKind::Static);  // the ground
@@ -287,7 +287,7 @@ TEST(Scene, BadScenesNameTheFileAndTheField) {
       {"unknown enum name", scene_with(body(R"(, "kind": "Floaty")")), "Floaty"},
       {"unknown enum number", scene_with(body(R"(, "kind": 7)")), "bodies[0].kind"},
       {"unknown shape number",
-       scene_with(R"({ "shape": 7, "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0} })"),
+       scene_with(R"({ "shape": 8, "dims": {"x":1,"y":1,"z":1}, "position": {"x":0,"y":0,"z":0} })"),
        "bodies[0].shape"},
       {"negative mass", scene_with(body() + ", " + body(R"(, "mass": -1)")), "bodies[1].mass: must be > 0"},
       {"zero mass", scene_with(body(R"(, "mass": 0)")), "bodies[0].mass"},

@@ -339,6 +339,17 @@ TEST_F(CoreTest, CreateObjectCarriesOrientationShapesSensorAndMaterialIntoTheWor
   capsule.position = {5, 50, 0};
   const ObjectID capsule_id = create(a, capsule);
   ASSERT_FALSE(capsule_id.is_null());
+  wire::CreateObjectArgs cylinder;
+  cylinder.shape = wire::ShapeKind::Cylinder;
+  cylinder.dims = {0.3f, 0.45f, 0.0f};
+  cylinder.position = {10, 50, 0};
+  const ObjectID cylinder_id = create(a, cylinder);
+  ASSERT_FALSE(cylinder_id.is_null());
+  const std::optional<physics::BodyState> cyl = core_.world().get_object(cylinder_id);
+  ASSERT_TRUE(cyl.has_value());
+  EXPECT_EQ(cyl->shape.kind, physics::ShapeKind::Cylinder);
+  EXPECT_EQ(cyl->shape.radius, 0.3f);
+  EXPECT_EQ(cyl->shape.half_height, 0.45f);
   wire::CreateObjectArgs zone;
   zone.kind = wire::BodyKind::Static;
   zone.shape = wire::ShapeKind::Box;
@@ -373,14 +384,17 @@ TEST_F(CoreTest, CreateObjectCarriesOrientationShapesSensorAndMaterialIntoTheWor
   EXPECT_EQ(z->kind, physics::BodyKind::Static);
 
   // The snapshot rows carry the pose, the angular velocity, the dims and the sensor flag.
-  std::optional<wire::SnapshotObject> box_row, capsule_row, zone_row;
-  for (int i = 0; i < 4 && !(box_row && capsule_row && zone_row); ++i) {
+  std::optional<wire::SnapshotObject> box_row, capsule_row, zone_row, cylinder_row;
+  for (int i = 0; i < 4 && !(box_row && capsule_row && zone_row && cylinder_row); ++i) {
     const auto sent = advance(kStep);
     box_row = snapshot_row(sent, box_id);
     capsule_row = snapshot_row(sent, capsule_id);
     zone_row = snapshot_row(sent, zone_id);
+    cylinder_row = snapshot_row(sent, cylinder_id);
   }
-  ASSERT_TRUE(box_row && capsule_row && zone_row) << "no snapshot with all three rows";
+  ASSERT_TRUE(box_row && capsule_row && zone_row && cylinder_row) << "no snapshot with all four rows";
+  EXPECT_EQ(cylinder_row->shape, wire::ShapeKind::Cylinder);
+  EXPECT_EQ(cylinder_row->dims, (Vec3{0.3f, 0.45f, 0.3f}));
   const physics::BodyState now = *core_.world().get_object(box_id);
   // Quantised on the wire: orientation to the smallest-three bound, angular velocity to 1/128 rad/s.
   EXPECT_GT(std::fabs(dot(box_row->orientation, now.orientation)), static_cast<float>(std::cos(0.5 * wire::max_orientation_error_rad(10))) - 1e-6f);

@@ -524,6 +524,28 @@ TEST(CheckCreateObject, OrientationAngularVelocityAndDampingBoundsAreInclusive) 
   EXPECT_TRUE(check_create(a).ok());
 }
 
+// Protocol 11: a cylinder's radius and half height are each in [kMinExtent, kMaxExtent].
+TEST(CheckCreateObject, CylinderRadiusAndHalfHeightRanges) {
+  CreateObjectArgs a = box_args();
+  a.shape = ShapeKind::Cylinder;
+  a.dims = {0.3f, 0.45f, 0.0f};  // z is ignored
+  EXPECT_TRUE(check_create(a).ok()) << check_create(a).message;
+  a.dims = {kMinExtent, kMaxExtent, 0.0f};
+  EXPECT_TRUE(check_create(a).ok());
+  struct Case {
+    impulse::Vec3 dims;
+    const char* field;
+  };
+  for (const Case& c : {Case{{0.0f, 0.5f, 0.0f}, "cylinder radius"}, Case{{1000.5f, 0.5f, 0.0f}, "cylinder radius"},
+                        Case{{0.3f, 0.0f, 0.0f}, "cylinder half_height"}, Case{{0.3f, -1.0f, 0.0f}, "cylinder half_height"},
+                        Case{{0.3f, 1000.5f, 0.0f}, "cylinder half_height"}, Case{{kNaN, 0.5f, 0.0f}, "dims"}}) {
+    a.dims = c.dims;
+    const Check check = check_create(a);
+    EXPECT_EQ(check.code, ResultCode::InvalidArgument) << c.field;
+    EXPECT_NE(check.message.find(c.field), std::string_view::npos) << c.field << " vs " << check.message;
+  }
+}
+
 TEST(CheckCreateObject, CapsuleRadiusAndHalfHeightRanges) {
   CreateObjectArgs a = box_args();
   a.shape = ShapeKind::Capsule;

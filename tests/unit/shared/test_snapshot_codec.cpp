@@ -841,17 +841,24 @@ TEST(SnapshotCodec, AssetEntriesCarryTheirAssetId) {
     EXPECT_EQ(o->asset, want[i]->asset);
     EXPECT_EQ(o->dims, want[i]->dims);
   }
-  // An asset's entry is 16 bits longer than the box's, and an eighth kind (7) is a bad record.
+  // An asset's entry is 16 bits longer than the box's; the eighth kind (7, a cylinder since
+  // protocol 11) carries no asset id.
   const QuantizationLimits l = derive_limits(config);
   EXPECT_EQ(record_body_bits(records[0], l), record_body_bits(records[1], l) + 16);
   EXPECT_EQ(record_body_bits(records[2], l), record_body_bits(records[1], l) + 16);
   EXPECT_EQ(record_body_bits(records[3], l), record_body_bits(records[1], l) + 16);
-  SnapshotRecord odd = records[1];  // the encoder writes what it is given; the receiver checks
-  odd.desc.shape = static_cast<ShapeKind>(7);
+  SnapshotRecord cylinder = records[1];
+  cylinder.desc.shape = ShapeKind::Cylinder;
+  cylinder.desc.dims = {0.3f, 0.45f, 0.3f};
+  EXPECT_EQ(record_body_bits(cylinder, l), record_body_bits(records[1], l));
   Bytes out, scratch;
-  ASSERT_TRUE(encode_snapshot_payload(std::span(&odd, 1), l, &out, &scratch));
+  ASSERT_TRUE(encode_snapshot_payload(std::span(&cylinder, 1), l, &out, &scratch));
   SnapshotReceiver rx2(config);
-  EXPECT_EQ(rx2.apply(1, 1, out), SnapshotError::BadRecord);
+  ASSERT_EQ(rx2.apply(1, 1, out), SnapshotError::None);
+  const SnapshotObject* o = rx2.find(cylinder.id);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->shape, ShapeKind::Cylinder);
+  EXPECT_EQ(o->dims, (impulse::Vec3{0.3f, 0.45f, 0.3f}));
 }
 
 }  // namespace
