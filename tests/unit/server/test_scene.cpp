@@ -128,6 +128,8 @@ TEST(Scene, DemoStacksStandAndToppleBelievably) {
   const Vec3 tower_a_top0 = body("tower_a/7").position;
   const Vec3 sticky0 = body("ramp_box_sticky").position;
   const Vec3 slippery0 = body("ramp_box_slippery").position;
+  const Vec3 barrel_top0 = body("barrel/1").position;
+  const Vec3 barrel_lying0 = body("barrel/2").position;
 
   bool zone_entered = false;
   constexpr int kSteps = 8 * 60;  // 8 s
@@ -144,6 +146,15 @@ TEST(Scene, DemoStacksStandAndToppleBelievably) {
   EXPECT_LT(length(body("tower_c/6").position - tower_c_top0), kStandTolerance);
   EXPECT_LT(length(body("pyramid/5/0").position - pyramid_top0), kStandTolerance);
   EXPECT_LT(tilt(body("tower_b/5")), 0.02f);
+  // The stacked barrels stand (the top one within 2 cm, upright); the lying one stays lying where
+  // it was put; the tilted one came to rest on the ground, standing or lying.
+  EXPECT_LT(length(body("barrel/1").position - barrel_top0), kStandTolerance);
+  EXPECT_LT(tilt(body("barrel/1")), 0.02f);
+  EXPECT_LT(length(body("barrel/2").position - barrel_lying0), kStandTolerance);
+  const physics::BodyState tipped = body("barrel/3");
+  EXPECT_TRUE(std::fabs(tipped.position.y - 0.45f) < 0.02f || std::fabs(tipped.position.y - 0.3f) < 0.02f)
+      << "barrel/3 at y " << tipped.position.y;
+  EXPECT_LT(length(tipped.velocity), 0.05f);
   // tower_a's top box fell from 7.5 m to the ground (a box resting on a face has y <= ~0.9 m on
   // a possibly tilted neighbour; anything below 3 m means the tower came down).
   EXPECT_LT(body("tower_a/7").position.y, 3.0f) << "tower_a did not topple";
