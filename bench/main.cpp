@@ -159,6 +159,15 @@ std::optional<scenes::BenchScene> make_scene(const Options& o, std::string& erro
     }
     return scenes::make_h1_hull_pile(n);
   }
+  if (o.scene == "C1") {
+    const int n = o.n.value_or(2000);
+    if (n < 1 || n > scenes::kMaxPileCount) {
+      error = "--n for C1 is the cylinder count, 1.." + std::to_string(scenes::kMaxPileCount) + ", got " +
+              std::to_string(n);
+      return std::nullopt;
+    }
+    return scenes::make_c1_cylinder_pile(n);
+  }
   if (o.scene == "M1" || o.scene == "M2") {
     const int n = o.n.value_or(o.scene == "M1" ? 1764 : 4000);
     if (n < 1 || n > scenes::kMaxTerrainBodies) {
@@ -168,7 +177,7 @@ std::optional<scenes::BenchScene> make_scene(const Options& o, std::string& erro
     }
     return o.scene == "M1" ? scenes::make_m1_mesh_terrain(n) : scenes::make_m2_heightfield(n);
   }
-  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3, J1, J2, H1, M1 or M2)";
+  error = "unknown scene '" + o.scene + "' (expected S1, S2, S3, J1, J2, H1, C1, M1 or M2)";
   return std::nullopt;
 }
 
@@ -296,9 +305,9 @@ int main(int argc, char** argv) {
   CLI::App app{"impulse-bench: the reference scenes through Impulse and Bullet, alternating, in one run"};
   app.set_version_flag("--version", impulse::version_line("impulse-bench"));
   app.add_option("--scene", o.scene,
-                 "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid), J2 (ragdolls), H1 (hull pile), M1 (convex vs "
+                 "S1 (pyramid), S2 (pile), S3 (spheres), J1 (joint grid), J2 (ragdolls), H1 (hull pile), C1 (cylinder pile), M1 (convex vs "
                  "mesh), M2 (heightfield); MB (1M-triangle mesh build); N1 (network bandwidth) or latency (request -> snapshot)")
-      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "J2", "H1", "M1", "M2", "MB", "N1", "latency"}, CLI::ignore_case));
+      ->transform(CLI::IsMember({"S1", "S2", "S3", "J1", "J2", "H1", "C1", "M1", "M2", "MB", "N1", "latency"}, CLI::ignore_case));
   app.add_option("--n", o.n, "S1: base row (default 20); S2: boxes (default 4000); S3: spheres (default 10000); "
                              "J1: grid side (default 100); J2: ragdolls (default 160)");
   app.add_option("--sleep", o.sleep, "on|off (default: the scene's: S1 off, S2 and S3 on)")

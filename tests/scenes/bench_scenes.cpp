@@ -129,6 +129,19 @@ BenchScene make_h1_hull_pile(int n) {
   return scene;
 }
 
+BenchScene make_c1_cylinder_pile(int n) {
+  n = std::clamp(n, 1, kMaxPileCount);
+  BenchScene scene = make_s2_pile(n);
+  scene.name = "C1";
+  const physics::Shape shapes[] = {physics::make_cylinder(0.45f, 0.2f), physics::make_cylinder(0.3f, 0.5f),
+                                   physics::make_cylinder(0.25f, 0.35f), physics::make_cylinder(0.4f, 0.45f)};
+  size_t k = 0;
+  for (SceneBody& body : scene.bodies) {
+    if (body.kind == physics::BodyKind::Dynamic) body.shape = shapes[k++ % 4];
+  }
+  return scene;
+}
+
 void terrain_grid(int cells, float cell_size, std::vector<Vec3>* vertices, std::vector<uint32_t>* indices) {
   const float half = 0.5f * cell_size * static_cast<float>(cells);
   vertices->clear();

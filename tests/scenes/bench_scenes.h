@@ -141,6 +141,12 @@ void append_ragdoll(BenchScene* scene, Vec3 base, Vec3 velocity, bool joint_fric
 inline constexpr int kMaxRagdolls = 2000;
 BenchScene make_j2_ragdolls(int count = 160);
 
+/// C1: S2's container and layout with n cylinders instead of boxes, four sizes in turn (radius
+/// 0.25 to 0.45 m, half height 0.2 to 0.5 m), standing as dropped: they land on caps and rims,
+/// topple and pile.
+/// @param n  in [1, kMaxPileCount]; values outside are clamped.
+BenchScene make_c1_cylinder_pile(int n);
+
 /// Most H1 bodies (the S2 container's limit).
 inline constexpr int kMaxHullPileCount = kMaxPileCount;
 /// H1: S2's container and layout with n convex hulls ("rocks") instead of boxes: 8 hull shapes,
