@@ -6,6 +6,7 @@
 // error format (file, line, field), and the built-in demo scene they are tested against.
 #include "server/app/scene.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "impulse/schemas/scene_generated.h"
+#include "server/app/asset_files.h"
 #include "server/physics/world.h"
 #include "shared/wire/codec.h"
 
@@ -108,15 +110,44 @@ struct BodyData {
   std::shared_ptr<const physics::HeightField> heightfield;
 };
 
-// A mesh body's triangles over its points; "field: reason" on failure.
-std::string build_mesh(const scene::Body& b, std::shared_ptr<const physics::TriangleMesh>* mesh) {
-  const auto* points = b.points();
-  const auto* triangles = b.triangles();
-  if (points == nullptr || triangles == nullptr) return "points, triangles: required for a Mesh";
+// A body's model file (its `file`, relative to `base_dir`), checked against its `xxh64`; "field:
+// reason" on failure, the reason naming the file and the element.
+std::string read_model(const scene::Body& b, const std::string& base_dir, ModelFile* model) {
+  if (b.points() != nullptr || b.triangles() != nullptr) return "file: give either a file or points (and triangles)";
+  const std::string name = b.file()->str();
+  const std::string path = name.empty() || name.front() == '/' ? name : base_dir + "/" + name;
+  if (std::string problem = load_model_file(path, model); !problem.empty()) return "file: " + problem;
+  if (const auto* want = b.xxh64()) {
+    std::string lower = want->str();
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower != xxh64_hex(model->xxh64)) {
+      return fmt::format("xxh64: {} hashes to {}, not {} (the file changed; update the scene's xxh64 if that is meant)",
+                         path, xxh64_hex(model->xxh64), want->string_view());
+    }
+  }
+  return {};
+}
+
+// A mesh body's triangles over its points (or its model file's); "field: reason" on failure.
+std::string build_mesh(const scene::Body& b, const std::string& base_dir,
+                       std::shared_ptr<const physics::TriangleMesh>* mesh) {
   std::vector<Vec3> vertices;
-  vertices.reserve(points->size());
-  for (const scene::Vec3* p : *points) vertices.push_back(to_vec3(*p));
-  const std::span<const uint32_t> indices(triangles->data(), triangles->size());
+  std::vector<uint32_t> file_indices;
+  std::span<const uint32_t> indices;
+  if (b.file() != nullptr) {
+    ModelFile model;
+    if (std::string problem = read_model(b, base_dir, &model); !problem.empty()) return problem;
+    vertices = std::move(model.vertices);
+    file_indices = std::move(model.indices);
+    indices = file_indices;
+  } else {
+    const auto* points = b.points();
+    const auto* triangles = b.triangles();
+    if (points == nullptr || triangles == nullptr) return "points, triangles: required for a Mesh (or a file)";
+    vertices.reserve(points->size());
+    for (const scene::Vec3* p : *points) vertices.push_back(to_vec3(*p));
+    indices = std::span<const uint32_t>(triangles->data(), triangles->size());
+  }
   const std::span<const uint8_t> materials =
       b.materials() ? std::span<const uint8_t>(b.materials()->data(), b.materials()->size()) : std::span<const uint8_t>{};
   physics::MeshBuild built = physics::build_triangle_mesh(vertices, indices, materials);
@@ -150,7 +181,7 @@ std::string build_field(const scene::Body& b, std::shared_ptr<const physics::Hei
 
 // Range checks one body and converts it. Returns an empty string or "field: reason". A hull,
 // mesh or heightfield body's data is built into *data (its shape points there).
-std::string convert_body(const scene::Body& b, physics::BodyDesc* out, BodyData* data) {
+std::string convert_body(const scene::Body& b, const std::string& base_dir, physics::BodyDesc* out, BodyData* data) {
   if (b.kind() < scene::BodyKind::MIN || b.kind() > scene::BodyKind::MAX) {
     return fmt::format("kind: unknown body kind {} (Dynamic, Static or Kinematic)", static_cast<int>(b.kind()));
   }
@@ -209,15 +240,26 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out, BodyData*
   out->kind = kind;
   out->position = position;
   out->orientation = orientation;
+  if ((b.file() != nullptr || b.xxh64() != nullptr) && b.shape() != scene::ShapeKind::Hull &&
+      b.shape() != scene::ShapeKind::Mesh) {
+    return "file, xxh64: only a Hull or a Mesh takes a model file";
+  }
+  if (b.xxh64() != nullptr && b.file() == nullptr) return "xxh64: only with a file";
   if (b.shape() == scene::ShapeKind::Hull) {
-    const auto* points = b.points();
-    if (points == nullptr) return "points: required for a Hull";
-    if (points->size() > physics::kMaxHullInputPoints) {
-      return fmt::format("points: {} points, at most {}", points->size(), physics::kMaxHullInputPoints);
-    }
     std::vector<Vec3> cloud;
-    cloud.reserve(points->size());
-    for (const scene::Vec3* p : *points) cloud.push_back(to_vec3(*p));
+    if (b.file() != nullptr) {
+      ModelFile model;
+      if (std::string problem = read_model(b, base_dir, &model); !problem.empty()) return problem;
+      cloud = std::move(model.vertices);
+    } else {
+      const auto* points = b.points();
+      if (points == nullptr) return "points: required for a Hull (or a file)";
+      cloud.reserve(points->size());
+      for (const scene::Vec3* p : *points) cloud.push_back(to_vec3(*p));
+    }
+    if (cloud.size() > physics::kMaxHullInputPoints) {
+      return fmt::format("points: {} points, at most {}", cloud.size(), physics::kMaxHullInputPoints);
+    }
     physics::HullBuild built = physics::build_convex_hull(cloud);
     if (!built.ok()) return built.error;  // "points...: reason"
     auto shared = std::make_shared<const physics::ConvexHull>(std::move(built.hull));
@@ -232,7 +274,7 @@ std::string convert_body(const scene::Body& b, physics::BodyDesc* out, BodyData*
   } else if (b.shape() == scene::ShapeKind::Mesh || b.shape() == scene::ShapeKind::HeightField) {
     if (kind != physics::BodyKind::Static) return "kind: a Mesh or HeightField must be a Static body";
     if (b.shape() == scene::ShapeKind::Mesh) {
-      if (std::string problem = build_mesh(b, &data->mesh); !problem.empty()) return problem;
+      if (std::string problem = build_mesh(b, base_dir, &data->mesh); !problem.empty()) return problem;
       out->shape = physics::make_mesh(*data->mesh);
     } else {
       if (std::string problem = build_field(b, &data->heightfield); !problem.empty()) return problem;
@@ -467,6 +509,9 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
   if (!scene::VerifySceneBuffer(verifier)) return fail(fmt::format("{}: internal error: scene buffer does not verify", source));
   const scene::Scene* root = scene::GetScene(parser.builder_.GetBufferPointer());
 
+  // Model files are found relative to the scene file's directory.
+  const size_t slash = source_name.find_last_of('/');
+  const std::string base_dir = slash == std::string::npos ? "." : source_name.substr(0, slash);
   Scene result;
   if (root->name()) result.name = root->name()->str();
   if (root->gravity()) {
@@ -483,7 +528,7 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
       const scene::Body* body = bodies->Get(i);
       physics::BodyDesc desc;
       BodyData data;
-      if (std::string problem = convert_body(*body, &desc, &data); !problem.empty()) {
+      if (std::string problem = convert_body(*body, base_dir, &desc, &data); !problem.empty()) {
         const std::string label =
             body->name() ? fmt::format(" (\"{}\")", escape_for_log(body->name()->string_view())) : "";
         const size_t line = element_line(json, "bodies", i);
