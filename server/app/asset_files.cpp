@@ -248,7 +248,8 @@ std::string add_primitive(const tinygltf::Model& model, const tinygltf::Primitiv
   return {};
 }
 
-std::string load_gltf(const std::string& path, const std::string& bytes, bool binary, ModelFile* out) {
+std::string load_gltf(const std::string& path, const std::string& bytes, const std::string& base_dir, bool binary,
+                      ModelFile* out) {
   tinygltf::TinyGLTF loader;
   // Images are never decoded: a callback that accepts and ignores them.
   loader.SetImageLoader([](tinygltf::Image*, const int, std::string*, std::string*, int, int, const unsigned char*, int,
@@ -257,8 +258,6 @@ std::string load_gltf(const std::string& path, const std::string& bytes, bool bi
   tinygltf::Model model;
   std::string err;
   std::string warn;
-  const size_t slash = path.find_last_of('/');
-  const std::string base_dir = slash == std::string::npos ? "." : path.substr(0, slash);
   if (bytes.size() > 0xFFFFFFFFu) return fmt::format("{}: too large", path);
   const bool ok = binary ? loader.LoadBinaryFromMemory(&model, &err, &warn, reinterpret_cast<const unsigned char*>(bytes.data()),
                                                        static_cast<unsigned int>(bytes.size()), base_dir)
@@ -315,13 +314,21 @@ std::string load_model_file(const std::string& path, ModelFile* out) {
   *out = ModelFile{};
   std::string bytes;
   if (std::string e = read_bounded(path, &bytes); !e.empty()) return e;
+  const size_t slash = path.find_last_of('/');
+  return load_model_bytes(path, bytes, slash == std::string::npos ? "." : path.substr(0, slash), out);
+}
+
+std::string load_model_bytes(const std::string& path, const std::string& bytes, const std::string& base_dir,
+                             ModelFile* out) {
+  *out = ModelFile{};
+  if (bytes.size() > kMaxAssetFileBytes) return fmt::format("{}: more than {} bytes", path, kMaxAssetFileBytes);
   out->xxh64 = XXH64(bytes.data(), bytes.size(), 0);
   const std::string ext = lower_extension(path);
   std::string problem;
   if (ext == ".obj") {
     problem = load_obj(path, bytes, out);
   } else if (ext == ".gltf" || ext == ".glb") {
-    problem = load_gltf(path, bytes, ext == ".glb", out);
+    problem = load_gltf(path, bytes, base_dir, ext == ".glb", out);
   } else {
     problem = fmt::format("{}: unknown model format \"{}\" (.obj, .gltf or .glb)", path, ext);
   }

@@ -33,6 +33,11 @@ struct ModelFile {
 /// images are never decoded. Returns an empty string, or the reason, starting with `path`.
 std::string load_model_file(const std::string& path, ModelFile* out);
 
+/// load_model_file on bytes already read: `name` picks the format by its extension and names the
+/// file in errors; a glTF file's buffer files are looked up in `base_dir`. The fuzzer's entry.
+std::string load_model_bytes(const std::string& name, const std::string& bytes, const std::string& base_dir,
+                             ModelFile* out);
+
 /// The 16 lowercase hex digits of XXH64 (seed 0), as a scene's `xxh64` field gives them.
 std::string xxh64_hex(uint64_t hash);
 

@@ -609,6 +609,27 @@ int main(int argc, char** argv) {
     ok &= writer.write("fuzz_convex_hull", {"heightfield_bump", field});
   }
 
+  // fuzz_model_file: byte 0 picks the format (0 .obj, 1 .gltf); a quad-faced cube in OBJ, and a
+  // glTF square (4 positions, 6 uint16 indices in a base64 data URI) under a turned node.
+  {
+    const std::string obj =
+        "v -1 -1 -1\nv 1 -1 -1\nv 1 1 -1\nv -1 1 -1\nv -1 -1 1\nv 1 -1 1\nv 1 1 1\nv -1 1 1\n"
+        "f 1 4 3 2\nf 5 6 7 8\nf 1 2 6 5\nf 4 8 7 3\nf 1 5 8 4\nf 2 3 7 6\n";
+    const std::string gltf =
+        R"({"asset":{"version":"2.0"},"scene":0,"scenes":[{"nodes":[0]}],"nodes":[{"mesh":0,"rotation":[0,0.7071,0,0.7071]}],)"
+        R"("meshes":[{"primitives":[{"attributes":{"POSITION":0},"indices":1}]}],"buffers":[{"byteLength":60,)"
+        R"("uri":"data:application/octet-stream;base64,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAIA/AACAPwAAAAAAAIA/AACAPwAAAAAAAAAAAAABAAIAAAACAAMA"}],)"
+        R"("bufferViews":[{"buffer":0,"byteOffset":0,"byteLength":48},{"buffer":0,"byteOffset":48,"byteLength":12}],)"
+        R"("accessors":[{"bufferView":0,"componentType":5126,"count":4,"type":"VEC3","min":[0,0,0],"max":[1,0,1]},)"
+        R"({"bufferView":1,"componentType":5123,"count":6,"type":"SCALAR"}]})";
+    Bytes cube{0};
+    cube.insert(cube.end(), obj.begin(), obj.end());
+    ok &= writer.write("fuzz_model_file", {"obj_cube", cube});
+    Bytes square{1};
+    square.insert(square.end(), gltf.begin(), gltf.end());
+    ok &= writer.write("fuzz_model_file", {"gltf_square", square});
+  }
+
   for (const auto& [target, n] : writer.counts()) std::printf("%-24s %3d seeds\n", target.c_str(), n);
   return ok ? 0 : 1;
 }
