@@ -4,6 +4,7 @@
 // errors that name the file and the element.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
