@@ -636,6 +636,31 @@ int find_body(const Scene& scene, std::string_view name) {
   return -1;
 }
 
+std::optional<physics::Shape> adopt_shape(physics::World& world, const physics::Shape& shape, std::string* why) {
+  std::string reason;
+  switch (shape.kind) {
+    case physics::ShapeKind::Hull:
+      if (shape.hull == nullptr) break;
+      if (const physics::ConvexHull* hull = world.add_hull(*shape.hull, &reason)) return physics::make_hull(*hull);
+      if (why) *why = "hull: " + reason;
+      return std::nullopt;
+    case physics::ShapeKind::Mesh:
+      if (shape.mesh == nullptr) break;
+      if (const physics::TriangleMesh* mesh = world.add_mesh(*shape.mesh, &reason)) return physics::make_mesh(*mesh);
+      if (why) *why = "mesh: " + reason;
+      return std::nullopt;
+    case physics::ShapeKind::HeightField:
+      if (shape.heightfield == nullptr) break;
+      if (const physics::HeightField* field = world.add_heightfield(*shape.heightfield, &reason)) {
+        return physics::make_heightfield(*field);
+      }
+      if (why) *why = "heightfield: " + reason;
+      return std::nullopt;
+    default: break;
+  }
+  return shape;
+}
+
 Scene make_demo_scene() {
   Scene scene;
   scene.name = "demo";
@@ -788,6 +813,7 @@ Scene make_demo_scene() {
     add(fmt::format("sphere/{}", i), ball);
   }
   add_joint_showcase(&scene);
+  add_level_showcase(&scene);
   return scene;
 }
 

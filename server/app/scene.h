@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "server/physics/joint.h"
 #include "server/physics/types.h"
 #include "shared/math.h"
+
+namespace impulse::physics {
+class World;
+}  // namespace impulse::physics
 
 namespace impulse::server {
 
@@ -82,14 +87,27 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
 /// Reads and parses a scene file (see parse_scene_json). File errors name the path and the cause.
 bool load_scene_file(const std::string& path, Scene* scene, std::string* error);
 
+/// A scene body's shape made `world`'s own: a hull, mesh or heightfield from a Scene's tables is
+/// added to the world (World::add_hull, add_mesh, add_heightfield) and the returned shape points
+/// at the world's copy, valid for the world's lifetime; any other shape comes back as it is.
+/// nullopt, with *why ("hull: reason"), when the world refuses the data.
+std::optional<physics::Shape> adopt_shape(physics::World& world, const physics::Shape& shape, std::string* why);
+
 /// The demo's joint showcase (scene_demo_joints.cpp), appended to `scene` by make_demo_scene:
 /// a hinged door with limits, a 20-link chain with a wrecking ball, a plank bridge, a car on four
 /// motor-driven hinge wheels ("car/wheel/<i>": joints "car/axle/<i>"), a 15-body ragdoll on six
 /// steps ("ragdoll/...", "stairs/<k>") and a sign on a breakable hook ("sign/hook").
 void add_joint_showcase(Scene* scene);
 
+/// The demo's level geometry (scene_demo_level.cpp), appended by make_demo_scene: a heightfield
+/// valley at x in [16, 32] ("valley") with three rocks, convex hulls, rolling into it ("rock/<i>"),
+/// and a triangle-mesh building at x in [-24, -16] ("building": a platform reached by a ramp and
+/// stairs) with a crate, a barrel and a ball on it ("building/crate", "building/barrel",
+/// "building/ball").
+void add_level_showcase(Scene* scene);
+
 /// The built-in demo (`make run`), built in code so the server needs no source tree at run time.
-/// Deterministic, 138 bodies and 52 joints, every body named ("tower_a/3" is the 4th box from the
+/// Deterministic, 146 bodies and 52 joints, every body named ("tower_a/3" is the 4th box from the
 /// bottom):
 ///  - a static ground plane through the origin (normal +Y);
 ///  - towers of unit boxes, 8, 6 and 7 high ("tower_a" .. "tower_c"); a heavy ball ("wrecking_ball")
@@ -101,7 +119,8 @@ void add_joint_showcase(Scene* scene);
 ///    ("ramp_box_sticky", tan 20° = 0.36 < mu) and a low-friction one that slides off
 ///    ("ramp_box_slippery");
 ///  - capsules dropped lying, tilted and nearly upright, barrels (cylinders) stacked, lying and
-///    dropped tilted ("barrel/0" .. "barrel/3"), and spheres, some bouncy.
+///    dropped tilted ("barrel/0" .. "barrel/3"), and spheres, some bouncy;
+///  - the joint showcase and the level showcase (below).
 Scene make_demo_scene();
 
 /// "demo" gives make_demo_scene(); anything else is a file path for load_scene_file().

@@ -100,34 +100,14 @@ bool ServerCore::init_security(std::string* error) {
 bool ServerCore::add_bodies(std::span<const physics::BodyDesc> bodies, std::string* error, std::vector<ObjectID>* ids) {
   for (size_t i = 0; i < bodies.size(); ++i) {
     physics::BodyDesc desc = bodies[i];
-    if (desc.shape.kind == physics::ShapeKind::Hull && desc.shape.hull != nullptr) {
-      // A scene's hull (Scene::hulls) becomes the World's own.
-      std::string why;
-      const physics::ConvexHull* hull = world_.add_hull(*desc.shape.hull, &why);
-      if (hull == nullptr) {
-        if (error) *error = fmt::format("bodies[{}]: the world refused its hull: {}", i, why);
-        return false;
-      }
-      desc.shape = physics::make_hull(*hull);
+    // A scene's hull, mesh or heightfield (Scene's tables) becomes the World's own.
+    std::string why;
+    const std::optional<physics::Shape> shape = adopt_shape(world_, desc.shape, &why);
+    if (!shape) {
+      if (error) *error = fmt::format("bodies[{}]: the world refused its {}", i, why);
+      return false;
     }
-    if (desc.shape.kind == physics::ShapeKind::Mesh && desc.shape.mesh != nullptr) {
-      std::string why;
-      const physics::TriangleMesh* mesh = world_.add_mesh(*desc.shape.mesh, &why);
-      if (mesh == nullptr) {
-        if (error) *error = fmt::format("bodies[{}]: the world refused its mesh: {}", i, why);
-        return false;
-      }
-      desc.shape = physics::make_mesh(*mesh);
-    }
-    if (desc.shape.kind == physics::ShapeKind::HeightField && desc.shape.heightfield != nullptr) {
-      std::string why;
-      const physics::HeightField* field = world_.add_heightfield(*desc.shape.heightfield, &why);
-      if (field == nullptr) {
-        if (error) *error = fmt::format("bodies[{}]: the world refused its heightfield: {}", i, why);
-        return false;
-      }
-      desc.shape = physics::make_heightfield(*field);
-    }
+    desc.shape = *shape;
     const physics::CreateResult r = world_.create_object(desc);
     if (r.error != physics::Error::Ok) {
       if (error) *error = fmt::format("bodies[{}]: the world refused it: {}", i, describe(r.error, Message::CreateObject).message);

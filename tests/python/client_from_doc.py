@@ -393,8 +393,8 @@ def live(exe, tmp):
         ok("handshake edges: a resent Connect gets ConnectAccepted again; an unpadded %d-byte Connect gets "
            "nothing; a protocol-4 Connect gets ConnectRejected{VersionMismatch} (%d B, envelope version %d)"
            % (len(small), len(data), e.ProtocolVersion()))
-        # the whole demo scene arrives (134 bodies, README) within a few snapshots
-        c.wait_for(lambda: len(c.snap.objects) >= 134, 3.0, "the demo scene's 134 bodies in snapshots")
+        # the whole demo scene arrives (146 bodies, README) within a few snapshots
+        c.wait_for(lambda: len(c.snap.objects) >= 146, 3.0, "the demo scene's 146 bodies in snapshots")
         scene = c.objects()
         planes = [v for v in scene.values() if v["shape"] == 3]
         check(len(planes) == 1, "one ground plane in the demo scene (found %d)" % len(planes))
@@ -793,7 +793,7 @@ def token_mode(exe, tmp):
         a = ic.Client("127.0.0.1", srv.port, client_token_hex=ta, name="tokenA")
         ca = a.connect(3.0)
         check(ca.TokenBound() and ca.ClientId() != 0, "token session: token_bound %s" % ca.TokenBound())
-        a.wait_for(lambda: len(a.snap.objects) >= 134, 3.0, "the scene over the token session")
+        a.wait_for(lambda: len(a.snap.objects) >= 146, 3.0, "the scene over the token session")
         ground = [v for v in a.objects().values() if v["shape"] == 3][0]["position"][1]
         rid = a.request(ic.msg_create, 1, (0.25, 0.25, 0.25), (40.0, ground + 0.25, 40.0), mass=1.0)
         res = a.wait_result(rid)
@@ -805,7 +805,7 @@ def token_mode(exe, tmp):
         # an observer with its own token
         obs = ic.Client("127.0.0.1", srv.port, client_token_hex=tc, name="observer")
         obs.connect(3.0)
-        obs.wait_for(lambda: abox in obs.objects() and len(obs.snap.objects) >= 135, 3.0,
+        obs.wait_for(lambda: abox in obs.objects() and len(obs.snap.objects) >= 147, 3.0,  # the scene and the box
                      "the observer to see the scene and the box")
         # the bare 69-byte token of A (as seen on the wire), without the secret
         bare = ic.Client("127.0.0.1", srv.port, bare_token_hex=ta[:138], name="thief")

@@ -201,6 +201,15 @@ async function main() {
       return n >= 52 ? n : null;
     }, 10000);
     check(joints === 52, `the page draws the demo's ${joints} joints as lines between their anchors`);
+    // The demo's level geometry (3 rock hulls, the building's mesh, the valley's heightfield)
+    // comes from the server's admin endpoint through GET /asset and is drawn as triangles.
+    const assets = await poll('the page to draw the demo\'s 5 assets', async () => {
+      const a = await page.evaluate(() => impulseViewer.assets);
+      return a.length >= 5 && a.every(([, n]) => n > 0) ? a : null;
+    }, 15000);
+    check(assets.length === 5, `the page draws ${assets.length} assets from /asset: ${assets.map(([id, n]) => `${id}: ${n} triangles`).join(', ')}`);
+    check((await request(port, { path: '/asset?id=x' })).status === 400, 'a malformed asset id is refused 400');
+    check((await request(port, { path: '/asset?id=999' })).status === 404, 'an unknown asset id is 404, passed on from the server');
 
     // tower_c (x = -2, z = -6, 7 unit boxes) does not fall in the demo: its top box against the sky.
     const top = await page.evaluate(() => impulseViewer.project(-2, 6.5, -6));

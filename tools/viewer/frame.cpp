@@ -102,7 +102,7 @@ std::string frame_json(const FrameInfo& info, std::span<const FrameBody> bodies,
     fmt::format_to(it, ",{:.4f},{:.4f},{:.4f},{:.4f}", finite_or_zero(b.orientation.x), finite_or_zero(b.orientation.y),
                    finite_or_zero(b.orientation.z), finite_or_zero(b.orientation.w));
     append_vec(&out, s.velocity, 2);
-    out.push_back(']');
+    fmt::format_to(it, ",{}]", s.asset);
   }
   out += "],\"begins\":[";
   first = true;

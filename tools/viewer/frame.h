@@ -69,7 +69,7 @@ struct FrameInfo {
 
 /// The frame as one line of JSON (no newline inside, so it is one SSE `data:` line). Bodies are
 /// arrays [index, generation, kind, shape, flags (1 sleeping, 2 sensor), dims xyz, position xyz,
-/// orientation xyzw, velocity xyz]; contacts [tick, a index, a generation, b index, b generation,
+/// orientation xyzw, velocity xyz, asset id (hull, mesh, heightfield; else 0)]; contacts [tick, a index, a generation, b index, b generation,
 /// point xyz]; joints [a xyz, b xyz]; "car" null or {id "i:g", half xyz, predicted null or
 /// [position xyz, orientation xyzw], server likewise, speed, commanded, throttle, steer}.
 /// Non-finite numbers are written as 0 (JSON has no NaN).

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -41,10 +42,26 @@ constexpr int kOwnerLookups = 2;
 constexpr time_t kOwnerConnectTimeoutS = 1;
 constexpr time_t kOwnerReadTimeoutS = 2;
 constexpr size_t kMaxOwnerAnswerBytes = 4096;
+// GET /asset: one level geometry document (a 1M-triangle mesh is about 40 MB of JSON), fetched
+// once per asset per page; the admin endpoint serves it from memory.
+constexpr time_t kAssetReadTimeoutS = 20;
+constexpr size_t kMaxAssetAnswerBytes = 96u << 20;
 /// The header every POST must carry: a cross-origin page cannot send it without a CORS preflight,
 /// which this server never grants, so another site open in the browser cannot drive the viewer.
 constexpr const char* kControlHeader = "X-Impulse-Viewer";
 
+
+/// A JSON {"error": ...} answer with `status`; `why` is our own plain ASCII text.
+void json_error(httplib::Response& res, int status, std::string_view why) {
+  res.status = status;
+  std::string body = R"({"error":")";
+  for (const char c : why) {
+    if (c == '"' || c == '\\') body += '\\';
+    body += c;
+  }
+  body += "\"}\n";
+  res.set_content(body, kJson);
+}
 
 /// At most one log line per second for refused requests, with the count of those not logged.
 class RefusalLog {
@@ -363,49 +380,59 @@ std::unique_ptr<HttpServer> HttpServer::start(const HttpOptions& options, FrameS
   // kOwnerLookups at once, each bounded by short timeouts, so clicks cannot take every worker.
   const std::string admin_host = options.admin_host;
   const uint16_t admin_port = options.admin_port;
-  svr.Get("/owner", [self, &impl, admin_host, admin_port](const httplib::Request& req, httplib::Response& res) {
+  // GET /owner and GET /asset both ask the admin endpoint: `path` there, at most `max_bytes` of
+  // JSON back within `read_timeout_s`, sharing the kOwnerLookups slots.
+  auto ask_admin = [self, admin_host, admin_port](const std::string& path, size_t max_bytes, time_t read_timeout_s,
+                                                  httplib::Response& res) {
     res.set_header("Cache-Control", "no-store");
-    const auto fail = [&](int status, std::string_view why) {
-      res.status = status;
-      std::string body = R"({"error":")";
-      for (const char c : why) {  // our own messages: plain ASCII, only quotes and backslashes to escape
-        if (c == '"' || c == '\\') body += '\\';
-        body += c;
-      }
-      body += "\"}\n";
-      res.set_content(body, kJson);
-    };
-    const std::string id = req.get_param_value("id");
-    if (!valid_object_id(id)) {
-      impl.refusals.note(req, 400, "bad owner id");
-      return fail(400, "bad id: expected INDEX:GENERATION");
-    }
     if (admin_host.empty()) {
-      return fail(501, "not known: start impulse-viewer with --admin HOST:PORT (the server's --admin-port)");
+      return json_error(res, 501, "not known: start impulse-viewer with --admin HOST:PORT (the server's --admin-port)");
     }
     if (self->owner_lookups_.fetch_add(1) >= kOwnerLookups) {
       self->owner_lookups_.fetch_sub(1);
       res.set_header("Retry-After", "1");
-      return fail(503, "busy: other owner lookups are running; click again");
+      return json_error(res, 503, "busy: other admin lookups are running; try again");
     }
     httplib::Client admin(admin_host, admin_port);
     admin.set_connection_timeout(kOwnerConnectTimeoutS, 0);
-    admin.set_read_timeout(kOwnerReadTimeoutS, 0);
+    admin.set_read_timeout(read_timeout_s, 0);
     admin.set_write_timeout(kOwnerReadTimeoutS, 0);
-    const httplib::Result r = admin.Get("/objects/" + id);
+    const httplib::Result r = admin.Get(path);
     self->owner_lookups_.fetch_sub(1);
     if (!r) {
-      return fail(502, fmt::format("the server's admin endpoint {}:{} did not answer ({})", admin_host, admin_port,
-                                   httplib::to_string(r.error())));
+      return json_error(res, 502, fmt::format("the server's admin endpoint {}:{} did not answer ({})", admin_host,
+                                              admin_port, httplib::to_string(r.error())));
     }
     // The admin endpoint answers JSON for 200, 400, 404 and 503 alike: pass it on.
     const bool json = r->get_header_value("Content-Type").rfind("application/json", 0) == 0;
-    if (!json || r->body.size() > kMaxOwnerAnswerBytes) {
-      return fail(502, fmt::format("unexpected answer from the admin endpoint {}:{} (HTTP {})", admin_host, admin_port,
-                                   r->status));
+    if (!json || r->body.size() > max_bytes) {
+      return json_error(res, 502, fmt::format("unexpected answer from the admin endpoint {}:{} (HTTP {})", admin_host,
+                                              admin_port, r->status));
     }
     res.status = r->status;
     res.set_content(r->body, kJson);
+  };
+  svr.Get("/owner", [&impl, ask_admin](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.get_param_value("id");
+    if (!valid_object_id(id)) {
+      impl.refusals.note(req, 400, "bad owner id");
+      res.set_header("Cache-Control", "no-store");
+      return json_error(res, 400, "bad id: expected INDEX:GENERATION");
+    }
+    ask_admin("/objects/" + id, kMaxOwnerAnswerBytes, kOwnerReadTimeoutS, res);
+  });
+  // A hull's, mesh's or heightfield's geometry (GET /assets/<id> on the admin endpoint), which
+  // the page draws in place of a bounding box.
+  svr.Get("/asset", [&impl, ask_admin](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.get_param_value("id");
+    const bool digits = !id.empty() && id.size() <= 5 &&
+                        std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoul(id) > 65535) {
+      impl.refusals.note(req, 400, "bad asset id");
+      res.set_header("Cache-Control", "no-store");
+      return json_error(res, 400, "bad id: expected an asset id, 0 to 65535");
+    }
+    ask_admin("/assets/" + id, kMaxAssetAnswerBytes, kAssetReadTimeoutS, res);
   });
 
   int port = options.port;

@@ -66,8 +66,7 @@ const char* const kPageHtml = R"PAGE(<!doctype html>
 'use strict';
 const $ = (id) => document.getElementById(id);
 const KIND = ['dynamic', 'static', 'kinematic'];
-const SHAPE = ['sphere', 'box', 'capsule', 'plane', 'hull (bounding box)', 'mesh (not drawn)', 'heightfield (not drawn)',
-               'cylinder'];
+const SHAPE = ['sphere', 'box', 'capsule', 'plane', 'hull', 'mesh', 'heightfield', 'cylinder'];
 const KIND_COLOR = [0xe0803a, 0x8d939c, 0x3fa66b];  // dynamic, static, kinematic
 const SENSOR_COLOR = 0x42b8d8;
 const PLANE_COLOR = 0x39414f;
@@ -131,14 +130,86 @@ function capsuleGeometry(r, h) {
   return new THREE.LatheBufferGeometry(pts, 24);
 }
 
-function geometryFor(shape, d, key) {
+// Assets (hulls, meshes, heightfields): their geometry comes from the server's admin endpoint
+// through GET /asset (impulse-viewer --admin). Until it arrives, or without --admin, a hull is
+// drawn as its bounding box and level geometry not at all.
+const assetGeometries = new Map();  // asset id -> THREE.BufferGeometry
+const assetRequests = new Set();
+
+function indexed(positions, indices) {
+  const g = new THREE.BufferGeometry();
+  g.setAttribute('position', new THREE.BufferAttribute(positions, 3));
+  const big = positions.length / 3 > 65535;
+  g.setIndex(new THREE.BufferAttribute(big ? new Uint32Array(indices) : new Uint16Array(indices), 1));
+  g.computeVertexNormals();
+  return g;
+}
+
+// The geometry of a GET /assets/<id> document (docs/PROTOCOL.md, "Assets"), or null.
+function assetGeometry(doc) {
+  if (doc.kind === 'hull' && Array.isArray(doc.vertices) && Array.isArray(doc.faces)) {
+    const positions = new Float32Array(doc.vertices.flat());
+    const indices = [];
+    for (const f of doc.faces) for (let i = 1; i + 1 < f.length; ++i) indices.push(f[0], f[i], f[i + 1]);
+    return indexed(positions, indices);
+  }
+  if (doc.kind === 'mesh' && Array.isArray(doc.vertices) && Array.isArray(doc.triangles)) {
+    return indexed(new Float32Array(doc.vertices), doc.triangles);
+  }
+  if (doc.kind === 'heightfield' && Array.isArray(doc.heights)) {
+    const [nx, nz] = doc.samples, [sx, sz] = doc.spacing, HOLE = 65535;
+    const positions = new Float32Array(nx * nz * 3);
+    for (let j = 0; j < nz; ++j) {
+      for (let i = 0; i < nx; ++i) {
+        const k = j * nx + i, h = doc.heights[k];
+        positions.set([i * sx, h === HOLE ? 0 : doc.offset + doc.scale * h, j * sz], 3 * k);
+      }
+    }
+    // Two triangles per cell, split along (i, j)-(i+1, j+1); a hole sample cuts its cells out.
+    const indices = [];
+    for (let j = 0; j + 1 < nz; ++j) {
+      for (let i = 0; i + 1 < nx; ++i) {
+        const a = j * nx + i, b = a + nx, c = b + 1, d = a + 1;
+        if ([a, b, c, d].some((k) => doc.heights[k] === HOLE)) continue;
+        indices.push(a, b, c, a, c, d);
+      }
+    }
+    return indexed(positions, indices);
+  }
+  return null;
+}
+
+function requestAsset(id) {
+  if (assetRequests.has(id)) return;
+  assetRequests.add(id);
+  fetch('/asset?id=' + id)
+    .then((r) => {
+      // 503: the viewer's lookups are busy (two at a time): ask again in a second.
+      if (r.status === 503) setTimeout(() => { assetRequests.delete(id); requestAsset(id); }, 1000);
+      return r.ok ? r.json() : null;
+    })
+    .then((doc) => {
+      const g = doc && assetGeometry(doc);
+      if (!g) return;
+      assetGeometries.set(id, g);
+      for (const b of bodies.values()) if (b.geoKey === 'asset:' + id) b.mesh.geometry = g;
+    })
+    .catch(() => {});
+}
+
+function geometryFor(shape, d, key, asset) {
+  if (shape === 4 || shape === 5 || shape === 6) {
+    const drawn = assetGeometries.get(asset);
+    if (drawn) return drawn;
+    requestAsset(asset);
+  }
   let g = geometries.get(key);
   if (g) return g;
   if (shape === 0) g = new THREE.SphereBufferGeometry(d[0], 24, 16);
   else if (shape === 1 || shape === 4) g = new THREE.BoxBufferGeometry(2 * d[0], 2 * d[1], 2 * d[2]);  // a hull: its bounding box
   else if (shape === 2) g = capsuleGeometry(d[0], d[1]);
   else if (shape === 7) g = new THREE.CylinderBufferGeometry(d[0], d[0], 2 * d[1], 24);  // axis along local Y
-  else if (shape === 5 || shape === 6) g = new THREE.BufferGeometry();  // level geometry: not drawn yet
+  else if (shape === 5 || shape === 6) g = new THREE.BufferGeometry();  // level geometry: until it arrives
   else g = new THREE.PlaneBufferGeometry(400, 400).rotateX(-Math.PI / 2);  // normal along local +Y
   geometries.set(key, g);
   return g;
@@ -157,13 +228,14 @@ function createBody(o, key, geoKey) {
   const material = new THREE.MeshLambertMaterial({
     color: shape === 3 ? PLANE_COLOR : sensor ? SENSOR_COLOR : (KIND_COLOR[o[2]] || 0xffffff),
     transparent: sensor, opacity: sensor ? 0.35 : 1,
+    side: shape === 5 || shape === 6 ? THREE.DoubleSide : THREE.FrontSide,  // one-sided surfaces, seen from below too
   });
-  const mesh = new THREE.Mesh(geometryFor(shape, [o[5], o[6], o[7]], geoKey), material);
+  const mesh = new THREE.Mesh(geometryFor(shape, [o[5], o[6], o[7]], geoKey, o[18]), material);
   if (shape === 3) {
     const grid = new THREE.GridHelper(400, 400, 0x4c5566, 0x444c5b);
     grid.position.y = 0.005;
     mesh.add(grid);
-  } else if (shape === 1 || shape === 4) {
+  } else if (shape === 1) {
     mesh.add(new THREE.LineSegments(edgesFor(mesh.geometry, geoKey), EDGE_MATERIAL));  // stacked boxes stay apart
   }
   mesh.userData.key = key;
@@ -309,7 +381,8 @@ function apply(f) {
   for (const o of f.objs) {
     const key = o[0] + ':' + o[1];
     seen.add(key);
-    const geoKey = o[3] + ',' + o[5] + ',' + o[6] + ',' + o[7];
+    const asset = o[3] === 4 || o[3] === 5 || o[3] === 6;
+    const geoKey = asset ? 'asset:' + o[18] : o[3] + ',' + o[5] + ',' + o[6] + ',' + o[7];
     let b = bodies.get(key);
     if (b && b.geoKey !== geoKey) { removeBody(key, b); b = null; }
     if (!b) b = createBody(o, key, geoKey);
@@ -486,6 +559,8 @@ window.impulseViewer = {
   get rendered() { return rendered; },
   get latest() { return latest; },
   get keys() { return keys; },
+  // [asset id, triangles] of each asset geometry fetched and drawn
+  get assets() { return [...assetGeometries.entries()].map(([id, g]) => [id, g.index ? g.index.count / 3 : 0]); },
   background: BACKGROUND,
 };
 </script>

@@ -49,6 +49,23 @@ class TempScene {
   std::string path_;
 };
 
+/// Creates `scene`'s bodies in `world` in order, each hull, mesh and heightfield adopted by the
+/// world first (as ServerCore::add_bodies does); their ids, null for a body the world refused.
+std::vector<ObjectID> create_bodies(physics::World& world, const Scene& scene) {
+  std::vector<ObjectID> ids;
+  for (size_t i = 0; i < scene.bodies.size(); ++i) {
+    physics::BodyDesc desc = scene.bodies[i];
+    std::string why;
+    const std::optional<physics::Shape> shape = adopt_shape(world, desc.shape, &why);
+    EXPECT_TRUE(shape.has_value()) << scene.body_names[i] << ": " << why;
+    if (shape) desc.shape = *shape;
+    const physics::CreateResult r = world.create_object(desc);
+    EXPECT_EQ(r.error, physics::Error::Ok) << scene.body_names[i];
+    ids.push_back(r.id);
+  }
+  return ids;
+}
+
 /// A body JSON object with the given extra fields (", \"mass\": 2").
 std::string body(const std::string& extra = {}) {
   return R"({ "shape": "Box", "dims": { "x": 0.5, "y": 0.5, "z": 0.5 }, "position": { "x": 0, "y": 1, "z": 0 })" + extra +
@@ -61,7 +78,7 @@ TEST(Scene, DemoLoadsAndEveryBodyIsAcceptedByTheWorld) {
   std::string error;
   ASSERT_TRUE(load_scene("demo", &scene, &error)) << error;
   EXPECT_EQ(scene.name, "demo");
-  EXPECT_EQ(scene.bodies.size(), 138u);  // as documented on make_demo_scene
+  EXPECT_EQ(scene.bodies.size(), 146u);  // as documented on make_demo_scene
   EXPECT_EQ(scene.joints.size(), 52u);
   ASSERT_EQ(scene.body_names.size(), scene.bodies.size());
   EXPECT_EQ(scene.bodies.front().kind, physics::BodyKind::Static);  // the ground
@@ -93,10 +110,12 @@ TEST(Scene, DemoLoadsAndEveryBodyIsAcceptedByTheWorld) {
   physics::WorldSettings settings;
   settings.gravity = scene.gravity;
   physics::World world(settings);
-  for (size_t i = 0; i < scene.bodies.size(); ++i) {
-    EXPECT_EQ(world.create_object(scene.bodies[i]).error, physics::Error::Ok) << scene.body_names[i];
-  }
+  create_bodies(world, scene);
   EXPECT_EQ(world.object_count(), scene.bodies.size());
+  EXPECT_EQ(shapes[static_cast<int>(physics::ShapeKind::Hull)], 3);
+  EXPECT_EQ(shapes[static_cast<int>(physics::ShapeKind::Mesh)], 1);
+  EXPECT_EQ(shapes[static_cast<int>(physics::ShapeKind::HeightField)], 1);
+  EXPECT_GE(shapes[static_cast<int>(physics::ShapeKind::Cylinder)], 5);
 }
 
 // The demo must look right in `make run`: the towers nobody hits stand, the one the wrecking ball
@@ -108,7 +127,7 @@ TEST(Scene, DemoStacksStandAndToppleBelievably) {
   settings.gravity = scene.gravity;
   physics::World world(settings);
   std::vector<ObjectID> ids;
-  for (const physics::BodyDesc& b : scene.bodies) ids.push_back(world.create_object(b).id);
+  ids = create_bodies(world, scene);
   auto body = [&](std::string_view name) {
     const int i = find_body(scene, name);
     EXPECT_GE(i, 0) << name;
@@ -155,6 +174,18 @@ TEST(Scene, DemoStacksStandAndToppleBelievably) {
   EXPECT_TRUE(std::fabs(tipped.position.y - 0.45f) < 0.02f || std::fabs(tipped.position.y - 0.3f) < 0.02f)
       << "barrel/3 at y " << tipped.position.y;
   EXPECT_LT(length(tipped.velocity), 0.05f);
+  // The level: the rocks rolled down into the valley and stay in it; the crate and the barrel
+  // stand on the building's platform (2 m up); the ball rolled down the ramp and off it.
+  for (int r = 0; r < 3; ++r) {
+    const physics::BodyState rock = body("rock/" + std::to_string(r));
+    EXPECT_TRUE(rock.position.x > 16.0f && rock.position.x < 32.0f && rock.position.z > -8.0f && rock.position.z < 8.0f &&
+                rock.position.y > 0.0f && rock.position.y < 2.0f)
+        << "rock/" << r << " at " << rock.position.x << ", " << rock.position.y << ", " << rock.position.z;
+  }
+  EXPECT_NEAR(body("building/crate").position.y, 2.4f, 0.02f);
+  EXPECT_NEAR(body("building/barrel").position.y, 2.45f, 0.02f);
+  EXPECT_LT(tilt(body("building/barrel")), 0.02f);
+  EXPECT_LT(body("building/ball").position.x, -24.0f) << "the ball did not roll down the ramp";
   // tower_a's top box fell from 7.5 m to the ground (a box resting on a face has y <= ~0.9 m on
   // a possibly tilted neighbour; anything below 3 m means the tower came down).
   EXPECT_LT(body("tower_a/7").position.y, 3.0f) << "tower_a did not topple";
@@ -518,7 +549,7 @@ TEST(Scene, DemoJointsHoldAndStayFinite) {
   settings.gravity = scene.gravity;
   physics::World world(settings);
   std::vector<ObjectID> ids;
-  for (const physics::BodyDesc& b : scene.bodies) ids.push_back(world.create_object(b).id);
+  ids = create_bodies(world, scene);
   std::vector<ObjectID> joints;
   for (const SceneJoint& sj : scene.joints) {
     physics::JointDesc d = sj.desc;

@@ -53,7 +53,7 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   EXPECT_DOUBLE_EQ(j["replay"]["speed"].get<double>(), 2.0);
   ASSERT_EQ(j["objs"].size(), 2u);
   const auto& capsule = j["objs"][1];
-  ASSERT_EQ(capsule.size(), 18u);
+  ASSERT_EQ(capsule.size(), 19u);
   EXPECT_EQ(capsule[0], 7);
   EXPECT_EQ(capsule[1], 3);
   EXPECT_EQ(capsule[3], static_cast<int>(ShapeKind::Capsule));
@@ -61,6 +61,7 @@ TEST(ViewerFrame, IsJsonWithTheBodiesContactsAndFigures) {
   EXPECT_DOUBLE_EQ(capsule[9].get<double>(), 2.25);   // position y
   EXPECT_DOUBLE_EQ(capsule[14].get<double>(), 1.0);   // orientation w
   EXPECT_DOUBLE_EQ(capsule[16].get<double>(), -2.0);  // velocity y
+  EXPECT_EQ(capsule[18], 0) << "no asset";
   ASSERT_EQ(j["begins"].size(), 1u);
   EXPECT_EQ(j["begins"][0][0], 1230);
   EXPECT_EQ(j["begins"][0][3], 7);
