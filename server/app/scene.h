@@ -87,6 +87,13 @@ bool parse_scene_json(std::string_view json, std::string_view source, Scene* sce
 /// Reads and parses a scene file (see parse_scene_json). File errors name the path and the cause.
 bool load_scene_file(const std::string& path, Scene* scene, std::string* error);
 
+/// Appends a named body to `scene` (the demo's builders); returns its index in scene->bodies.
+inline int add_named_body(Scene* scene, std::string name, const physics::BodyDesc& desc) {
+  scene->bodies.push_back(desc);
+  scene->body_names.push_back(std::move(name));
+  return static_cast<int>(scene->bodies.size()) - 1;
+}
+
 /// A scene body's shape made `world`'s own: a hull, mesh or heightfield from a Scene's tables is
 /// added to the world (World::add_hull, add_mesh, add_heightfield) and the returned shape points
 /// at the world's copy, valid for the world's lifetime; any other shape comes back as it is.

@@ -10,12 +10,6 @@ namespace impulse::server {
 
 namespace {
 
-int add_body(Scene* scene, std::string name, const physics::BodyDesc& desc) {
-  scene->bodies.push_back(desc);
-  scene->body_names.push_back(std::move(name));
-  return static_cast<int>(scene->bodies.size()) - 1;
-}
-
 void add_joint(Scene* scene, std::string name, int a, int b, const physics::JointDesc& desc) {
   scene->joints.push_back(SceneJoint{desc, a, b, std::move(name)});
 }
@@ -42,7 +36,7 @@ void add_joint_showcase(Scene* scene) {
     constexpr float kRate = 1.5f;
     door.angular_velocity = {0.0f, kRate, 0.0f};
     door.velocity = {0.0f, 0.0f, -0.5f * kRate};  // its centre turning about the hinge
-    const int d = add_body(scene, "door", door);
+    const int d = add_named_body(scene, "door", door);
     physics::JointDesc j;
     j.kind = physics::JointKind::Hinge;
     j.anchor = hinge;
@@ -65,7 +59,7 @@ void add_joint_showcase(Scene* scene) {
       link.shape = physics::make_capsule(0.05f, 0.5f * kLink - 0.05f);
       link.position = top - Vec3{0.0f, kLink * (static_cast<float>(i) + 0.5f), 0.0f};
       link.mass = 0.5f;
-      const int l = add_body(scene, fmt::format("chain/{}", i), link);
+      const int l = add_named_body(scene, fmt::format("chain/{}", i), link);
       physics::JointDesc j;
       j.anchor = top - Vec3{0.0f, kLink * static_cast<float>(i), 0.0f};
       add_joint(scene, fmt::format("chain/joint/{}", i), l, previous, j);
@@ -77,7 +71,7 @@ void add_joint_showcase(Scene* scene) {
     ball.position = end - Vec3{0.0f, 0.4f, 0.0f};
     ball.velocity = {3.0f, 0.0f, 0.0f};
     ball.mass = 20.0f;
-    const int b = add_body(scene, "chain/ball", ball);
+    const int b = add_named_body(scene, "chain/ball", ball);
     physics::JointDesc j;
     j.anchor = end;
     add_joint(scene, "chain/joint/ball", b, previous, j);
@@ -91,16 +85,16 @@ void add_joint_showcase(Scene* scene) {
     constexpr float kDeck = 2.0f;   // the pillars' top
     physics::BodyDesc pillar = box({2.5f, 0.5f * kDeck, -16.0f}, {0.5f, 0.5f * kDeck, 0.8f}, 0.0f);
     pillar.kind = physics::BodyKind::Static;
-    const int left = add_body(scene, "bridge/pillar/0", pillar);
+    const int left = add_named_body(scene, "bridge/pillar/0", pillar);
     pillar.position.x = 3.0f + kPlank * kPlanks + 0.5f;
-    const int right = add_body(scene, "bridge/pillar/1", pillar);
+    const int right = add_named_body(scene, "bridge/pillar/1", pillar);
     physics::JointDesc j;
     j.kind = physics::JointKind::Hinge;
     j.axis = {0.0f, 0.0f, 1.0f};
     int previous = left;
     for (int i = 0; i < kPlanks; ++i) {
       const float x0 = 3.0f + kPlank * static_cast<float>(i);
-      const int p = add_body(scene, fmt::format("bridge/plank/{}", i),
+      const int p = add_named_body(scene, fmt::format("bridge/plank/{}", i),
                              box({x0 + 0.5f * kPlank, kDeck - 0.05f, -16.0f}, {0.5f * kPlank - 0.01f, 0.05f, 0.6f}, 2.0f));
       j.anchor = {x0, kDeck - 0.05f, -16.0f};
       add_joint(scene, fmt::format("bridge/hinge/{}", i), p, previous, j);
@@ -108,15 +102,15 @@ void add_joint_showcase(Scene* scene) {
     }
     j.anchor = {3.0f + kPlank * kPlanks, kDeck - 0.05f, -16.0f};
     add_joint(scene, fmt::format("bridge/hinge/{}", kPlanks), previous, right, j);
-    add_body(scene, "bridge/crate/0", box({5.5f, kDeck + 1.0f, -16.0f}, {0.3f, 0.3f, 0.3f}, 5.0f));
-    add_body(scene, "bridge/crate/1", box({9.0f, kDeck + 2.0f, -15.8f}, {0.3f, 0.3f, 0.3f}, 5.0f));
+    add_named_body(scene, "bridge/crate/0", box({5.5f, kDeck + 1.0f, -16.0f}, {0.3f, 0.3f, 0.3f}, 5.0f));
+    add_named_body(scene, "bridge/crate/1", box({9.0f, kDeck + 2.0f, -15.8f}, {0.3f, 0.3f, 0.3f}, 5.0f));
   }
 
   // A car: a 40 kg chassis on four 2 kg sphere wheels, each on a hinge about +Z ("car/axle/<i>")
   // whose motor is off until a client drives it (SetJointMotor; impulse-client demo does).
   {
     const Vec3 centre{-7.0f, 0.8f, -20.0f};
-    const int chassis = add_body(scene, "car/chassis", box(centre, {1.0f, 0.2f, 0.5f}, 40.0f));
+    const int chassis = add_named_body(scene, "car/chassis", box(centre, {1.0f, 0.2f, 0.5f}, 40.0f));
     for (int i = 0; i < 4; ++i) {
       const Vec3 at{centre.x + (i < 2 ? -0.7f : 0.7f), 0.35f, centre.z + (i % 2 == 0 ? -0.65f : 0.65f)};
       physics::BodyDesc wheel;
@@ -124,7 +118,7 @@ void add_joint_showcase(Scene* scene) {
       wheel.position = at;
       wheel.mass = 2.0f;
       wheel.friction = 1.0f;
-      const int w = add_body(scene, fmt::format("car/wheel/{}", i), wheel);
+      const int w = add_named_body(scene, fmt::format("car/wheel/{}", i), wheel);
       physics::JointDesc j;
       j.kind = physics::JointKind::Hinge;
       j.anchor = at;
@@ -142,7 +136,7 @@ void add_joint_showcase(Scene* scene) {
       const float height = 0.2f * static_cast<float>(6 - k);
       physics::BodyDesc step = box({kStepX, 0.5f * height, kStepZ + 0.4f * static_cast<float>(k)}, {1.0f, 0.5f * height, 0.2f}, 0.0f);
       step.kind = physics::BodyKind::Static;
-      add_body(scene, fmt::format("stairs/{}", k), step);
+      add_named_body(scene, fmt::format("stairs/{}", k), step);
     }
     const Vec3 base{kStepX, 1.25f, kStepZ - 0.1f};
     struct Part {
@@ -176,7 +170,7 @@ void add_joint_showcase(Scene* scene) {
       d.mass = p.mass;
       d.velocity = {0.0f, 0.0f, 1.5f};
       d.friction = 0.6f;
-      add_body(scene, fmt::format("ragdoll/{}", p.name), d);
+      add_named_body(scene, fmt::format("ragdoll/{}", p.name), d);
     }
     struct Link {
       const char* name;
@@ -222,7 +216,7 @@ void add_joint_showcase(Scene* scene) {
   // A 10 kg sign on a hook that breaks past 250 N (it holds its 98 N weight): a hard push
   // breaks it and every client hears JointRemoved{Broken}.
   {
-    const int sign = add_body(scene, "sign", box({1.0f, 4.0f, -12.0f}, {0.6f, 0.3f, 0.05f}, 10.0f));
+    const int sign = add_named_body(scene, "sign", box({1.0f, 4.0f, -12.0f}, {0.6f, 0.3f, 0.05f}, 10.0f));
     physics::JointDesc j;
     j.anchor = {1.0f, 4.3f, -12.0f};
     j.break_force = 250.0f;

@@ -15,12 +15,6 @@ namespace impulse::server {
 
 namespace {
 
-int add_body(Scene* scene, std::string name, const physics::BodyDesc& desc) {
-  scene->bodies.push_back(desc);
-  scene->body_names.push_back(std::move(name));
-  return static_cast<int>(scene->bodies.size()) - 1;
-}
-
 /// Appends the quad a, b, c, d (counter-clockwise seen from its front) as two triangles.
 void quad(std::vector<Vec3>& v, std::vector<uint32_t>& t, Vec3 a, Vec3 b, Vec3 c, Vec3 d) {
   const auto base = static_cast<uint32_t>(v.size());
@@ -63,7 +57,7 @@ void add_level_showcase(Scene* scene) {
     valley.shape = physics::make_heightfield(*scene->heightfields.back());
     valley.position = {16.0f, 0.0f, -8.0f};
     valley.friction = 0.8f;
-    add_body(scene, "valley", valley);
+    add_named_body(scene, "valley", valley);
   }
 
   // Rocks: squashed, skewed octahedra plus 8 corner points, dropped on the slopes; they roll down.
@@ -85,7 +79,7 @@ void add_level_showcase(Scene* scene) {
     rock.mass = 1000.0f * shared->volume;  // [kg]: 1000 kg/m^3
     rock.friction = 0.7f;
     scene->hulls.push_back(std::move(shared));
-    add_body(scene, "rock/" + std::to_string(r), rock);
+    add_named_body(scene, "rock/" + std::to_string(r), rock);
   }
 
   // --- The building, one static mesh in the frame of (-24, 0, 2): a 4 m x 4 m platform 2 m high
@@ -113,23 +107,23 @@ void add_level_showcase(Scene* scene) {
     building.kind = physics::BodyKind::Static;
     building.shape = physics::make_mesh(*scene->meshes.back());
     building.position = {-24.0f, 0.0f, 2.0f};
-    add_body(scene, "building", building);
+    add_named_body(scene, "building", building);
     // On the platform: a crate and a barrel standing, and a ball that rolls down the ramp.
     physics::BodyDesc crate;
     crate.shape = physics::make_box({0.4f, 0.4f, 0.4f});
     crate.position = {-18.0f, 2.41f, 3.0f};
     crate.mass = 10.0f;
-    add_body(scene, "building/crate", crate);
+    add_named_body(scene, "building/crate", crate);
     physics::BodyDesc barrel;
     barrel.shape = physics::make_cylinder(0.3f, 0.45f);
     barrel.position = {-17.0f, 2.46f, 5.0f};
     barrel.mass = 20.0f;
-    add_body(scene, "building/barrel", barrel);
+    add_named_body(scene, "building/barrel", barrel);
     physics::BodyDesc ball;
     ball.shape = physics::make_sphere(0.3f);
     ball.position = {-20.5f, 2.6f, 3.0f};
     ball.mass = 5.0f;
-    add_body(scene, "building/ball", ball);
+    add_named_body(scene, "building/ball", ball);
   }
 }
 

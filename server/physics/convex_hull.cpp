@@ -376,7 +376,7 @@ Shape make_hull(const ConvexHull& hull) {
   return s;
 }
 
-Vec3 hull_support(const HullView& hull, Vec3 d) {
+uint32_t hull_support_index(const HullView& hull, Vec3 d) {
   uint32_t best = 0;
   float best_dot = dot(hull.vertices[0], d);
   for (uint32_t i = 1; i < hull.vertex_count; ++i) {
@@ -386,8 +386,10 @@ Vec3 hull_support(const HullView& hull, Vec3 d) {
       best = i;
     }
   }
-  return hull.vertices[best];
+  return best;
 }
+
+Vec3 hull_support(const HullView& hull, Vec3 d) { return hull.vertices[hull_support_index(hull, d)]; }
 
 std::string check_hull(const ConvexHull& h) {
   const size_t nv = h.vertices.size();

@@ -106,6 +106,8 @@ HullBuild build_convex_hull(std::span<const Vec3> points);
 
 /// The hull's vertices as seen by the narrowphase: the support point along `d` (hull frame).
 Vec3 hull_support(const HullView& hull, Vec3 d);
+/// The index of that support vertex (the lowest index on ties).
+uint32_t hull_support_index(const HullView& hull, Vec3 d);
 
 /// Checks a hull's invariants (sizes, indices in range, unit normals, every vertex behind every
 /// plane within 1 mm + 1e-4 of its size, each edge shared by its two faces, finite mass

@@ -190,15 +190,7 @@ void cylinder_feature(const CylinderGeom& g, Vec3 d, Feature& f) {
 /// kFeatureSin of perpendicular to d, else the vertex.
 void polytope_feature(const HullView& v, const Frame& fr, Vec3 d, Feature& f) {
   const Vec3 dl = detail::to_local_dir(fr, d);
-  uint32_t sv = 0;
-  float best = dot(v.vertices[0], dl);
-  for (uint32_t i = 1; i < v.vertex_count; ++i) {
-    const float p = dot(v.vertices[i], dl);
-    if (p > best) {
-      best = p;
-      sv = i;
-    }
-  }
+  const uint32_t sv = hull_support_index(v, dl);
   uint32_t face = 0;
   float face_cos = -2.0f;
   for (uint32_t k = 0; k < v.face_count; ++k) {
