@@ -164,7 +164,10 @@ std::string accessor_bytes(const tinygltf::Model& model, int index, size_t eleme
   const std::vector<unsigned char>& buffer = model.buffers[static_cast<size_t>(view.buffer)].data;
   const size_t stride = view.byteStride != 0 ? view.byteStride : element_size;
   if (stride < element_size) return fmt::format("accessor {}: stride {} under its element size", index, stride);
-  // Every range in 64-bit arithmetic from values each below the file size, so nothing wraps.
+  // glTF 2.0 bounds byteStride at 252; checked here too (tinygltf does, but the reads below rely on
+  // it), so with count bounded no product below can wrap.
+  if (stride > 252) return fmt::format("accessor {}: stride {} beyond glTF's 252", index, stride);
+  // Every range in 64-bit arithmetic from bounded values, so nothing wraps.
   if (a.count > kMaxModelVertices) return fmt::format("accessor {}: {} elements, at most {}", index, a.count, kMaxModelVertices);
   if (view.byteOffset > buffer.size() || view.byteLength > buffer.size() - view.byteOffset) {
     return fmt::format("accessor {}: buffer view {} lies outside its buffer", index, a.bufferView);

@@ -39,7 +39,7 @@ struct Manifold {
 /// the speculative margin). Box: the half extents through |R|; capsule: the core's end points +-
 /// radius. A plane gets +-1e18 m on its unbounded axes; when its normal is axis-aligned (the other
 /// two components within 1e-6) that axis is bounded at the plane: normal +Y at y = h gives
-/// max.y = h, min.y = -1e18. A hull: its vertices rotated. A kind outside [0, ShapeKind::Count) gives the point AABB at the position.
+/// max.y = h, min.y = -1e18. A hull: its vertices rotated. A cylinder: cylinder_aabb. A kind outside [0, ShapeKind::Count) gives the point AABB at the position.
 Aabb compute_aabb(const Shape& shape, const Transform& transform);
 
 /// Distance [m] below which a direction is treated as undefined (concentric spheres, a point on
